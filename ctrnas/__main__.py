@@ -1,0 +1,3 @@
+from ctrnas.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Data: raw readers, preprocessing to Parquet shards, synthetic generators, batch loaders."""

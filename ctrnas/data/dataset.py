@@ -1,0 +1,153 @@
+"""The prepared dataset folder: `train/ val/ test/` Parquet shards plus `meta.json`.
+
+Layout (format "ctrnas-dataset/1"):
+  DIR/meta.json              written last, atomically: a folder without it is incomplete
+  DIR/{split}/part-00000.parquet ...
+Columns: label (float32), dense features (float32, already transformed), sparse features (int64 ids in
+[0, cardinality)), and optional extra columns (e.g. `p_true` for synthetic data).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.errors import CtrnasError
+
+FORMAT = "ctrnas-dataset/1"
+SPLITS = ("train", "val", "test")
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write text to `path` via a temp file and rename, so readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def versions() -> dict:
+    """Package versions recorded beside every result (FuxiCTR habit)."""
+    import numpy
+    import torch
+
+    import ctrnas
+
+    out = {"python": platform.python_version(), "ctrnas": ctrnas.__version__, "numpy": numpy.__version__,
+           "pyarrow": pa.__version__, "torch": torch.__version__}
+    try:
+        import torchrec
+
+        out["torchrec"] = getattr(torchrec, "__version__", "unknown")
+    except Exception:  # torchrec is optional for reading metadata
+        pass
+    return out
+
+
+class ShardWriter:
+    """Streams record batches of one split into Parquet shards of at most `rows_per_shard` rows."""
+
+    def __init__(self, folder: Path, schema: pa.Schema, rows_per_shard: int = 1_000_000):
+        self.folder, self.schema, self.rows_per_shard = Path(folder), schema, rows_per_shard
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.files: list[str] = []
+        self.rows = 0
+        self._writer = None
+        self._tmp = None
+        self._in_shard = 0
+
+    def _open(self):
+        name = f"part-{len(self.files):05d}.parquet"
+        self._tmp = self.folder / f".{name}.tmp-{os.getpid()}"
+        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="zstd")
+        self._final = self.folder / name
+        self._in_shard = 0
+
+    def _close(self):
+        if self._writer is not None:
+            self._writer.close()
+            os.replace(self._tmp, self._final)
+            self.files.append(self._final.name)
+            self._writer = None
+
+    def write(self, table: pa.Table | pa.RecordBatch) -> None:
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        table = table.select(self.schema.names).cast(self.schema)
+        start = 0
+        while start < table.num_rows:
+            if self._writer is None:
+                self._open()
+            n = min(table.num_rows - start, self.rows_per_shard - self._in_shard)
+            self._writer.write_table(table.slice(start, n))
+            self._in_shard += n
+            self.rows += n
+            start += n
+            if self._in_shard >= self.rows_per_shard:
+                self._close()
+
+    def close(self) -> list[str]:
+        """Finish the last shard; an empty split still gets one (empty) shard so readers see its schema."""
+        if self._writer is None and not self.files:
+            self._open()
+        self._close()
+        return self.files
+
+
+class DatasetWriter:
+    """Writes a dataset folder: removes any old meta.json first, writes shards, then meta.json last."""
+
+    def __init__(self, out_dir: str | Path, arrow_schema: pa.Schema, rows_per_shard: int = 1_000_000):
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "meta.json").unlink(missing_ok=True)  # mark incomplete before touching shards
+        for split in SPLITS:
+            d = self.out / split
+            if d.exists():
+                for f in d.iterdir():
+                    f.unlink()
+        self.writers = {s: ShardWriter(self.out / s, arrow_schema, rows_per_shard) for s in SPLITS}
+
+    def write(self, split: str, table: pa.Table | pa.RecordBatch) -> None:
+        self.writers[split].write(table)
+
+    def finish(self, meta: dict) -> dict:
+        """Close shards and write meta.json (adds format, per-split files and rows, versions)."""
+        splits = meta.setdefault("splits", {})
+        for s, w in self.writers.items():
+            files = w.close()
+            splits.setdefault(s, {}).update({"rows": w.rows, "files": [f"{s}/{f}" for f in files]})
+        meta["format"] = FORMAT
+        meta.setdefault("versions", versions())
+        atomic_write_text(self.out / "meta.json", json.dumps(meta, indent=2, sort_keys=False))
+        return meta
+
+
+def read_meta(data_dir: str | Path) -> dict:
+    """The meta.json of a complete dataset folder; a clear error if the folder is incomplete."""
+    p = Path(data_dir) / "meta.json"
+    if not p.exists():
+        raise CtrnasError(f"{data_dir}: no meta.json: not a prepared dataset, or its preparation did not "
+                          "finish (re-run `ctrnas prepare`)")
+    meta = json.loads(p.read_text())
+    if meta.get("format") != FORMAT:
+        raise CtrnasError(f"{p}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    return meta
+
+
+def load_schema(data_dir: str | Path) -> DatasetSchema:
+    return DatasetSchema.from_json(read_meta(data_dir)["schema"])
+
+
+def split_files(data_dir: str | Path, split: str) -> list[Path]:
+    """Shard paths of one split, in order."""
+    meta = read_meta(data_dir)
+    if split not in meta["splits"]:
+        raise CtrnasError(f"{data_dir}: no split {split!r} (has {sorted(meta['splits'])})")
+    return [Path(data_dir) / f for f in meta["splits"][split]["files"]]

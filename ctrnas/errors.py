@@ -1,0 +1,37 @@
+"""Error types of ctrnas: raised early, caught only at the CLI, printed on one line."""
+
+from __future__ import annotations
+
+
+class CtrnasError(Exception):
+    """Base class of every error ctrnas raises on purpose (bad input, bad config)."""
+
+
+class DataFormatError(CtrnasError):
+    """A malformed row or value in a raw input file."""
+
+    def __init__(self, file: str, line: int | None, field: str | None, reason: str):
+        self.file, self.line, self.field, self.reason = str(file), line, field, reason
+        where = self.file
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", field {field}"
+        super().__init__(f"{where}: {reason}")
+
+
+class RecipeError(CtrnasError):
+    """A recipe/config value that is unknown, missing or of the wrong type."""
+
+    def __init__(self, source: str, key: str, reason: str):
+        self.source, self.key, self.reason = source, key, reason
+        super().__init__(f"{source}: key '{key}': {reason}")
+
+
+class ArchValidationError(CtrnasError):
+    """An architecture that does not fit its search space."""
+
+    def __init__(self, block: int | None, field: str, value, reason: str):
+        self.block, self.field, self.value, self.reason = block, field, value, reason
+        where = f"block {block}" if block is not None else "architecture"
+        super().__init__(f"{where}, field '{field}' = {value!r}: {reason}")

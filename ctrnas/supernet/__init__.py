@@ -1,0 +1,1 @@
+"""Blocks, the NASRec weight-sharing supernet, and standalone subnet export."""
