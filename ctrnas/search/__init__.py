@@ -1,0 +1,20 @@
+"""Search strategies over any space that satisfies `space_protocol.SearchSpace`.
+
+This package knows nothing about NASRec blocks or proxies (NASLib-style separation): a space gives
+`sample(rng)`, `mutate(arch, rng)` and `arch.key()`; a fitness maps `(arch, seed)` to a `FitnessResult`
+(or a bare float). Every strategy is ask/tell; `run(fitness, ...)` drives it through `runner.run_search`,
+which owns the score cache, parallel workers, history and per-generation checkpoints:
+
+    from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
+    from ctrnas.search.constraints import ConstraintConfig, Constraints
+
+    cons = Constraints(ConstraintConfig(max_params=5e6, mode="repair"), count_params=my_param_counter)
+    search = RegularizedEvolution(space, EvolutionConfig(maximize=True), seed=0, constraints=cons)
+    result = search.run(fitness, workers=2, checkpoint_path="run/search.ckpt", progress=True)
+    result.history.to_csv("run/history.csv"); top15 = result.top_k(15)
+
+Modules: build (recipe `search:` section -> strategy), space_protocol, fitness (results, ranking,
+seeds, cache), constraints, history, checkpoint, parallel, runner, evolution, random_search,
+ranking (Kendall/Spearman + bootstrap), plots, toy.
+Import the submodules directly; this file stays import-light so spawned scoring workers start fast.
+"""

@@ -1,0 +1,165 @@
+"""Regularized (aging) evolution, Real et al. 2019, with the NASRec/SiGeo settings as defaults.
+
+Per generation (NASRec `searcher.py`, SiGeo App. F.3): sample a tournament of `tournament_size` from the
+population, take its best as the parent, make `children_per_generation` children by mutating the parent,
+score them, append them to the population and remove the same number of the *oldest* members, so the
+population stays at `population_size` and every architecture dies of age, however good it is.
+Defaults: population 128, 240 generations, tournament 64, 8 children -> 128 + 240 * 8 = 2048 evaluations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ctrnas.config import to_dict
+from ctrnas.errors import RecipeError
+from ctrnas.search.constraints import Constraints, propose
+from ctrnas.search.fitness import FitnessResult, rank_value
+from ctrnas.search.runner import Candidate, SearchResult, run_search
+from ctrnas.search.space_protocol import SearchSpace
+
+
+@dataclass(frozen=True)
+class EvolutionConfig:
+    """Every number of the search; the defaults are NASRec's `run_ea` scripts (used unchanged by SiGeo).
+
+    mutation_period: None gives NASRec's max(20, generations // 5) (see `mutations_at`).
+    parent_per_child: False = one tournament and parent per generation (NASRec); True = one tournament
+      per child (Real et al.'s one-child cycles, batched).
+    maximize: True for proxy scores (higher is better), False for a validation log loss.
+    """
+
+    population_size: int = 128
+    generations: int = 240
+    tournament_size: int = 64
+    children_per_generation: int = 8
+    mutation_period: int | None = None
+    parent_per_child: bool = False
+    max_dedup_tries: int = 100
+    maximize: bool = True
+
+    def __post_init__(self):
+        for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
+            if getattr(self, name) < 1:
+                raise RecipeError("EvolutionConfig", name, f"expected >= 1, got {getattr(self, name)}")
+        if self.generations < 0:
+            raise RecipeError("EvolutionConfig", "generations", f"expected >= 0, got {self.generations}")
+        if self.tournament_size > self.population_size:
+            raise RecipeError(
+                "EvolutionConfig", "tournament_size",
+                f"{self.tournament_size} exceeds population_size {self.population_size}",
+            )
+        if self.mutation_period is not None and self.mutation_period < 1:
+            raise RecipeError("EvolutionConfig", "mutation_period", f"expected >= 1 or null, got {self.mutation_period}")
+
+
+def mutations_at(generation: int, config: EvolutionConfig) -> int:
+    """Mutations per child in evolved generation `generation` (1-based; 0 is the random initial population).
+
+    NASRec: (G - g) // max(20, G // 5) + 1 with g = generation - 1, so with G = 240 (period 48) the
+    first generation applies 6 mutations, then 5, 4, 3, 2 and 1 over the last 48: explore broadly
+    early, refine late. With G < 20 it is always 1.
+    """
+    period = config.mutation_period or max(20, config.generations // 5)
+    return (config.generations - (generation - 1)) // period + 1
+
+
+@dataclass(frozen=True)
+class _Member:
+    arch: Any
+    key: str
+    rank: float  # rank_value: higher is better, non-finite is -inf
+
+
+class RegularizedEvolution:
+    """Aging evolution as an ask/tell strategy; `run(fitness)` drives it with `runner.run_search`."""
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        config: EvolutionConfig = EvolutionConfig(),
+        *,
+        seed: int = 0,
+        constraints: Constraints | None = None,
+    ):
+        self.space, self.config, self.seed = space, config, int(seed)
+        self.constraints = constraints if constraints is not None else Constraints()
+        self.maximize = config.maximize
+        self.total_evaluations = config.population_size + config.generations * config.children_per_generation
+        self.rng = np.random.default_rng(self.seed)
+        self.generation = 0  # the next generation to ask for; 0 = initial random population
+        self.population: list[_Member] = []  # oldest first
+        self._seen: set[str] = set()
+        self._pending: list[Candidate] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.generation > self.config.generations
+
+    def _propose(self, draw, remutate=None, parent_key: str = "") -> Candidate:
+        p = propose(draw, self.space, self.rng, self.constraints, self._seen.__contains__,
+                    self.config.max_dedup_tries, remutate)
+        self._seen.add(p.key)
+        return Candidate(p.arch, p.key, self.generation, p.params, p.flops, parent_key)
+
+    def _tournament_parent(self) -> _Member:
+        idx = self.rng.choice(len(self.population), size=self.config.tournament_size, replace=False)
+        # Ties go to the younger member (larger index), which keeps the population moving.
+        return self.population[max(idx, key=lambda i: (self.population[i].rank, i))]
+
+    def _mutant(self, arch: Any, n: int) -> Any:
+        for _ in range(n):
+            arch = self.space.mutate(arch, self.rng)
+        return arch
+
+    def ask(self) -> list[Candidate]:
+        """The initial population (generation 0) or the children of the next generation."""
+        if self._pending is not None:
+            raise RuntimeError("ask() called twice without tell()")
+        if self.done:
+            raise RuntimeError("the search is finished")
+        cfg = self.config
+        if self.generation == 0:
+            out = [self._propose(lambda: self.space.sample(self.rng)) for _ in range(cfg.population_size)]
+        else:
+            n = mutations_at(self.generation, cfg)
+            parent = None if cfg.parent_per_child else self._tournament_parent()
+            out = []
+            for _ in range(cfg.children_per_generation):
+                p = self._tournament_parent() if cfg.parent_per_child else parent
+                out.append(self._propose(lambda p=p: self._mutant(p.arch, n), lambda a: self._mutant(a, n), p.key))
+        self._pending = out
+        return out
+
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None:
+        """Add the scored candidates as the youngest members; after generation 0 the oldest as many die."""
+        if self._pending is None or [c.key for c in candidates] != [c.key for c in self._pending]:
+            raise RuntimeError("tell() must receive exactly the candidates of the last ask()")
+        if len(results) != len(candidates):
+            raise ValueError(f"tell() got {len(results)} results for {len(candidates)} candidates")
+        self.population += [_Member(c.arch, c.key, rank_value(r.value, self.maximize)) for c, r in zip(candidates, results)]
+        if self.generation > 0:
+            del self.population[: len(candidates)]
+        self.generation += 1
+        self._pending = None
+
+    def fingerprint(self) -> dict:
+        return {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
+
+    def state_dict(self) -> dict:
+        return {
+            "generation": self.generation, "population": list(self.population), "seen": set(self._seen),
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generation, self.population = state["generation"], list(state["population"])
+        self._seen, self._pending = set(state["seen"]), None
+        self.rng.bit_generator.state = state["rng"]
+
+    def run(self, fitness, **options) -> SearchResult:
+        """Search to the end (see `runner.run_search` for workers, cache, checkpoint_path, progress)."""
+        return run_search(self, fitness, **options)

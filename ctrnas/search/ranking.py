@@ -1,0 +1,99 @@
+"""Rank correlation between proxy scores and true metrics, with seeded bootstrap confidence intervals.
+
+Used by the CTR proxy-ranking study and the vision benchmarks (SiGeo Tables 2-3 report Kendall tau and
+Spearman rho). The correlation is reported as is: a proxy that predicts a low log loss well correlates
+*negatively* with log loss, so callers that want "higher = better ranking" pass the negated loss.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import numpy as np
+from scipy import stats
+
+Method = Literal["kendall", "spearman"]
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A point estimate with a percentile bootstrap interval; `n` counts the finite pairs used."""
+
+    method: str
+    estimate: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+    n_boot: int
+
+
+def _finite_pairs(scores: Sequence[float], metrics: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(scores, dtype=float), np.asarray(metrics, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"scores and metrics must be 1-D of equal length, got shapes {x.shape} and {y.shape}")
+    # A diverged proxy (NaN/inf) has no rank; it is dropped here and `n` reports how many pairs remain.
+    keep = np.isfinite(x) & np.isfinite(y)
+    return x[keep], y[keep]
+
+
+def _point(x: np.ndarray, y: np.ndarray, method: Method) -> float:
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return math.nan
+    if method == "kendall":
+        return float(stats.kendalltau(x, y).statistic)  # tau-b: handles ties
+    if method == "spearman":
+        return float(stats.spearmanr(x, y).statistic)
+    raise ValueError(f"method must be 'kendall' or 'spearman', got {method!r}")
+
+
+def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Spearman rho of each row pair at once: Pearson correlation of average ranks."""
+    rx = stats.rankdata(xs, axis=1)
+    ry = stats.rankdata(ys, axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    den = np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (rx * ry).sum(axis=1) / den, np.nan)
+
+
+def rank_correlation(
+    scores: Sequence[float],
+    metrics: Sequence[float],
+    method: Method = "kendall",
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Correlation:
+    """Kendall tau-b or Spearman rho of `scores` vs `metrics`, with a percentile bootstrap CI over pairs."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    x, y = _finite_pairs(scores, metrics)
+    estimate = _point(x, y, method)
+    n = len(x)
+    if n < 3 or n_boot < 1 or math.isnan(estimate):
+        return Correlation(method, estimate, math.nan, math.nan, n, confidence, n_boot)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    if method == "spearman":
+        boot = _spearman_rows(x[idx], y[idx])
+    else:
+        boot = np.array([_point(x[i], y[i], method) for i in idx])
+    # Resamples where one side is constant have no correlation; they are left out of the percentiles.
+    boot = boot[np.isfinite(boot)]
+    alpha = (1 - confidence) / 2
+    low, high = (np.quantile(boot, [alpha, 1 - alpha]) if len(boot) else (math.nan, math.nan))
+    return Correlation(method, estimate, float(low), float(high), n, confidence, n_boot)
+
+
+def rank_correlations(
+    scores: Sequence[float], metrics: Sequence[float], *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, Correlation]:
+    """Both Kendall tau and Spearman rho (the pair SiGeo reports), with the same bootstrap seed."""
+    return {
+        m: rank_correlation(scores, metrics, m, n_boot=n_boot, confidence=confidence, seed=seed)
+        for m in ("kendall", "spearman")
+    }

@@ -1,0 +1,155 @@
+"""The ask/tell loop shared by every strategy: cache, parallel scoring, history, checkpoints.
+
+A strategy only proposes (`ask`) and learns (`tell`); this driver owns everything that must be the same
+for all strategies, so evolution and random search get resume and parallel scoring for free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from ctrnas.search.checkpoint import load_checkpoint, save_checkpoint
+from ctrnas.search.fitness import FitnessResult, ScoreCache, candidate_seed, warn_non_finite
+from ctrnas.search.history import History, HistoryRecord
+from ctrnas.search.parallel import Scorer
+from ctrnas.search.space_protocol import default_to_json
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A proposed architecture with its key, the generation that proposed it, its resource counts and
+    the key of the parent it was mutated from ("" for a random sample)."""
+
+    arch: Any
+    key: str
+    generation: int
+    params: float = math.nan
+    flops: float = math.nan
+    parent_key: str = ""
+
+
+class Strategy(Protocol):
+    """What `run_search` needs from a strategy (see `evolution.RegularizedEvolution`)."""
+
+    seed: int
+    maximize: bool
+    total_evaluations: int
+
+    @property
+    def done(self) -> bool: ...
+
+    def ask(self) -> list[Candidate]: ...
+
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None: ...
+
+    def fingerprint(self) -> dict: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+@dataclass
+class SearchResult:
+    """The outcome of a search: the full history and how to read it (which direction is better)."""
+
+    history: History
+    maximize: bool
+    cache: ScoreCache
+
+    @property
+    def best(self) -> HistoryRecord | None:
+        return self.history.best(self.maximize)
+
+    def top_k(self, k: int) -> list[HistoryRecord]:
+        """The k best distinct candidates, e.g. the 15 NASRec retrains from scratch."""
+        return self.history.top_k(k, self.maximize)
+
+
+def _score_batch(
+    candidates: list[Candidate], start_index: int, seed: int, cache: ScoreCache, scorer: Scorer
+) -> list[tuple[FitnessResult, float, int, bool]]:
+    """(result, seconds, seed, cached) per candidate; each distinct uncached key is scored once."""
+    seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
+    first_pos: dict[str, int] = {}
+    jobs, job_pos = [], []
+    known: dict[str, FitnessResult] = {}
+    for i, c in enumerate(candidates):
+        if c.key in first_pos:
+            continue
+        first_pos[c.key] = i
+        hit = cache.get(c.key)
+        if hit is not None:
+            known[c.key] = hit
+        else:
+            jobs.append((c.arch, seeds[i]))
+            job_pos.append(i)
+    scored = dict(zip(job_pos, scorer.score(jobs)))
+    for i, (result, _) in scored.items():
+        cache.put(candidates[i].key, result)
+        known[candidates[i].key] = result
+    out = []
+    for i, c in enumerate(candidates):
+        if i in scored:
+            out.append((scored[i][0], scored[i][1], seeds[i], False))
+        else:
+            # A cache hit (or a repeat within this batch) reuses the earlier score and costs no time.
+            out.append((known[c.key], 0.0, seeds[i], True))
+    return out
+
+
+def run_search(
+    strategy: Strategy,
+    fitness: Callable,
+    *,
+    workers: int = 1,
+    cache: ScoreCache | None = None,
+    to_json: Callable[[Any], Any] = default_to_json,
+    checkpoint_path: str | Path | None = None,
+    progress: bool = False,
+    scorer_options: dict | None = None,
+) -> SearchResult:
+    """Run `strategy` to completion, scoring with `fitness(arch, seed)`; resume from `checkpoint_path` if it exists.
+
+    A resumed search replays nothing: it restores the state saved after the last finished generation and
+    continues, and ends with the same history as an uninterrupted run (timings aside).
+    """
+    from tqdm import tqdm
+
+    cache = cache if cache is not None else ScoreCache()
+    history = History()
+    fingerprint = {"strategy": type(strategy).__name__, **strategy.fingerprint()}
+    if checkpoint_path is not None and Path(checkpoint_path).exists():
+        state = load_checkpoint(checkpoint_path, fingerprint)
+        strategy.load_state_dict(state["strategy"])
+        history = History(state["history"])
+        cache.load_state_dict(state["cache"])
+
+    with Scorer(fitness, workers, **(scorer_options or {})) as scorer, tqdm(
+        total=strategy.total_evaluations, initial=len(history), disable=not progress, desc="search", unit="arch"
+    ) as bar:
+        while not strategy.done:
+            candidates = strategy.ask()
+            scored = _score_batch(candidates, len(history), strategy.seed, cache, scorer)
+            for c, (result, seconds, seed, cached) in zip(candidates, scored):
+                index = len(history)
+                warn_non_finite(c.key, index, result)
+                history.append(
+                    HistoryRecord(
+                        index=index, generation=c.generation, key=c.key, arch=to_json(c.arch), value=result.value,
+                        terms=dict(result.terms), meta=dict(result.meta), params=c.params, flops=c.flops,
+                        time_s=seconds, seed=seed, cached=cached, parent_key=c.parent_key,
+                    )
+                )
+            strategy.tell(candidates, [s[0] for s in scored])
+            bar.update(len(candidates))
+            if checkpoint_path is not None:
+                save_checkpoint(
+                    checkpoint_path,
+                    {"fingerprint": fingerprint, "strategy": strategy.state_dict(),
+                     "history": list(history), "cache": cache.state_dict()},
+                )
+    return SearchResult(history, strategy.maximize, cache)
