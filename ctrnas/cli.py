@@ -16,6 +16,7 @@ from ctrnas.errors import CtrnasError
 # One entry per subsystem; each module defines register(subparsers).
 COMMANDS = [
     "ctrnas.data.commands",
+    "ctrnas.supernet.commands",
 ]
 
 

@@ -15,6 +15,9 @@ class EmbeddingStem(nn.Module):
     """One TorchRec table per sparse feature; returns sparse tokens [B, F, dim].
 
     `row_cap` bounds every table (ids are folded by modulo), as NASRec does for large tables during search.
+    The tables start with dense gradients; the trainer switches them to row-sparse gradients with
+    `use_sparse_gradients()` (5-10x faster updates on CPU, deps.md §4) and finds them through
+    `embedding_parameters()` so they get their own (sparse) optimizer.
     """
 
     def __init__(self, schema: DatasetSchema, dim: int = 16, row_cap: int | None = None):
@@ -28,6 +31,19 @@ class EmbeddingStem(nn.Module):
             for n, r in zip(self.names, self.rows)
         ]
         self.ebc = EmbeddingBagCollection(tables=tables, device=torch.device("cpu"))
+
+    def use_sparse_gradients(self, enabled: bool = True) -> None:
+        """Make backward produce row-sparse gradients (only the looked-up rows) for every table."""
+        for bag in self.ebc.embedding_bags.values():
+            bag.sparse = enabled
+
+    @property
+    def sparse_gradients(self) -> bool:
+        return all(bag.sparse for bag in self.ebc.embedding_bags.values())
+
+    def embedding_parameters(self) -> list[nn.Parameter]:
+        """The embedding tables, in feature order."""
+        return [bag.weight for bag in self.ebc.embedding_bags.values()]
 
     @property
     def num_features(self) -> int:

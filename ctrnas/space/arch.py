@@ -1,0 +1,179 @@
+"""The architecture value type: per block, NASRec's macro (connections) and micro (ops, widths) choices.
+
+An `Arch` is immutable, hashable, picklable and round-trips through JSON. Structural checks (types, keys)
+happen in `from_json` and raise `ArchValidationError(block, field, value, reason)`; whether the values fit
+a given search space is `SearchSpace.validate`'s job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+from ctrnas.errors import ArchValidationError
+
+FORMAT = "ctrnas-arch/1"
+BINARY_OPS = ("sum", "gating")  # dense ops reading dense_left_idx / dense_right_idx, not dense_idx
+
+
+@dataclass(frozen=True)
+class BlockChoice:
+    """Choices of one choice block (NASRec §3.1; anchors §1.2).
+
+    Source index 0 is the embedding stem (raw dense features, sparse embeddings); index j >= 1 is the
+    output of block j. Block i (1-based) may read sources 0..i-1.
+    """
+
+    dense_idx: tuple[int, ...]  # dense sources concatenated (width-wise) for unary dense ops (FC, Dot)
+    sparse_idx: tuple[int, ...]  # sparse sources concatenated along the token axis
+    dense_left_idx: int  # left input of binary dense ops (Sum, Gating)
+    dense_right_idx: int  # right input of binary dense ops
+    dense_op: str  # "fc" | "sum" | "gating" | "dot"
+    sparse_op: str  # "efc" | "attention"
+    dense_dim: int  # width of the dense output
+    sparse_tokens: int  # number of sparse output tokens (before merge tokens)
+    dense_sparse_merge: bool  # append the dense output, projected to extra tokens, to the sparse output
+    fm: bool  # add an FM over the sparse output to the dense output
+
+    def to_json(self) -> dict:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+_INT_LISTS = ("dense_idx", "sparse_idx")
+_INTS = ("dense_left_idx", "dense_right_idx", "dense_dim", "sparse_tokens")
+_STRS = ("dense_op", "sparse_op")
+_BOOLS = ("dense_sparse_merge", "fm")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _block_from_json(d, block: int) -> BlockChoice:
+    if not isinstance(d, dict):
+        raise ArchValidationError(block, "<block>", d, "expected a mapping of choices")
+    known = _INT_LISTS + _INTS + _STRS + _BOOLS
+    for k in d:
+        if k not in known:
+            raise ArchValidationError(block, str(k), d[k], f"unknown field (known: {', '.join(known)})")
+    for k in known:
+        if k not in d:
+            raise ArchValidationError(block, k, None, "missing field")
+    for k in _INT_LISTS:
+        v = d[k]
+        if not isinstance(v, (list, tuple)) or not all(_is_int(x) for x in v):
+            raise ArchValidationError(block, k, v, "expected a list of integers")
+    for k in _INTS:
+        if not _is_int(d[k]):
+            raise ArchValidationError(block, k, d[k], "expected an integer")
+    for k in _STRS:
+        if not isinstance(d[k], str):
+            raise ArchValidationError(block, k, d[k], "expected a string")
+    for k in _BOOLS:
+        if not isinstance(d[k], bool):
+            raise ArchValidationError(block, k, d[k], "expected true or false")
+    return BlockChoice(**{k: (tuple(d[k]) if k in _INT_LISTS else d[k]) for k in known})
+
+
+class LiveParts(NamedTuple):
+    """Parts of a live block that the output depends on."""
+
+    dense: bool  # the dense output (dense op, plus FM when on) is computed
+    sparse: bool  # the sparse op is computed
+    merge: bool  # the dense output is merged into the (read) sparse output
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A NASRec architecture: one `BlockChoice` per block, block 1 first."""
+
+    blocks: tuple[BlockChoice, ...]
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict (`json.dumps` it to write a file)."""
+        return {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
+
+    def dumps(self) -> str:
+        """Canonical JSON text: sorted keys, no spaces (the input of `key()`)."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, data: dict | str) -> "Arch":
+        """Parse a dict (or JSON text); a malformed block raises ArchValidationError naming block and field."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as e:
+                raise ArchValidationError(None, "<json>", None, f"not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ArchValidationError(None, "<root>", type(data).__name__, "expected a mapping")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ArchValidationError(None, "format", data.get("format"), f"expected {FORMAT!r}")
+        blocks = data.get("blocks")
+        if not isinstance(blocks, list) or not blocks:
+            raise ArchValidationError(None, "blocks", blocks, "expected a non-empty list of blocks")
+        return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)))
+
+    def key(self) -> str:
+        """Stable de-duplication hash (sha1, 16 hex digits) of the choices that shape the network.
+
+        Equal for two archs iff they build the same network: only the choices `live_parts` says are
+        used enter it (dead blocks, a dense op whose output nothing reads, unused inputs are left out).
+        """
+        parts = []
+        for i, (need_d, need_s, merge) in self.live_parts().items():
+            b = self.blocks[i - 1]
+            d = {}
+            if need_d:
+                d.update(dense_op=b.dense_op, dense_dim=b.dense_dim, fm=b.fm)
+                if b.dense_op in BINARY_OPS:
+                    d.update(dense_left_idx=b.dense_left_idx, dense_right_idx=b.dense_right_idx)
+                else:
+                    d.update(dense_idx=list(b.dense_idx))
+                if b.dense_op == "dot":
+                    d.update(sparse_idx=list(b.sparse_idx))
+            if need_s:
+                d.update(sparse_op=b.sparse_op, sparse_tokens=b.sparse_tokens, sparse_idx=list(b.sparse_idx))
+            d.update(merge=merge)
+            parts.append([i, d])
+        text = json.dumps([self.num_blocks, parts], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+    def live_parts(self) -> dict[int, "LiveParts"]:
+        """For each block the output depends on: which of its parts are computed (see `LiveParts`).
+
+        The head reads both outputs of the last block. A block's dense output d = dense_op + FM(sparse) is
+        needed if a later needed part reads it or it is merged into a read sparse output; its sparse op
+        output is needed if a later needed part reads it (sparse ops, Dot-Product) or FM feeds a needed d.
+        Walking from the last block back, every part is settled before its sources are.
+        """
+        n = self.num_blocks
+        dense_read, sparse_read = {n}, {n}
+        out: dict[int, LiveParts] = {}
+        for i in range(n, 0, -1):
+            b = self.blocks[i - 1]
+            need_d = i in dense_read or (b.dense_sparse_merge and i in sparse_read)
+            need_s = i in sparse_read or (b.fm and need_d)
+            if not (need_d or need_s):
+                continue
+            out[i] = LiveParts(need_d, need_s, b.dense_sparse_merge and i in sparse_read)
+            if need_d:
+                if b.dense_op in BINARY_OPS:
+                    dense_read.update((b.dense_left_idx, b.dense_right_idx))
+                else:
+                    dense_read.update(b.dense_idx)
+                if b.dense_op == "dot":
+                    sparse_read.update(b.sparse_idx)
+            if need_s:
+                sparse_read.update(b.sparse_idx)
+        return dict(sorted(out.items()))
+
+    def live_blocks(self) -> tuple[int, ...]:
+        """1-based indices of the blocks the output depends on (see `live_parts`)."""
+        return tuple(self.live_parts())

@@ -1,0 +1,208 @@
+"""NASRec search spaces: a frozen `SpaceConfig`, presets nasrec-full / nasrec-small, sampling and mutation."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ctrnas.config import from_dict
+from ctrnas.errors import ArchValidationError, RecipeError
+from ctrnas.space.arch import Arch, BlockChoice
+
+DENSE_OPS = ("fc", "sum", "gating", "dot")
+SPARSE_OPS = ("efc", "attention")
+BINARY_DENSE_OPS = ("sum", "gating")
+MACRO_FIELDS = ("dense_idx", "sparse_idx", "dense_left_idx", "dense_right_idx")
+MICRO_FIELDS = ("dense_op", "sparse_op", "dense_dim", "sparse_tokens", "dense_sparse_merge", "fm")
+
+
+@dataclass(frozen=True)
+class SpaceConfig:
+    """A NASRec-style space (anchors §1.2); every field can be set in a recipe's `space:` mapping."""
+
+    name: str = "custom"
+    num_blocks: int = 7
+    dense_ops: tuple[str, ...] = DENSE_OPS
+    sparse_ops: tuple[str, ...] = SPARSE_OPS
+    dense_dims: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 768, 1024)
+    sparse_tokens: tuple[int, ...] = (16, 32, 48, 64)
+    emb_dim: int = 16
+    max_inputs: int = 4  # NASRec: at most 4 dense / sparse sources per block
+    merge_tokens: int = 8  # tokens added by the dense->sparse merge (NASRec: 8 x 16 = 128)
+    dense_sparse_merge: tuple[bool, ...] = (False, True)
+    fm: tuple[bool, ...] = (False, True)
+    attention_heads: int = 8  # NASRec: 8 heads over d = 16
+    # "binomial": 1 + Binomial(min(i-1, max_inputs-1), 0.5) sources (NASRec `binomial-0.5`); "single": one.
+    fan_in: Literal["binomial", "single"] = "binomial"
+
+    def __post_init__(self):
+        src = f"space {self.name!r}"
+
+        def need(ok: bool, key: str, why: str):
+            if not ok:
+                raise RecipeError(src, key, why)
+
+        need(self.num_blocks >= 1, "num_blocks", "must be >= 1")
+        need(len(self.dense_ops) > 0 and set(self.dense_ops) <= set(DENSE_OPS), "dense_ops",
+             f"must be a non-empty subset of {list(DENSE_OPS)}")
+        need(len(self.sparse_ops) > 0 and set(self.sparse_ops) <= set(SPARSE_OPS), "sparse_ops",
+             f"must be a non-empty subset of {list(SPARSE_OPS)}")
+        for key in ("dense_ops", "sparse_ops", "dense_dims", "sparse_tokens", "dense_sparse_merge", "fm"):
+            v = getattr(self, key)
+            need(len(v) > 0 and len(set(v)) == len(v), key, "must be a non-empty list without repeats")
+        need(all(d > 0 for d in self.dense_dims), "dense_dims", "widths must be positive")
+        need(all(t > 0 for t in self.sparse_tokens), "sparse_tokens", "token counts must be positive")
+        need(self.emb_dim > 0, "emb_dim", "must be positive")
+        need(self.max_inputs >= 1, "max_inputs", "must be >= 1")
+        need(self.merge_tokens >= 1, "merge_tokens", "must be >= 1")
+        need(self.attention_heads >= 1 and self.emb_dim % self.attention_heads == 0, "attention_heads",
+             f"must divide emb_dim={self.emb_dim}")
+
+    @property
+    def max_dense_dim(self) -> int:
+        return max(self.dense_dims)
+
+    @property
+    def max_sparse_tokens(self) -> int:
+        return max(self.sparse_tokens)
+
+
+PRESETS = {
+    "nasrec-full": SpaceConfig(name="nasrec-full"),
+    "nasrec-small": SpaceConfig(name="nasrec-small", dense_ops=("fc", "dot"), sparse_ops=("efc",)),
+}
+
+
+class SearchSpace:
+    """Samples, mutates and validates `Arch` values of one `SpaceConfig`."""
+
+    def __init__(self, config: SpaceConfig):
+        self.config = config
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def __repr__(self) -> str:
+        return f"SearchSpace({self.config!r})"
+
+    # -- sampling (NASRec "single-operator any-connection", anchors §1.3) --------------------------
+    def _sample_sources(self, i: int, rng: np.random.Generator) -> tuple[int, ...]:
+        c = self.config
+        if c.fan_in == "single":
+            n = 1
+        else:
+            n = 1 + int(rng.binomial(min(i - 1, c.max_inputs - 1), 0.5))
+        return tuple(sorted(int(x) for x in rng.choice(i, size=n, replace=False)))
+
+    def _sample_field(self, i: int, name: str, rng: np.random.Generator):
+        c = self.config
+        if name in ("dense_idx", "sparse_idx"):
+            return self._sample_sources(i, rng)
+        if name in ("dense_left_idx", "dense_right_idx"):
+            return int(rng.integers(i))
+        options = {"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
+                   "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge, "fm": c.fm}[name]
+        return options[int(rng.integers(len(options)))]  # a Python value from the config, never a numpy scalar
+
+    def sample(self, rng: np.random.Generator) -> Arch:
+        """A random arch: one dense and one sparse op per block, uniform widths, binomial fan-in."""
+        blocks = []
+        for i in range(1, self.config.num_blocks + 1):
+            blocks.append(BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS}))
+        return Arch(tuple(blocks))
+
+    def _num_options(self, i: int, name: str) -> int:
+        c = self.config
+        if name in ("dense_idx", "sparse_idx"):
+            return 2 if i > 1 else 1  # any block past the first has more than one source set
+        if name in ("dense_left_idx", "dense_right_idx"):
+            return i
+        return len({"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
+                    "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge,
+                    "fm": c.fm}[name])
+
+    def mutate(self, arch: Arch, rng: np.random.Generator) -> Arch:
+        """Copy of `arch` with exactly one choice of one block re-drawn to a different value.
+
+        As NASRec's `mutate_spec`: pick a block, then a macro (50%) or micro (50%) field; fields with a
+        single option (e.g. connections of block 1) are skipped by drawing again.
+        """
+        self.validate(arch)
+        c = self.config
+        for _ in range(1000):
+            i = int(rng.integers(1, c.num_blocks + 1))
+            group = MACRO_FIELDS if rng.random() < 0.5 else MICRO_FIELDS
+            name = group[int(rng.integers(len(group)))]
+            if self._num_options(i, name) < 2:
+                continue
+            old = getattr(arch.blocks[i - 1], name)
+            while True:
+                new = self._sample_field(i, name, rng)
+                if new != old:
+                    break
+            blocks = list(arch.blocks)
+            blocks[i - 1] = dataclasses.replace(blocks[i - 1], **{name: new})
+            return Arch(tuple(blocks))
+        raise ArchValidationError(None, "<space>", c.name, "no choice has more than one option; cannot mutate")
+
+    # -- validation ---------------------------------------------------------------------------------
+    def validate(self, arch: Arch) -> Arch:
+        """Check `arch` fits this space; raise ArchValidationError naming the block and field. Returns arch."""
+        c = self.config
+        if not isinstance(arch, Arch):
+            raise ArchValidationError(None, "<arch>", type(arch).__name__, "expected an Arch")
+        if arch.num_blocks != c.num_blocks:
+            raise ArchValidationError(None, "blocks", arch.num_blocks,
+                                      f"space {c.name!r} has {c.num_blocks} blocks")
+        allowed = {"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
+                   "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge, "fm": c.fm}
+        for i, b in enumerate(arch.blocks, start=1):
+            for name in ("dense_idx", "sparse_idx"):
+                v = getattr(b, name)
+                if not 1 <= len(v) <= c.max_inputs:
+                    raise ArchValidationError(i, name, list(v), f"expected 1..{c.max_inputs} sources")
+                if any(x < 0 or x >= i for x in v):
+                    raise ArchValidationError(i, name, list(v), f"sources must lie in 0..{i - 1}")
+                if list(v) != sorted(set(v)):
+                    raise ArchValidationError(i, name, list(v), "sources must be increasing without repeats")
+            for name in ("dense_left_idx", "dense_right_idx"):
+                v = getattr(b, name)
+                if not 0 <= v < i:
+                    raise ArchValidationError(i, name, v, f"source must lie in 0..{i - 1}")
+            for name, options in allowed.items():
+                v = getattr(b, name)
+                if v not in options or type(v) is not type(options[0]):
+                    raise ArchValidationError(i, name, v, f"expected one of {list(options)}")
+        return arch
+
+
+def get_space(spec: str | SpaceConfig | dict | SearchSpace) -> SearchSpace:
+    """A space from a preset name ('nasrec-full', 'nasrec-small'), a SpaceConfig, or a recipe mapping.
+
+    A mapping may name a preset in `base:` and override any SpaceConfig field.
+    """
+    if isinstance(spec, SearchSpace):
+        return spec
+    if isinstance(spec, SpaceConfig):
+        return SearchSpace(spec)
+    if isinstance(spec, str):
+        if spec not in PRESETS:
+            raise RecipeError("space", "name", f"unknown space {spec!r} (known: {', '.join(PRESETS)})")
+        return SearchSpace(PRESETS[spec])
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        base = spec.pop("base", None)
+        if base is not None:
+            if base not in PRESETS:
+                raise RecipeError("space", "base", f"unknown space {base!r} (known: {', '.join(PRESETS)})")
+            merged = dataclasses.asdict(PRESETS[base])
+            if spec and "name" not in spec:
+                merged["name"] = f"{base}-custom"  # a changed preset must not pass for the preset
+            merged.update(spec)
+            spec = merged
+        return SearchSpace(from_dict(SpaceConfig, spec, source="space"))
+    raise RecipeError("space", "<space>", f"expected a name, mapping or SpaceConfig, got {type(spec).__name__}")

@@ -1,0 +1,48 @@
+"""Analytic parameter and FLOP counts of a subnet, without building it.
+
+Conventions (chosen to match `torch.utils.flop_counter.FlopCounterMode` over the exported model):
+FLOPs are per example, 2 x multiply-adds of matrix products (linear layers, attention products, the
+Dot-Product bmm); embedding lookups, biases, norms and elementwise ops are not counted.
+"""
+
+from __future__ import annotations
+
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
+from ctrnas.supernet.blocks import DENSE_OP_CLASSES, FM, SPARSE_OP_CLASSES, Merge
+from ctrnas.supernet.elastic import linear_cost
+from ctrnas.supernet.layout import Dims, resolve
+
+
+def _costs(schema: DatasetSchema, space, arch: Arch, emb_dim: int | None) -> tuple[int, int, Dims]:
+    space = get_space(space)
+    dims = Dims.of(schema, space.config, emb_dim)
+    plan = resolve(dims, space.validate(arch))
+    params = flops = 0
+    for io in plan.blocks:
+        parts = [DENSE_OP_CLASSES[n].cost(dims, io) for n in io.dense_ops]
+        parts += [SPARSE_OP_CLASSES[n].cost(dims, io) for n in io.sparse_ops]
+        if io.fm:
+            parts.append(FM.cost(dims, io.dense_dim))
+        if io.merge:
+            parts.append(Merge.cost(dims, io.dense_dim))
+        params += sum(p for p, _ in parts)
+        flops += sum(f for _, f in parts)
+    p, f = linear_cost(plan.head_in, 1)
+    return params + p, flops + f, dims
+
+
+def count_params(schema: DatasetSchema, space: str | SpaceConfig | SearchSpace, arch: Arch,
+                 emb_dim: int | None = None, include_embeddings: bool = False, row_cap: int | None = None) -> int:
+    """Trainable parameters of the exported subnet; embedding tables count only if `include_embeddings`
+    (rows capped at `row_cap` as in the stem)."""
+    params, _, dims = _costs(schema, space, arch, emb_dim)
+    if include_embeddings:
+        params += sum(max(min(c, row_cap) if row_cap else c, 1) for c in schema.cardinalities) * dims.emb
+    return params
+
+
+def count_flops(schema: DatasetSchema, space: str | SpaceConfig | SearchSpace, arch: Arch,
+                emb_dim: int | None = None) -> int:
+    """FLOPs per example of the exported subnet (embedding lookups excluded; see module docstring)."""
+    return _costs(schema, space, arch, emb_dim)[1]

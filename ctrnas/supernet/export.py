@@ -1,0 +1,148 @@
+"""Standalone subnets: `export(supernet, arch)` copies the chosen slices into plain modules.
+
+The result holds only the live blocks' chosen ops at their widths (plain `nn.Linear`/`nn.LayerNorm`/
+`nn.MultiheadAttention`), a copy of the embedding stem and the head. Its forward equals the supernet
+path of `arch`. The part after the embedding lookup (`DenseNet`) compiles with TorchScript.
+"""
+
+
+import copy
+from typing import List
+
+import torch
+from torch import nn
+from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+from ctrnas.space import Arch
+from ctrnas.supernet.blocks.base import as_index
+from ctrnas.supernet.layout import BINARY
+from ctrnas.supernet.stem import EmbeddingStem
+
+
+class FixedBlock(nn.Module):
+    """One exported block; inputs are list positions of the exported sources (0 = stem)."""
+
+    dense_idx: List[int]  # annotated for TorchScript (an empty list has no inferable type)
+    sparse_idx: List[int]
+
+    def __init__(self, dense_idx: list[int], sparse_idx: list[int], left: int, right: int, binary: bool,
+                 dense_op: nn.Module | None, sparse_op: nn.Module | None, fm: nn.Module | None, merge: nn.Module | None):
+        super().__init__()
+        self.dense_idx, self.sparse_idx = dense_idx, sparse_idx
+        self.left, self.right, self.binary = left, right, binary
+        self.dense_op, self.sparse_op, self.fm, self.merge = dense_op, sparse_op, fm, merge
+
+    def forward(self, dense_outs: list[torch.Tensor], sparse_outs: list[torch.Tensor]
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        # Parts the output does not depend on were not exported: empty tensors stand in (never read).
+        none = torch.empty(0)
+        sparse_x, dense_x, left, right = none, none, none, none
+        if len(self.sparse_idx) > 0:
+            sparse_x = torch.cat([sparse_outs[j] for j in self.sparse_idx], dim=1)
+        if self.binary:
+            left, right = dense_outs[self.left], dense_outs[self.right]
+        elif len(self.dense_idx) > 0:
+            dense_x = torch.cat([dense_outs[j] for j in self.dense_idx], dim=1)
+        d, s = none, none
+        dense_op = self.dense_op
+        if dense_op is not None:
+            d = dense_op(dense_x, sparse_x, left, right)
+        sparse_op = self.sparse_op
+        if sparse_op is not None:
+            s = sparse_op(dense_x, sparse_x, left, right)
+        fm = self.fm
+        if fm is not None:
+            d = d + fm(s)
+        merge = self.merge
+        if merge is not None:
+            s = torch.cat([s, merge(d)], dim=1)
+        return d, s
+
+
+class DenseNet(nn.Module):
+    """Everything after the embedding lookup: dense [B, n_dense], tokens [B, F, E] -> logits [B]."""
+
+    def __init__(self, blocks: list[FixedBlock], head: nn.Linear):
+        super().__init__()
+        self.blocks, self.head = nn.ModuleList(blocks), head
+
+    def forward(self, dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+        dense_outs, sparse_outs = [dense], [sparse]
+        for blk in self.blocks:
+            d, s = blk(dense_outs, sparse_outs)
+            dense_outs.append(d)
+            sparse_outs.append(s)
+        return self.head(torch.cat([dense_outs[-1], sparse_outs[-1].flatten(1)], dim=1)).squeeze(1)
+
+
+class ExportedModel(nn.Module):
+    """A standalone CTR model: `forward(dense, kjt) -> logits [B]`; carries its arch, schema and space."""
+
+    def __init__(self, stem: EmbeddingStem, net: DenseNet, arch: Arch, space_config, schema):
+        super().__init__()
+        self.stem, self.net = stem, net
+        self.arch, self.space_config, self.schema = arch, space_config, schema
+
+    def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
+        return self.net(dense, self.stem(kjt))
+
+
+def _copy_stem(stem: EmbeddingStem) -> EmbeddingStem:
+    return copy.deepcopy(stem)  # faster than building a new EmbeddingBagCollection
+
+
+@torch.no_grad()
+def reinit(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Fresh NASRec initialisation from `seed`: Xavier-uniform linears (zero bias), Xavier-normal embeddings,
+    unit/zero LayerNorm, Xavier attention projections."""
+    g = torch.Generator().manual_seed(seed)
+    for name, p in sorted(model.named_parameters()):
+        if p.dim() >= 2:
+            if "embedding_bags" in name:
+                nn.init.xavier_normal_(p, generator=g)
+            else:
+                nn.init.xavier_uniform_(p, generator=g)
+        elif name.endswith("weight"):
+            nn.init.ones_(p)  # LayerNorm scale
+        else:
+            nn.init.zeros_(p)
+    return model
+
+
+def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem: bool = True) -> ExportedModel:
+    """Standalone copy of subnet `arch`: `init="inherit"` keeps the supernet's weights, `"fresh"` re-draws them.
+
+    `copy_stem=False` hands the supernet's embedding stem itself to the model instead of a copy (saves a
+    second set of full-size tables when the supernet is discarded right after, as for training from scratch;
+    with `init="fresh"` the supernet's tables are re-drawn too).
+    """
+    if init not in ("inherit", "fresh"):
+        raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
+    ix = supernet.indexed(arch)
+    device = supernet.head.weight.device
+    pos = {0: 0}
+    blocks = []
+    for k, io in enumerate(ix.plan.blocks, start=1):
+        pos[io.index] = k
+        sb = supernet.blocks[io.index - 1]
+        cols = _Cols(as_index(io.dense_cols, device), as_index(io.tok_cols, device))
+        binary = bool(io.dense_ops) and io.dense_ops[0] in BINARY
+        blocks.append(FixedBlock(
+            dense_idx=[pos[j] for j in io.dense_idx], sparse_idx=[pos[j] for j in io.sparse_idx],
+            left=pos[io.left], right=pos[io.right], binary=binary,
+            dense_op=sb.dense_ops[io.dense_ops[0]].extract(io, cols) if io.dense_ops else None,
+            sparse_op=sb.sparse_ops[io.sparse_ops[0]].extract(io, cols) if io.sparse_ops else None,
+            fm=sb.fm.extract(io.dense_dim) if io.fm else None,
+            merge=sb.merge.extract(io.dense_dim) if io.merge else None))
+    head = supernet.head.extract(None, as_index(ix.plan.head_cols, device))
+    stem = _copy_stem(supernet.stem) if copy_stem else supernet.stem
+    model = ExportedModel(stem, DenseNet(blocks, head), arch, supernet.space.config,
+                          supernet.schema)
+    if init == "fresh":
+        reinit(model, seed)
+    return model
+
+
+class _Cols:
+    def __init__(self, dense_cols, tok_cols):
+        self.dense_cols, self.tok_cols = dense_cols, tok_cols

@@ -1,0 +1,148 @@
+"""Files: exported models (module + TorchScript dense part + arch JSON + model card) and supernet checkpoints.
+
+Exported folder layout ("ctrnas-export/1"):
+  model.pt          the whole `ExportedModel` (torch.save; load with `load_exported`, needs only ctrnas importable)
+  dense_part.pt     TorchScript of `model.net` (dense [B, n_dense], tokens [B, F, E] -> logits [B]):
+                    loads with `torch.jit.load` alone
+  dense_part.pt2    (optional, `torch_export=True`) the same as a `torch.export` program, dynamic batch
+  arch.json         the architecture (`Arch.from_json` reads it)
+  model_card.json   arch key, space, schema, params, FLOPs, init, metrics when known
+  model_card.md     the same for people
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import torch
+
+from ctrnas.config import to_dict
+from ctrnas.data.dataset import atomic_write_text, versions
+from ctrnas.errors import CtrnasError
+
+EXPORT_FORMAT = "ctrnas-export/1"
+SUPERNET_FORMAT = "ctrnas-supernet/1"
+
+
+def model_card(model, init: str = "inherit", metrics: dict | None = None, source: str | None = None) -> dict:
+    """Facts about an exported model: params (with/without embeddings), FLOPs per example, metrics."""
+    from ctrnas.supernet.counting import count_flops, count_params
+
+    space = model.space_config
+    dense_params = sum(p.numel() for p in model.net.parameters())
+    emb_params = sum(p.numel() for p in model.stem.parameters())
+    return {
+        "format": EXPORT_FORMAT,
+        "arch_key": model.arch.key(),
+        "space": to_dict(space),
+        "schema": model.schema.to_json(),
+        "emb_dim": model.stem.dim,
+        "row_cap": model.stem.row_cap,
+        "params_dense": dense_params,
+        "params_embedding": emb_params,
+        "params_analytic": count_params(model.schema, space, model.arch, emb_dim=model.stem.dim),
+        "flops_per_example": count_flops(model.schema, space, model.arch, emb_dim=model.stem.dim),
+        "live_blocks": list(model.arch.live_blocks()),
+        "init": init,
+        "source": source,
+        "metrics": metrics or {},
+        "versions": versions(),
+    }
+
+
+def _card_markdown(card: dict) -> str:
+    lines = [f"# ctrnas model {card['arch_key']}", "",
+             f"- space: `{card['space']['name']}` ({card['space']['num_blocks']} blocks), live blocks "
+             f"{card['live_blocks']}",
+             f"- parameters: {card['params_dense']:,} dense + {card['params_embedding']:,} embedding",
+             f"- FLOPs per example (embedding lookups excluded): {card['flops_per_example']:,}",
+             f"- weights: {card['init']}" + (f" from `{card['source']}`" if card["source"] else ""), ""]
+    if card["metrics"]:
+        lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in card["metrics"].items()]
+    else:
+        lines.append("Metrics: not measured yet.")
+    lines += ["", "Load: `ctrnas.supernet.load_exported(folder)(dense, kjt)`, or the dense part alone with "
+              "`torch.jit.load(folder + '/dense_part.pt')(dense, tokens)`.", ""]
+    return "\n".join(lines)
+
+
+def save_exported(model, folder: str | Path, init: str = "inherit", metrics: dict | None = None,
+                  source: str | None = None, torch_export: bool = False) -> dict:
+    """Write `model` (an ExportedModel) to `folder` (see module docstring); returns the model card."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model = model.cpu()
+    torch.save(model, folder / "model.pt")
+    with warnings.catch_warnings():
+        # torch 2.13 deprecates TorchScript, but it still is the one format that loads with torch alone
+        # in C++ and Python; `torch_export=True` also writes the torch.export program.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(model.net).save(str(folder / "dense_part.pt"))
+    if torch_export:
+        batch = torch.export.Dim("batch", min=2)
+        example = (torch.zeros(2, model.schema.dense_dim), torch.zeros(2, len(model.schema.sparse), model.stem.dim))
+        program = torch.export.export(model.net.eval(), example, dynamic_shapes=({0: batch}, {0: batch}))
+        torch.export.save(program, str(folder / "dense_part.pt2"))
+    atomic_write_text(folder / "arch.json", json.dumps(model.arch.to_json(), indent=1) + "\n")
+    card = model_card(model, init=init, metrics=metrics, source=source)
+    atomic_write_text(folder / "model_card.md", _card_markdown(card))
+    atomic_write_text(folder / "model_card.json", json.dumps(card, indent=1) + "\n")  # last: marks completion
+    return card
+
+
+def load_exported(folder: str | Path):
+    """Load an exported model; it needs ctrnas importable but no supernet."""
+    path = Path(folder) / "model.pt"
+    if not (Path(folder) / "model_card.json").exists():
+        raise CtrnasError(f"{folder}: not a complete ctrnas export (model_card.json missing)")
+    # weights_only=False: the file is a whole module we wrote ourselves; do not load untrusted exports.
+    return torch.load(path, weights_only=False)
+
+
+def save_supernet(supernet, path: str | Path, extra: dict | None = None) -> None:
+    """Checkpoint a supernet: schema, space, emb_dim, row_cap and state_dict (plus `extra`, e.g. step)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save({"format": SUPERNET_FORMAT, "schema": supernet.schema.to_json(),
+                "space": to_dict(supernet.space.config), "emb_dim": supernet.emb_dim,
+                "row_cap": supernet.row_cap, "state_dict": supernet.state_dict(), "extra": extra or {}}, tmp)
+    tmp.replace(path)
+
+
+def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None = None,
+                  row_cap: int | None = None):
+    """Rebuild a supernet from a checkpoint; returns (supernet, extra).
+
+    A `save_supernet` file carries its own schema and space. A bare `state_dict()` file (as `ctrnas warmup`
+    writes) needs `schema` and `space` (plus `emb_dim`/`row_cap` if not the defaults) to rebuild the shapes.
+    """
+    from ctrnas.config import from_dict
+    from ctrnas.data.schema import DatasetSchema
+    from ctrnas.space import SpaceConfig
+    from ctrnas.supernet.supernet import Supernet
+
+    try:
+        ck = torch.load(Path(path), map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError) as e:
+        raise CtrnasError(f"{path}: cannot read supernet checkpoint: {e}") from None
+    if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
+        space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
+        net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"], row_cap=ck["row_cap"])
+        state, extra = ck["state_dict"], ck.get("extra", {})
+    elif isinstance(ck, dict) and ck and all(isinstance(v, torch.Tensor) for v in ck.values()):
+        if schema is None or space is None:
+            raise CtrnasError(f"{path}: a bare state_dict; give the dataset (schema) and space to rebuild it")
+        net = Supernet(schema, space, emb_dim=emb_dim, row_cap=row_cap)
+        state, extra = ck, {}
+    else:
+        raise CtrnasError(f"{path}: not a {SUPERNET_FORMAT} checkpoint nor a supernet state_dict")
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()
+        raise CtrnasError(f"{path}: weights do not fit this supernet (space, schema, emb_dim or row_cap differ): "
+                          f"{first[1].strip() if len(first) > 1 else first[0]}") from None
+    return net, extra

@@ -1,0 +1,165 @@
+"""Where each source sits in a block's max-size input, and which columns a subnet reads.
+
+The supernet lays out the dense input of block i as [stem dense | block 1 | ... | block i-1], each block
+slot `max_dense` wide, and the sparse input as [stem tokens | block 1 tokens | ...], each block slot
+`max_tokens + merge_tokens` long (main tokens first, merge tokens at the end of the slot). A subnet reads
+only the columns/tokens its chosen sources produce; `resolve` turns an arch into those index lists.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.space import Arch, SpaceConfig
+
+BINARY = ("sum", "gating")
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Shapes shared by the supernet, export and the analytic counts (all known from schema + space)."""
+
+    n_dense: int
+    n_sparse: int
+    emb: int
+    max_dense: int
+    max_tokens: int
+    merge_tokens: int  # 0 when the space never merges
+    heads: int
+
+    @classmethod
+    def of(cls, schema: DatasetSchema, config: SpaceConfig, emb_dim: int | None = None) -> "Dims":
+        return cls(n_dense=schema.dense_dim, n_sparse=len(schema.sparse), emb=emb_dim or config.emb_dim,
+                   max_dense=config.max_dense_dim, max_tokens=config.max_sparse_tokens,
+                   merge_tokens=config.merge_tokens if True in config.dense_sparse_merge else 0,
+                   heads=config.attention_heads)
+
+    @property
+    def pad_width(self) -> int:
+        """Common width binary ops pad to (the stem's dense width may exceed the widest block)."""
+        return max(self.max_dense, self.n_dense)
+
+    @property
+    def dot_tokens(self) -> int:
+        """Tokens the Dot-Product op compresses the sparse input to: round(sqrt(2 * max_dense)) (NASRec)."""
+        return max(1, round(math.sqrt(2 * self.max_dense)))
+
+    @property
+    def block_tokens(self) -> int:
+        return self.max_tokens + self.merge_tokens
+
+    def dense_offset(self, j: int) -> int:
+        return 0 if j == 0 else self.n_dense + (j - 1) * self.max_dense
+
+    def tok_offset(self, j: int) -> int:
+        return 0 if j == 0 else self.n_sparse + (j - 1) * self.block_tokens
+
+    def dense_in_max(self, i: int) -> int:
+        return self.dense_offset(i)
+
+    def tok_in_max(self, i: int) -> int:
+        return self.tok_offset(i)
+
+    @property
+    def head_in(self) -> int:
+        return self.max_dense + self.block_tokens * self.emb
+
+
+@dataclass(frozen=True)
+class BlockIO:
+    """One block of a subnet (or of the full supernet) with its resolved input/output shapes."""
+
+    index: int  # 1-based block number
+    dense_ops: tuple[str, ...]  # one op for a subnet, all ops for the full supernet (outputs summed)
+    sparse_ops: tuple[str, ...]
+    dense_idx: tuple[int, ...]
+    sparse_idx: tuple[int, ...]
+    left: int
+    right: int
+    dense_dim: int
+    tokens: int  # main sparse output tokens
+    merge: bool
+    fm: bool
+    dense_in: int  # width of the concatenated dense input
+    dense_cols: tuple[int, ...] | None  # columns of the max-size dense input read (None: all)
+    tok_in: int
+    tok_cols: tuple[int, ...] | None
+    left_w: int
+    right_w: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A resolved subnet: its live blocks in order and the head's input columns."""
+
+    blocks: tuple[BlockIO, ...]
+    head_in: int
+    head_cols: tuple[int, ...] | None
+
+
+def _resolve(dims: Dims, choices: list[dict], full: bool) -> Plan:
+    dense_w = {0: dims.n_dense}
+    main_tok = {0: dims.n_sparse}
+    merged = {0: False}
+    out = []
+    for c in choices:
+        i = c["index"]
+        dcols, tcols = [], []
+        for j in c["dense_idx"]:
+            off = dims.dense_offset(j)
+            dcols.extend(range(off, off + dense_w[j]))
+        for j in c["sparse_idx"]:
+            off = dims.tok_offset(j)
+            tcols.extend(range(off, off + main_tok[j]))
+            if merged[j]:
+                tcols.extend(range(off + dims.max_tokens, off + dims.block_tokens))
+        io = BlockIO(index=i, dense_ops=c["dense_ops"], sparse_ops=c["sparse_ops"], dense_idx=c["dense_idx"],
+                     sparse_idx=c["sparse_idx"], left=c["left"], right=c["right"], dense_dim=c["dense_dim"],
+                     tokens=c["tokens"], merge=c["merge"], fm=c["fm"], dense_in=len(dcols),
+                     dense_cols=None if full else tuple(dcols), tok_in=len(tcols),
+                     tok_cols=None if full else tuple(tcols), left_w=dense_w[c["left"]],
+                     right_w=dense_w[c["right"]])
+        out.append(io)
+        dense_w[i], main_tok[i], merged[i] = io.dense_dim, io.tokens, io.merge
+    last = out[-1]
+    hcols = list(range(last.dense_dim))
+    hcols.extend(dims.max_dense + t * dims.emb + e for t in range(last.tokens) for e in range(dims.emb))
+    if last.merge:
+        start = dims.max_dense + dims.max_tokens * dims.emb
+        hcols.extend(range(start, start + dims.merge_tokens * dims.emb))
+    return Plan(tuple(out), len(hcols), None if full else tuple(hcols))
+
+
+def resolve(dims: Dims, arch: Arch) -> Plan:
+    """The live parts of `arch` with their input columns; nothing the output does not depend on is kept
+    (dead blocks, a dense op nobody reads, inputs of ops that do not run; see `Arch.live_parts`)."""
+    choices = []
+    for i, live in arch.live_parts().items():
+        b = arch.blocks[i - 1]
+        binary = b.dense_op in BINARY
+        reads_sparse = live.sparse or (live.dense and b.dense_op == "dot")
+        choices.append(dict(index=i, dense_ops=(b.dense_op,) if live.dense else (),
+                            sparse_ops=(b.sparse_op,) if live.sparse else (),
+                            dense_idx=b.dense_idx if live.dense and not binary else (),
+                            sparse_idx=b.sparse_idx if reads_sparse else (),
+                            left=b.dense_left_idx if live.dense and binary else 0,
+                            right=b.dense_right_idx if live.dense and binary else 0,
+                            dense_dim=b.dense_dim if live.dense else 0, tokens=b.sparse_tokens if live.sparse else 0,
+                            merge=live.merge and dims.merge_tokens > 0, fm=b.fm and live.dense))
+    return _resolve(dims, choices, full=False)
+
+
+def resolve_full(dims: Dims, config: SpaceConfig) -> Plan:
+    """The full supernet (NASRec warm-up): all ops (outputs summed), max widths, all connections.
+
+    Binary ops read the previous block (left) and the one before it (right; the stem for block 1 and 2).
+    """
+    choices = []
+    for i in range(1, config.num_blocks + 1):
+        choices.append(dict(index=i, dense_ops=tuple(config.dense_ops), sparse_ops=tuple(config.sparse_ops),
+                            dense_idx=tuple(range(i)), sparse_idx=tuple(range(i)), left=i - 1,
+                            right=max(i - 2, 0), dense_dim=dims.max_dense, tokens=dims.max_tokens,
+                            merge=dims.merge_tokens > 0, fm=True in config.fm))
+    return _resolve(dims, choices, full=True)

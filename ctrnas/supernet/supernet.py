@@ -1,0 +1,147 @@
+"""The NASRec weight-sharing supernet (anchors §1.2-1.3): every op of every block at maximum width.
+
+`supernet(dense, kjt, arch)` runs exactly the subnet `arch` (only its live blocks, its ops at its widths,
+reading only its chosen inputs, by weight slicing); `supernet(dense, kjt, full=True)` runs every op of
+every block at maximum width with all connections, as NASRec's full-supernet warm-up does.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+from torch import nn
+from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.errors import ArchValidationError
+from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
+from ctrnas.supernet.blocks import DENSE_OP_CLASSES, FM, SPARSE_OP_CLASSES, Merge
+from ctrnas.supernet.blocks.base import OpInput, as_index
+from ctrnas.supernet.elastic import ElasticLinear
+from ctrnas.supernet.layout import BlockIO, Dims, Plan, resolve, resolve_full
+from ctrnas.supernet.stem import EmbeddingStem
+
+
+class SuperBlock(nn.Module):
+    """Choice block i: all candidate dense/sparse ops, FM and merge, sharing max-size weights."""
+
+    def __init__(self, dims: Dims, config: SpaceConfig, i: int):
+        super().__init__()
+        self.index = i
+        self.dense_ops = nn.ModuleDict({n: DENSE_OP_CLASSES[n](dims, i) for n in config.dense_ops})
+        self.sparse_ops = nn.ModuleDict({n: SPARSE_OP_CLASSES[n](dims, i) for n in config.sparse_ops})
+        self.fm = FM(dims) if True in config.fm else None
+        self.merge = Merge(dims) if dims.merge_tokens else None
+
+    def forward(self, io: BlockIO, x: OpInput) -> tuple[torch.Tensor, torch.Tensor]:
+        # Several ops only in full mode; none when the subnet never reads that output.
+        dense = sum(self.dense_ops[n](io, x) for n in io.dense_ops) if io.dense_ops else None
+        sparse = sum(self.sparse_ops[n](io, x) for n in io.sparse_ops) if io.sparse_ops else None
+        if io.fm:
+            dense = dense + self.fm(sparse, io.dense_dim)
+        if io.merge:
+            sparse = torch.cat([sparse, self.merge(dense)], dim=1)
+        return dense, sparse
+
+
+class _Indexed:
+    """A resolved plan plus its index tensors (on the weights' device), cached per (arch, device)."""
+
+    def __init__(self, plan: Plan, device: torch.device):
+        self.plan = plan
+        self.cols = [(as_index(io.dense_cols, device), as_index(io.tok_cols, device)) for io in plan.blocks]
+        self.head_cols = as_index(plan.head_cols, device)
+
+
+class Supernet(nn.Module):
+    """NASRec supernet over `space` for `schema`; `emb_dim` defaults to the space's (16)."""
+
+    def __init__(self, schema: DatasetSchema, space: str | SpaceConfig | SearchSpace = "nasrec-full",
+                 emb_dim: int | None = None, row_cap: int | None = None):
+        super().__init__()
+        self.schema, self.space, self.row_cap = schema, get_space(space), row_cap
+        self.dims = Dims.of(schema, self.space.config, emb_dim)
+        self.stem = EmbeddingStem(schema, self.dims.emb, row_cap)
+        self.blocks = nn.ModuleList(SuperBlock(self.dims, self.space.config, i)
+                                    for i in range(1, self.space.config.num_blocks + 1))
+        self.head = ElasticLinear(self.dims.head_in, 1)
+        self._plans: OrderedDict[tuple, _Indexed] = OrderedDict()
+
+    @property
+    def emb_dim(self) -> int:
+        return self.dims.emb
+
+    def indexed(self, arch: Arch | None = None, full: bool = False) -> _Indexed:
+        """The resolved plan of `arch` (or the full supernet), validated and cached (LRU of 256)."""
+        if not full and arch is None:
+            raise ArchValidationError(None, "arch", None, "pass an architecture or full=True")
+        device = self.head.weight.device
+        key = ("<full>" if full else arch, device)
+        hit = self._plans.get(key)
+        if hit is None:
+            if full:
+                hit = _Indexed(resolve_full(self.dims, self.space.config), device)
+            else:
+                hit = _Indexed(resolve(self.dims, self.space.validate(arch)), device)
+            self._plans[key] = hit
+            if len(self._plans) > 256:
+                self._plans.popitem(last=False)
+        else:
+            self._plans.move_to_end(key)
+        return hit
+
+    def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor, arch: Arch | None = None,
+                full: bool = False) -> torch.Tensor:
+        """Logits [B] of subnet `arch` (or of the full supernet when `full`)."""
+        return self.forward_tokens(dense, self.stem(kjt), self.indexed(arch, full))
+
+    def forward_tokens(self, dense: torch.Tensor, sparse: torch.Tensor, ix: _Indexed) -> torch.Tensor:
+        """The part after the embedding lookup: dense [B, n_dense], sparse tokens [B, F, E] -> logits [B]."""
+        dense_outs, sparse_outs = {0: dense}, {0: sparse}
+        d = s = None
+        for io, (dcols, tcols) in zip(ix.plan.blocks, ix.cols):
+            x = OpInput(
+                dense=torch.cat([dense_outs[j] for j in io.dense_idx], dim=1) if io.dense_idx else None,
+                sparse=torch.cat([sparse_outs[j] for j in io.sparse_idx], dim=1) if io.sparse_idx else None,
+                left=dense_outs[io.left], right=dense_outs[io.right], dense_cols=dcols, tok_cols=tcols)
+            d, s = self.blocks[io.index - 1](io, x)
+            dense_outs[io.index], sparse_outs[io.index] = d, s
+        return self.head(torch.cat([d, s.flatten(1)], dim=1), None, ix.head_cols).squeeze(1)
+
+    def subnet(self, arch: Arch) -> "SubnetView":
+        """A plain module running `arch` on the shared weights; its parameters are only those `arch` uses."""
+        return SubnetView(self, arch)
+
+
+class SubnetView(nn.Module):
+    """`arch`'s path through a supernet as an `nn.Module` with `forward(dense, kjt)`.
+
+    It registers only the stem, the ops of the live blocks and the head, so `parameters()` and
+    `named_modules()` list what the subnet uses (the tensors are the supernet's full-size shared ones;
+    rows/columns outside the subnet's slice get zero gradient).
+    """
+
+    def __init__(self, supernet: Supernet, arch: Arch):
+        super().__init__()
+        object.__setattr__(self, "_supernet", supernet)  # not a submodule: keep unused params out
+        self.arch = arch
+        ix = supernet.indexed(arch)
+        self.stem, self.head = supernet.stem, supernet.head
+        used = nn.ModuleDict()
+        for io in ix.plan.blocks:
+            blk = supernet.blocks[io.index - 1]
+            mods = nn.ModuleDict()
+            if io.dense_ops:
+                mods["dense"] = blk.dense_ops[io.dense_ops[0]]
+            if io.sparse_ops:
+                mods["sparse"] = blk.sparse_ops[io.sparse_ops[0]]
+            if io.fm:
+                mods["fm"] = blk.fm
+            if io.merge:
+                mods["merge"] = blk.merge
+            used[f"block{io.index}"] = mods
+        self.blocks = used
+
+    def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
+        return self._supernet(dense, kjt, self.arch)

@@ -1,0 +1,182 @@
+"""The exported model equals the supernet path: forward and gradients of the shared weights."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ctrnas.errors import ArchValidationError
+from ctrnas.space import get_space
+from ctrnas.supernet import Supernet, export
+
+from ctrnas.supernet.testing import make_batch, make_schema
+
+# Small widths keep 60 archs per space fast; odd sizes catch off-by-one slicing.
+TINY = {"num_blocks": 5, "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5], "merge_tokens": 2,
+        "attention_heads": 2}
+
+
+def tiny_space(base):
+    return get_space({"base": base, **TINY})
+
+
+def nonzero_grads(params):
+    g = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
+    return torch.sort(g[g != 0]).values
+
+
+def check_equal(net, arch, batch, grads=True):
+    dense, kjt, labels = batch
+    net.zero_grad(set_to_none=True)
+    y_super = net(dense, kjt, arch)
+    model = export(net, arch)
+    y_exp = model(dense, kjt)
+    assert y_super.shape == (dense.shape[0],)
+    torch.testing.assert_close(y_exp, y_super, atol=1e-6, rtol=0)
+    if not grads:
+        return
+    F.binary_cross_entropy_with_logits(y_super, labels).backward()
+    F.binary_cross_entropy_with_logits(y_exp, labels).backward()
+    # The stem is shared as a whole: equal elementwise.
+    for (n1, p1), (n2, p2) in zip(net.stem.named_parameters(), model.stem.named_parameters()):
+        assert n1 == n2
+        torch.testing.assert_close(p2.grad, p1.grad, atol=1e-6, rtol=0)
+    # Every exported weight is a copy of a disjoint slice of a supernet weight, and the supernet's
+    # weights outside the subnet's slices get zero gradient: the non-zero gradient values must coincide.
+    g_super = nonzero_grads([p for n, p in net.named_parameters() if not n.startswith("stem.")])
+    g_exp = nonzero_grads(list(model.net.parameters()))
+    assert g_super.numel() == g_exp.numel() > 0
+    torch.testing.assert_close(g_exp, g_super, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small"])
+def test_export_equals_supernet_path_for_60_archs(base):
+    torch.manual_seed(0)
+    schema = make_schema()
+    space = tiny_space(base)
+    net = Supernet(schema, space)
+    batch = make_batch(schema, batch=8, seed=1)
+    rng = np.random.default_rng(0)
+    archs = {}
+    while len(archs) < 60:
+        a = space.sample(rng)
+        archs[a.key()] = a
+    partial = 0
+    for a in archs.values():
+        check_equal(net, a, batch)
+        partial += any(not (p.dense and p.sparse) for p in a.live_parts().values())
+    assert partial >= 10  # blocks with only their dense or only their sparse part live are covered
+
+
+@pytest.mark.parametrize("base, seed", [("nasrec-full", 0), ("nasrec-small", 1)])
+def test_export_equals_supernet_path_at_default_widths(base, seed):
+    torch.manual_seed(seed)
+    schema = make_schema(n_dense=13, cards=(40,) * 8)
+    net = Supernet(schema, base)
+    batch = make_batch(schema, batch=4, seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        check_equal(net, get_space(base).sample(rng), batch, grads=False)
+
+
+def test_export_equals_supernet_path_in_eval_mode(schema):
+    # eval + no_grad lets nn.MultiheadAttention take its fused fast path: both sides must take the same one
+    torch.manual_seed(0)
+    space = tiny_space("nasrec-full")
+    net = Supernet(schema, space).eval()
+    dense, kjt, _ = make_batch(schema, seed=6)
+    rng = np.random.default_rng(6)
+    with torch.no_grad():
+        for _ in range(10):
+            a = space.sample(rng)
+            torch.testing.assert_close(export(net, a).eval()(dense, kjt), net(dense, kjt, a), atol=1e-6, rtol=0)
+
+
+def test_full_supernet_trains_every_op(schema):
+    torch.manual_seed(0)
+    net = Supernet(schema, tiny_space("nasrec-full"))
+    dense, kjt, labels = make_batch(schema, seed=2)
+    y = net(dense, kjt, full=True)
+    assert y.shape == (8,) and torch.isfinite(y).all()
+    F.binary_cross_entropy_with_logits(y, labels).backward()
+    for i, blk in enumerate(net.blocks, 1):
+        for name, mod in [*blk.dense_ops.items(), *blk.sparse_ops.items(), ("fm", blk.fm), ("merge", blk.merge)]:
+            grads = [p.grad for p in mod.parameters()]
+            assert all(g is not None for g in grads), (i, name)
+            assert sum(g.abs().sum() for g in grads) > 0, (i, name)
+
+
+def test_subnet_view_uses_shared_weights_and_lists_only_used_params(schema):
+    torch.manual_seed(0)
+    space = tiny_space("nasrec-full")
+    net = Supernet(schema, space)
+    dense, kjt, labels = make_batch(schema, seed=3)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        a = space.sample(rng)
+        view = net.subnet(a)
+        net.zero_grad(set_to_none=True)
+        y = view(dense, kjt)
+        torch.testing.assert_close(y, net(dense, kjt, a), atol=0, rtol=0)
+        F.binary_cross_entropy_with_logits(y, labels).backward()
+        touched = {id(p) for p in net.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+        listed = {id(p) for p in view.parameters()}
+        assert touched <= listed
+        # params listed but without gradient can only be exactly-zero contributions (none expected here)
+        assert listed - touched == set()
+        assert sum(p.numel() for p in view.parameters()) < sum(p.numel() for p in net.parameters())
+
+
+def test_supernet_rejects_missing_or_foreign_arch(schema):
+    net = Supernet(schema, tiny_space("nasrec-small"))
+    dense, kjt, _ = make_batch(schema)
+    with pytest.raises(ArchValidationError):
+        net(dense, kjt)
+    foreign = tiny_space("nasrec-full").sample(np.random.default_rng(0))
+    while all(b.dense_op in ("fc", "dot") and b.sparse_op == "efc" for b in foreign.blocks):
+        foreign = tiny_space("nasrec-full").sample(np.random.default_rng(1))
+    with pytest.raises(ArchValidationError):
+        net(dense, kjt, foreign)
+
+
+@pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")  # the 0-dense case
+@pytest.mark.parametrize("n_dense, cards", [(0, (5, 6)), (1, (3,)), (40, (4, 4))])
+def test_unusual_schemas(n_dense, cards):
+    # no dense features; a single sparse field; more dense features than the widest block (binary ops pad to 40)
+    torch.manual_seed(0)
+    schema = make_schema(n_dense=n_dense, cards=cards)
+    space = get_space({"base": "nasrec-full", "num_blocks": 3, "dense_dims": [4, 8], "sparse_tokens": [2, 3],
+                       "attention_heads": 2})
+    net = Supernet(schema, space)
+    batch = make_batch(schema, batch=5)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        check_equal(net, space.sample(rng), batch)
+    assert net(batch[0], batch[1], full=True).shape == (5,)
+
+
+def test_training_the_path_equals_training_the_export(schema):
+    # export(train(supernet path)) == train(export(supernet)): the path updates exactly the exported slices
+    space = tiny_space("nasrec-full")
+    rng = np.random.default_rng(8)
+    batches = [make_batch(schema, batch=8, seed=s) for s in range(3)]
+    for _ in range(5):
+        torch.manual_seed(0)
+        net = Supernet(schema, space)
+        arch = space.sample(rng)
+        model = export(net, arch)
+        before_net = {n: p.detach().clone() for n, p in net.named_parameters()}
+        before_model = {n: p.detach().clone() for n, p in model.named_parameters()}
+        for m, fwd in ((net, lambda d, k: net(d, k, arch)), (model, model)):
+            opt = torch.optim.Adagrad(m.parameters(), lr=0.1, eps=1e-2)
+            for dense, kjt, labels in batches:
+                opt.zero_grad()
+                F.binary_cross_entropy_with_logits(fwd(dense, kjt), labels).backward()
+                opt.step()
+        for (n1, p1), (n2, p2) in zip(export(net, arch).named_parameters(), model.named_parameters()):
+            assert n1 == n2
+            torch.testing.assert_close(p1, p2, atol=1e-5, rtol=1e-5)
+        # and nothing outside the subnet's slices moved: as many weights changed in both
+        changed_net = sum(int((p != before_net[n]).sum()) for n, p in net.named_parameters())
+        changed_model = sum(int((p != before_model[n]).sum()) for n, p in model.named_parameters())
+        assert changed_net == changed_model > 0
