@@ -17,6 +17,7 @@ from ctrnas.errors import CtrnasError
 COMMANDS = [
     "ctrnas.data.commands",
     "ctrnas.supernet.commands",
+    "ctrnas.train.commands",
 ]
 
 

@@ -1,0 +1,94 @@
+"""Shapes of the synthetic profiles: field names, cardinalities, Zipf skew, missing rates, dense count laws.
+
+Numbers follow the real datasets (anchors-recsys.md §1.6): Criteo Kaggle's 13 counts + 26 categoricals with
+its raw cardinalities and missing rates, Avazu's 22 categoricals + NASRec's pseudo dense feature (constant 0),
+KDD Cup 2012 track 2's 3 counts + 10 categoricals (with the user-profile join). Cardinalities are the real
+ones; the generator caps them (`cardinality_cap`) so CPU training stays fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DenseSpec:
+    """A count feature: raw = floor(exp(N(log_median, sigma))) clipped to [lo, hi]; stored as log1p(raw)."""
+
+    name: str
+    log_median: float
+    sigma: float
+    missing: float = 0.0  # a missing count is stored as 0, like the real preprocessing
+    lo: float = 0.0
+    hi: float = float("inf")
+
+
+@dataclass(frozen=True)
+class SparseSpec:
+    """A categorical field: ids 1..cardinality-1 drawn Zipf(`zipf`); id 0 means missing."""
+
+    name: str
+    cardinality: int
+    zipf: float = 1.1
+    missing: float = 0.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    dense: tuple[DenseSpec, ...]
+    sparse: tuple[SparseSpec, ...]
+    ctr: float  # target base rate of clicks
+
+
+def _ln(x: float) -> float:
+    import math
+
+    return math.log(x)
+
+
+_CRITEO_CARD = (1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27, 14992,
+                5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572)
+_CRITEO_CMISS = {3: .034, 4: .034, 12: .034, 16: .034, 19: .44, 20: .44, 21: .034, 22: .76, 24: .034, 25: .44, 26: .44}
+# (median count, sigma, missing rate) of I1..I13, read off the Kaggle train.txt summary statistics
+_CRITEO_DENSE = ((1, 1.3, .45), (3, 1.6, 0.0), (7, 1.5, .21), (4, 1.0, .22), (2900, 1.6, .03), (30, 1.7, .23),
+                 (3, 1.6, .04), (9, 1.0, .0005), (40, 1.4, .04), (1, 0.6, .45), (2, 1.0, .04), (1, 1.2, .76),
+                 (4, 1.1, .22))
+
+CRITEO = Profile(
+    name="criteo",
+    dense=tuple(DenseSpec(f"I{i + 1}", _ln(m), s, miss) for i, (m, s, miss) in enumerate(_CRITEO_DENSE)),
+    sparse=tuple(SparseSpec(f"C{i + 1}", c, zipf=1.05 + 0.1 * (i % 3), missing=_CRITEO_CMISS.get(i + 1, 0.0))
+                 for i, c in enumerate(_CRITEO_CARD)),
+    ctr=0.256,
+)
+
+_AVAZU = (("hour", 240, 0.3), ("C1", 7, 2.5), ("banner_pos", 7, 2.5), ("site_id", 4737, 1.3),
+          ("site_domain", 7745, 1.3), ("site_category", 26, 1.5), ("app_id", 8552, 1.5), ("app_domain", 559, 1.8),
+          ("app_category", 36, 1.8), ("device_id", 2686408, 1.6), ("device_ip", 6729486, 1.1),
+          ("device_model", 8251, 1.1), ("device_type", 5, 2.5), ("device_conn_type", 4, 2.0), ("C14", 2626, 1.1),
+          ("C15", 8, 2.5), ("C16", 9, 2.5), ("C17", 435, 1.1), ("C18", 4, 1.2), ("C19", 68, 1.2), ("C20", 172, 1.3),
+          ("C21", 60, 1.2))
+
+AVAZU = Profile(
+    name="avazu",
+    # NASRec feeds Avazu one pseudo dense feature that is always 0 (anchors §1.6)
+    dense=(DenseSpec("dense_0", 0.0, 0.0, missing=1.0),),
+    sparse=tuple(SparseSpec(n, c, zipf=z) for n, c, z in _AVAZU),
+    ctr=0.17,
+)
+
+_KDD = (("DisplayURL", 26273, 1.2, 0.0), ("AdID", 641707, 1.1, 0.0), ("AdvertiserID", 14848, 1.1, 0.0),
+        ("QueryID", 26243606, 1.0, 0.0), ("KeywordID", 1188089, 1.05, 0.0), ("TitleID", 4051441, 1.05, 0.0),
+        ("DescriptionID", 3171830, 1.05, 0.0), ("UserID", 23907635, 0.9, 0.0), ("Gender", 4, 0.5, 0.25),
+        ("Age", 8, 0.5, 0.25))
+
+KDD2012 = Profile(
+    name="kdd2012",
+    dense=(DenseSpec("Impression", 0.0, 1.0, lo=1.0), DenseSpec("Depth", _ln(2), 0.4, lo=1.0, hi=3.0),
+           DenseSpec("Position", _ln(1.5), 0.5, lo=1.0, hi=3.0)),
+    sparse=tuple(SparseSpec(n, c, zipf=z, missing=m) for n, c, z, m in _KDD),
+    ctr=0.04,
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (CRITEO, AVAZU, KDD2012)}

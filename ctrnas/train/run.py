@@ -1,0 +1,66 @@
+"""From-scratch training on a prepared dataset folder: train, val during training, test at the end,
+and a metrics JSON beside the checkpoint (FuxiCTR habit: recipe, seeds and versions saved with results)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ctrnas.config import to_dict
+from ctrnas.data.dataset import atomic_write_text, read_meta, versions
+from ctrnas.train.batches import dataset_batches, fraction_rows
+from ctrnas.train.config import TrainConfig
+from ctrnas.train.metrics import constant_logloss
+from ctrnas.train.trainer import Trainer
+
+
+def count_parameters(model: nn.Module) -> dict:
+    """Parameter counts: embedding tables, everything else, total."""
+    from ctrnas.train.trainer import split_parameters
+
+    emb, dense = split_parameters(model)
+    e, d = sum(p.numel() for p in emb), sum(p.numel() for p in dense)
+    return {"embedding": e, "dense": d, "total": e + d}
+
+
+def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None,
+                   name: str, train_fraction: float | None = None, extra: dict | None = None) -> dict:
+    """Train `model` on the train split (the first `train_fraction` of it when given), evaluate on val
+    during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`."""
+    meta = read_meta(data_dir)
+    splits = meta["splits"]
+    train = dataset_batches(data_dir, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, fraction=train_fraction)
+    val = dataset_batches(data_dir, "val", cfg.eval_batch_size) if splits.get("val", {}).get("rows") else None
+    test = dataset_batches(data_dir, "test", cfg.eval_batch_size) if splits.get("test", {}).get("rows") else None
+    trainer = Trainer(model, cfg, out_dir)
+    summary = trainer.fit(train, val)
+    test_result = trainer.evaluate(test) if test is not None else None
+    train_ctr = splits.get("train", {}).get("ctr")
+    bayes = meta.get("bayes_logloss")
+    metrics = {
+        "model": name,
+        "data": str(data_dir),
+        "params": count_parameters(model),
+        "train": {k: v for k, v in summary.items() if k != "val_history"},
+        "train_rows_used": train.rows if train_fraction is None else fraction_rows(splits["train"]["rows"],
+                                                                                  train_fraction),
+        "val_history": summary["val_history"],
+        "val": summary["val_history"][-1] if summary["val_history"] else None,
+        "test": test_result.to_dict() if test_result is not None else None,
+        # the optimum any model can reach on synthetic data (mean binary entropy of p_true), and the
+        # log loss of always predicting the training CTR: a model must land between the two
+        "bayes_logloss": bayes,
+        "constant_logloss": constant_logloss(train_ctr) if train_ctr is not None else None,
+        "config": to_dict(cfg),
+        "versions": versions(),
+        **(extra or {}),
+    }
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), out / "model.pt")
+        atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2))
+    return metrics

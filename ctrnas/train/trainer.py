@@ -1,0 +1,223 @@
+"""The one trainer used by supernet warm-up, from-scratch training of an architecture, and baselines.
+
+Optimisation follows NASRec (anchors-recsys.md §1.3): Adagrad on every parameter, LR from `lr_at`
+(linear warm-up then cosine), gradient-norm clipping. Embedding tables (every `EmbeddingStem` in the
+model) get row-sparse gradients and their own sparse Adagrad, which is exact Adagrad (rows not looked up
+have zero gradient, so neither their accumulator nor their value changes) at a fraction of the cost of
+dense gradients over the whole table (deps.md §4). Clipping acts on the dense parameters only: sparse
+Adagrad already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchrec.datasets.utils import Batch
+from tqdm.auto import tqdm
+
+from ctrnas.config import to_dict
+from ctrnas.errors import CtrnasError
+from ctrnas.supernet.stem import EmbeddingStem
+from ctrnas.train.batches import BatchSource
+from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
+from ctrnas.train.config import TrainConfig, lr_at
+from ctrnas.train.metrics import MetricResult, StreamingMetrics
+
+# torch warns once that sparse-tensor invariant checks are off when Adagrad builds its sparse update; the
+# gradients come from embedding_bag and are valid by construction, so the warning is noise here.
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
+
+ForwardFn = Callable[[nn.Module, Batch, int], torch.Tensor]
+
+
+def default_forward(model: nn.Module, batch: Batch, step: int) -> torch.Tensor:
+    """The CTR model contract: model(dense, kjt) -> logits [B]."""
+    return model(batch.dense_features, batch.sparse_features)
+
+
+def split_parameters(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """(embedding tables of every EmbeddingStem, all other trainable parameters), each without duplicates."""
+    emb, seen = [], set()
+    for m in model.modules():
+        if isinstance(m, EmbeddingStem):
+            for p in m.embedding_parameters():
+                if p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    emb.append(p)
+    dense = [p for p in model.parameters() if p.requires_grad and id(p) not in seen]
+    return emb, dense
+
+
+class Trainer:
+    """Train `model` with `cfg`; checkpoints and metrics go under `out_dir` when given."""
+
+    def __init__(self, model: nn.Module, cfg: TrainConfig, out_dir: str | Path | None = None,
+                 forward: ForwardFn = default_forward, eval_forward: ForwardFn = default_forward):
+        self.model, self.cfg, self.forward, self.eval_forward = model, cfg, forward, eval_forward
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        sparse = cfg.embedding_update == "sparse"
+        for m in model.modules():
+            if isinstance(m, EmbeddingStem):
+                m.use_sparse_gradients(sparse)
+        emb, dense = split_parameters(model)
+        self.dense_params = dense
+        self.optimizers: list[torch.optim.Optimizer] = []
+        if dense:
+            self.optimizers.append(torch.optim.Adagrad(dense, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay))
+        if emb:
+            # torch's Adagrad rejects weight decay with sparse gradients; NASRec uses wd 0 anyway.
+            self.optimizers.append(torch.optim.Adagrad(emb, lr=cfg.lr, eps=cfg.eps,
+                                                       weight_decay=0.0 if sparse else cfg.weight_decay))
+        self.step = 0
+        self.loss_sum = 0.0        # sum of per-row training loss this run (for the reported train log loss)
+        self.rows_seen = 0
+        self.train_seconds = 0.0
+        self.history: list[dict] = []
+
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return self.out_dir / "checkpoint.pt" if self.out_dir is not None else None
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"model": self.model.state_dict(), "optimizers": [o.state_dict() for o in self.optimizers],
+                "step": self.step, "loss_sum": self.loss_sum, "rows_seen": self.rows_seen,
+                "train_seconds": self.train_seconds, "history": self.history, "config": to_dict(self.cfg)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        if len(state["optimizers"]) != len(self.optimizers):
+            raise CtrnasError("checkpoint was written for a model with a different parameter layout")
+        for o, s in zip(self.optimizers, state["optimizers"]):
+            o.load_state_dict(s)
+        self.step, self.loss_sum, self.rows_seen = state["step"], state["loss_sum"], state["rows_seen"]
+        self.train_seconds, self.history = state["train_seconds"], state["history"]
+
+    def save(self) -> None:
+        if self.checkpoint_path is not None:
+            save_checkpoint(self.checkpoint_path, self.state_dict())
+
+    def try_resume(self) -> bool:
+        """Load `out_dir/checkpoint.pt` if present; its recipe must match this run's (except logging)."""
+        p = self.checkpoint_path
+        if p is None or not p.exists():
+            return False
+        state = load_checkpoint(p)
+        ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
+        mine = {k: v for k, v in to_dict(self.cfg).items() if k not in ignore}
+        theirs = {k: v for k, v in state["config"].items() if k not in ignore}
+        if mine != theirs:
+            diff = sorted(k for k in mine if mine.get(k) != theirs.get(k))
+            raise CtrnasError(f"{p}: checkpoint was made with a different recipe (keys {diff}); "
+                              "use a new output folder or the same recipe")
+        self.load_state_dict(state)
+        return True
+
+    # -- training -----------------------------------------------------------------------------------------
+    def fit(self, train: BatchSource, val: BatchSource | None = None, resume: bool = True,
+            max_steps: int | None = None) -> dict:
+        """Train for cfg.epochs over `train`; evaluate on `val` every cfg.eval_every steps and at the end.
+
+        `max_steps` stops early after that many steps in total (a checkpoint is written first): used to
+        interrupt a run on purpose. Returns the training summary.
+        """
+        cfg = self.cfg
+        if resume:
+            self.try_resume()
+        per_epoch = len(train)
+        total = per_epoch * cfg.epochs
+        stop = total if max_steps is None else min(total, max_steps)
+        self.model.train()
+        bar = tqdm(total=total, initial=self.step, disable=not cfg.progress, unit="step", dynamic_ncols=True,
+                   mininterval=1.0)
+        ema = None
+        try:
+            while self.step < stop:
+                epoch, offset = divmod(self.step, per_epoch)
+                t0 = time.perf_counter()
+                ended = False
+                for batch in train.batches(offset, epoch):
+                    loss = self.train_step(batch, total)
+                    rows = batch.labels.shape[0]
+                    self.loss_sum += loss * rows
+                    self.rows_seen += rows
+                    ema = loss if ema is None else 0.98 * ema + 0.02 * loss
+                    bar.update(1)
+                    if cfg.progress and self.step % max(cfg.log_every, 1) == 0:
+                        elapsed = self.train_seconds + time.perf_counter() - t0
+                        bar.set_postfix(loss=f"{ema:.4f}", samples_s=f"{self.rows_seen / max(elapsed, 1e-9):.0f}")
+                    want_eval = val is not None and (
+                        (cfg.eval_every and self.step % cfg.eval_every == 0) or self.step == total)
+                    want_ckpt = (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0) or self.step == stop
+                    if want_eval or want_ckpt:
+                        self.train_seconds += time.perf_counter() - t0  # evaluation is not training time
+                        if want_eval:
+                            self._record_eval(val, epoch)
+                        if want_ckpt:
+                            self.save()
+                        t0 = time.perf_counter()
+                    if self.step % per_epoch == 0 or self.step >= stop:
+                        ended = True
+                        break
+                self.train_seconds += time.perf_counter() - t0
+                if not ended:
+                    raise CtrnasError(f"the training batches ended at step {self.step}, before the "
+                                      f"{per_epoch} batches per epoch the source announced")
+        finally:
+            bar.close()
+        return self.summary()
+
+    def train_step(self, batch: Batch, total_steps: int) -> float:
+        """One optimizer step on `batch`; returns its mean loss."""
+        lr = lr_at(self.cfg, self.step, total_steps)
+        for o in self.optimizers:
+            for g in o.param_groups:
+                g["lr"] = lr
+        logits = self.forward(self.model, batch, self.step)
+        loss = F.binary_cross_entropy_with_logits(logits.reshape(-1), batch.labels.reshape(-1))
+        for o in self.optimizers:
+            o.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.clip_norm is not None and self.dense_params:
+            nn.utils.clip_grad_norm_(self.dense_params, self.cfg.clip_norm)
+        for o in self.optimizers:
+            o.step()
+        self.step += 1
+        return float(loss.detach())
+
+    def _record_eval(self, val: BatchSource, epoch: int) -> None:
+        r = self.evaluate(val, max_rows=self.cfg.eval_rows)
+        self.history.append({"step": self.step, "epoch": epoch, **r.to_dict()})
+
+    @torch.no_grad()
+    def evaluate(self, source: BatchSource, max_rows: int | None = None) -> MetricResult:
+        """Log loss and AUC over `source` (its first `max_rows` rows when given), streaming."""
+        was_training = self.model.training
+        self.model.eval()
+        m = StreamingMetrics()
+        for batch in source.batches(0):
+            logits = self.eval_forward(self.model, batch, -1).reshape(-1)
+            labels = batch.labels.reshape(-1)
+            if max_rows is not None and m.rows + labels.shape[0] > max_rows:
+                keep = max_rows - m.rows
+                logits, labels = logits[:keep], labels[:keep]
+            m.update(logits, labels)
+            if max_rows is not None and m.rows >= max_rows:
+                break
+        self.model.train(was_training)
+        return m.result()
+
+    def summary(self) -> dict:
+        sec = self.train_seconds
+        return {"steps": self.step, "rows": self.rows_seen, "seconds": sec,
+                "samples_per_s": self.rows_seen / sec if sec > 0 else float("nan"),
+                "train_logloss": self.loss_sum / self.rows_seen if self.rows_seen else float("nan"),
+                "val_history": self.history}
