@@ -33,20 +33,17 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def versions() -> dict:
-    """Package versions recorded beside every result (FuxiCTR habit)."""
-    import numpy
-    import torch
+    """Package versions recorded beside every result (FuxiCTR habit); read from metadata, no heavy imports."""
+    from importlib import metadata
 
     import ctrnas
 
-    out = {"python": platform.python_version(), "ctrnas": ctrnas.__version__, "numpy": numpy.__version__,
-           "pyarrow": pa.__version__, "torch": torch.__version__}
-    try:
-        import torchrec
-
-        out["torchrec"] = getattr(torchrec, "__version__", "unknown")
-    except Exception:  # torchrec is optional for reading metadata
-        pass
+    out = {"python": platform.python_version(), "ctrnas": ctrnas.__version__}
+    for pkg in ("numpy", "pyarrow", "torch", "torchrec", "fbgemm-gpu-cpu"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
     return out
 
 

@@ -1,0 +1,288 @@
+"""What every reader yields, and the streaming CSV core that knows each row's physical line number.
+
+We cut the raw (possibly gzip) stream into `block_size` chunks at line ends and parse each with
+`pyarrow.csv.read_csv`. pyarrow reports malformed rows (wrong field count) through `invalid_row_handler`
+with their 1-based line number in the chunk, but only when it parses on one thread (`use_threads=False`;
+with threads `number` is None) and only when empty lines are *not* dropped (`ignore_empty_lines=False`;
+else it counts non-empty lines). Empty lines then arrive as all-null rows, which we drop as blank; every
+other line is either a row or a handler call, so a row's line number is its position among the lines the
+handler did not claim (`CsvStream._lines`), plus the lines of earlier chunks. Line ends are LF or CRLF
+(a file with bare-CR line ends is still read, but its line numbers would count LFs only).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ctrnas.errors import DataFormatError
+
+
+@dataclass
+class Reject:
+    """One rejected raw row: where it is and why."""
+
+    file: str
+    line: int
+    field: str | None
+    reason: str  # short code counted in meta.json: field_count, bad_label, non_numeric_dense, ...
+    detail: str  # readable message
+    text: str = ""
+
+    def error(self) -> DataFormatError:
+        return DataFormatError(self.file, self.line, self.field, self.detail)
+
+
+@dataclass
+class RawBatch:
+    """Accepted rows of one chunk before encoding, plus the chunk's rejects."""
+
+    labels: np.ndarray  # float32 0/1, one per output row
+    dense: np.ndarray  # float64 [n_dense, n] (feature-major: each feature contiguous), NaN = missing
+    keys: np.ndarray  # uint64 [n_sparse, n] category keys (see transforms.py)
+    missing: np.ndarray  # bool [n_sparse, n]
+    accepted: int  # raw rows accepted (== n unless rows were expanded, e.g. KDD impressions)
+    rejects: list[Reject] = field(default_factory=list)
+    blank: int = 0
+
+
+def open_input(path: str | Path) -> pa.NativeFile:
+    """An input stream of a raw file; gzip is recognised by its magic bytes, whatever the file is called."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    raw = pa.OSFile(str(path), "rb")
+    return pa.CompressedInputStream(raw, "gzip") if magic == b"\x1f\x8b" else raw
+
+
+def input_info(paths: list[str]) -> list[dict]:
+    """Name, absolute path and size in bytes of each input file (for meta.json)."""
+    return [{"name": Path(p).name, "path": str(Path(p).resolve()), "bytes": os.path.getsize(p)} for p in paths]
+
+
+@dataclass
+class LinedBatch:
+    """A batch of string columns with the physical line number of each row, and the bad lines before it."""
+
+    table: pa.RecordBatch
+    lines: np.ndarray
+    bad: list[Reject]
+
+
+class CsvStream:
+    """Streams one delimited text file as string columns, tracking physical line numbers."""
+
+    def __init__(self, path: str, names: list[str], delimiter: str, skip_rows: int = 0,
+                 block_size: int = 16 << 20, quoting: bool = False):
+        self.path, self.names, self.skip_rows = str(path), names, skip_rows
+        self.file = Path(path).name
+        self._bad: list[Reject] = []
+        self.block_size = block_size
+        self._offset = 0  # physical lines before the chunk being parsed
+        self._parse = pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quoting else False,
+                                         ignore_empty_lines=False, invalid_row_handler=self._on_invalid)
+        self._convert = pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                             strings_can_be_null=True, null_values=[""],
+                                             quoted_strings_can_be_null=True,
+                                             # invalid UTF-8 must not end the stream without a line number:
+                                             # categories are hashed as bytes, numbers fail per value
+                                             check_utf8=False)
+
+    def _on_invalid(self, row) -> str:
+        text = row.text.rstrip("\r")
+        if text.strip() == "":
+            # a whitespace-only line: blank, not malformed
+            self._bad.append(Reject(self.file, self._offset + row.number, None, "blank", "blank line", ""))
+        else:
+            self._bad.append(Reject(self.file, self._offset + row.number, None, "field_count",
+                                    f"expected {row.expected_columns} fields, found {row.actual_columns}",
+                                    text[:500]))
+        return "skip"
+
+    def _chunks(self) -> Iterator[tuple[bytes, int]]:
+        """(raw bytes ending at a line end, physical lines before them), `block_size` bytes at a time.
+
+        We cut the file ourselves instead of using pyarrow's streaming reader: that reader reads ahead
+        without bound while the consumer is slower than the disk (measured: a 484 MB file was held
+        whole), which would make memory grow with the file."""
+        lines_before = 0
+        rest = b""
+        with open_input(self.path) as stream:
+            while True:
+                try:
+                    data = stream.read(self.block_size)
+                except OSError as e:  # e.g. a truncated or corrupt gzip file
+                    raise DataFormatError(self.file, None, None, f"cannot read: {e}") from None
+                buf = rest + data if rest else data
+                if not buf:
+                    return
+                cut = buf.rfind(b"\n") + 1 if data else len(buf)
+                if cut == 0:  # a line longer than the block: read on
+                    rest = buf
+                    continue
+                chunk, rest = buf[:cut], buf[cut:]
+                yield chunk, lines_before
+                lines_before += chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
+
+    def __iter__(self) -> Iterator[LinedBatch]:
+        next_line = self.skip_rows + 1
+        for k, (chunk, before) in enumerate(self._chunks()):
+            skip = self.skip_rows if k == 0 else 0
+            self._offset = before
+            read = pacsv.ReadOptions(column_names=self.names, skip_rows=skip, block_size=len(chunk) + 1,
+                                     use_threads=False)
+            try:
+                table = pacsv.read_csv(pa.py_buffer(chunk), read_options=read, parse_options=self._parse,
+                                       convert_options=self._convert)
+            except pa.ArrowInvalid as e:
+                if "Empty CSV file" in str(e):  # nothing but the header
+                    continue
+                raise self._locate(next_line, e) from None
+            batch = table.combine_chunks().to_batches()
+            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=table.schema)
+            lines = self._lines(next_line, batch.num_rows)
+            if batch.num_rows:
+                next_line = int(lines[-1]) + 1
+            bad = [r for r in self._bad if r.line < next_line]
+            self._bad = [r for r in self._bad if r.line >= next_line]
+            yield LinedBatch(batch, lines, sorted(bad, key=lambda r: r.line))
+        if self._bad:
+            yield LinedBatch(pa.RecordBatch.from_pylist([], schema=pa.schema([(n, pa.string()) for n in self.names])),
+                             np.zeros(0, np.int64), sorted(self._bad, key=lambda r: r.line))
+            self._bad = []
+
+    def _locate(self, first: int, err: Exception) -> DataFormatError:
+        """The error of a row pyarrow could not hand to `invalid_row_handler` (its text is not UTF-8, which
+        pyarrow's handler wrapper cannot decode): rescan the raw lines from `first` to name it."""
+        import gzip
+
+        with open(self.path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        delim = self._parse.delimiter.encode()
+        with (gzip.open(self.path, "rb") if gz else open(self.path, "rb")) as f:
+            for number, raw in enumerate(f, start=1):
+                line = raw.rstrip(b"\r\n")
+                if number < first or not line.strip():
+                    continue
+                fields = line.count(delim) + 1
+                if fields != len(self.names):
+                    return DataFormatError(self.file, number, None,
+                                           f"expected {len(self.names)} fields, found {fields} (the line is not "
+                                           "valid UTF-8, so it cannot be skipped; fix or remove it)")
+        return DataFormatError(self.file, None, None, f"cannot parse: {err}")
+
+    def _lines(self, first: int, n: int) -> np.ndarray:
+        """Physical line of each of `n` rows starting at line `first`, skipping lines the handler claimed."""
+        claimed = np.array(sorted(r.line for r in self._bad if r.line >= first), dtype=np.int64)
+        t = np.arange(n, dtype=np.int64)
+        if len(claimed) == 0:
+            return first + t
+        # valid lines before claimed[i]: claimed[i] - first - i; row t sits after every claimed line
+        # that has at most t valid lines before it
+        before = claimed - first - np.arange(len(claimed))
+        return first + t + np.searchsorted(before, t, side="right")
+
+
+def blank_rows(table: pa.RecordBatch) -> np.ndarray:
+    """Rows whose every field is empty: blank lines (or lines of only separators)."""
+    mask = np.ones(table.num_rows, dtype=bool)
+    for col in table.columns:
+        if col.null_count == 0:
+            return np.zeros(table.num_rows, dtype=bool)
+        mask &= np.asarray(col.is_null())
+    return mask
+
+
+def show(arr: pa.Array, i: int):
+    """Value `i` of `arr` for a message: None if null, undecodable bytes replaced."""
+    s = arr[i]
+    if not s.is_valid:
+        return None
+    try:
+        return s.as_py()
+    except UnicodeDecodeError:
+        return s.as_buffer().to_pybytes().decode("utf-8", "replace")
+
+
+def row_text(table: pa.RecordBatch, i: int, delimiter: str) -> str:
+    """The raw text of row `i`, rebuilt from its fields (for rejects.tsv)."""
+    vals = [show(c, i) for c in table.columns]
+    return delimiter.join("" if v is None else str(v) for v in vals)[:500]
+
+
+def parse_numbers(arr: pa.Array, kind: pa.DataType = pa.float64()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values with NaN for null, unparsable mask, non-finite mask) of a string column.
+
+    pyarrow's cast fails as a whole on the first bad string; splitting the failing range in halves finds
+    k bad values in O(k log n) casts and keeps pyarrow's exact number syntax for every value.
+    """
+    n = len(arr)
+    out = np.full(n, np.nan)
+    bad = np.zeros(n, dtype=bool)
+
+    def go(lo: int, hi: int) -> None:
+        part = arr.slice(lo, hi - lo)
+        try:
+            vals = pc.cast(part, kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            if hi - lo == 1:
+                bad[lo] = True
+                return
+            mid = (lo + hi) // 2
+            go(lo, mid)
+            go(mid, hi)
+            return
+        out[lo:hi] = vals.to_numpy(zero_copy_only=False)  # nulls -> NaN
+
+    if n:
+        go(0, n)
+    # "nan"/"inf" parse as numbers but are no counts; a null stays NaN and means missing
+    nonfinite = ~np.isfinite(out) & ~bad & ~np.asarray(arr.is_null())
+    out[nonfinite] = np.nan
+    return out, bad, nonfinite
+
+
+def prefetch(items: Iterator, depth: int = 2) -> Iterator:
+    """Iterate `items` in a background thread, `depth` ahead: pyarrow parses without the GIL, so the
+    next chunk is parsed while the caller encodes this one (the single-threaded parse we need for line
+    numbers would otherwise leave the second core idle). Exceptions re-raise in the caller."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def run():
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                q.put((item, None))
+            q.put((done, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put((done, e))
+
+    t = threading.Thread(target=run, daemon=True, name="ctrnas-prefetch")
+    t.start()
+    try:
+        while True:
+            item, err = q.get()
+            if item is done:
+                if err is not None:
+                    raise err
+                return
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)

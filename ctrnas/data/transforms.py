@@ -1,0 +1,175 @@
+"""Feature transforms: dense count transforms and categorical keys -> hashed ids, vectorised over Arrow.
+
+Dense (anchors-recsys.md §1.6, §4, §5.2), missing -> 0 in every case:
+  log1p       x' = ln(max(x, 0) + 1)                      NASRec (`log(max(x,0)+1)`)
+  log_square  x' = floor(ln(x)^2) if x > 2 else x         AutoCTR / BARS Criteo_x4 (Kaggle winners' bucketing)
+  none        x' = x
+
+Categorical values become a uint64 *key* first, by the field's declared syntax:
+  hex  value = int(s, 16) if s is 1-16 hex digits        (Criteo C1..C26: 8 hex digits)
+  dec  value = int(s) if s is -?[0-9]{1,20} within [-2^63, 2^64), negative ones as 64-bit two's complement
+Any other string gets the 64-bit FNV-1a hash of its UTF-8 bytes as key, so no categorical value is ever an
+error. Keys are exact (collision-free) for every well-formed value, which the vocabulary relies on.
+
+Hash encoding (NASRec's modulo hashing, `x.fmod(num_embeddings-1)+1`): id = 1 + key mod (buckets - 1);
+id 0 is reserved for a missing value. NASRec additionally reduces Avazu/KDD values modulo 2^31-1 before
+this step; we do not (statistically the same, and Criteo, its main benchmark, is identical).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DENSE_TRANSFORMS = ("log1p", "log_square", "none")
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+_NIBBLE = np.full(256, 255, dtype=np.uint8)
+for _c in b"0123456789":
+    _NIBBLE[_c] = _c - 48
+for _c in b"abcdef":
+    _NIBBLE[_c] = _c - 87
+for _c in b"ABCDEF":
+    _NIBBLE[_c] = _c - 55
+
+
+def dense_transform(values: np.ndarray, kind: str) -> np.ndarray:
+    """Apply a dense transform to float64 values with NaN for missing; returns float32 with missing -> 0."""
+    x = np.asarray(values, dtype=np.float64)
+    missing = np.isnan(x)
+    if kind == "log1p":
+        out = np.log1p(np.maximum(x, 0.0))
+    elif kind == "log_square":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            big = np.floor(np.log(np.where(x > 2, x, 3.0)) ** 2)
+        out = np.where(x > 2, big, x)
+    elif kind == "none":
+        out = x.copy()
+    else:
+        raise ValueError(f"unknown dense transform {kind!r} (known: {', '.join(DENSE_TRANSFORMS)})")
+    out[missing] = 0.0
+    return out.astype(np.float32)
+
+
+def _string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes, starts, lengths) of a string array without copying; nulls have length 0."""
+    arr = arr.cast(pa.string()) if arr.type != pa.string() else arr
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and len(bufs[2]) else np.zeros(1, np.uint8)
+    starts = offsets[:-1].astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    if arr.null_count:
+        lengths[np.asarray(arr.is_null())] = 0
+    return data, starts, lengths
+
+
+def fnv1a64(arr: pa.Array) -> np.ndarray:
+    """64-bit FNV-1a hash of each string's UTF-8 bytes (vectorised over strings, one pass per byte position)."""
+    data, starts, lengths = _string_parts(arr)
+    h = np.full(len(starts), _FNV_OFFSET, dtype=np.uint64)
+    maxlen = int(lengths.max()) if len(lengths) else 0
+    for p in range(maxlen):
+        idx = np.flatnonzero(lengths > p)
+        h[idx] = (h[idx] ^ data[starts[idx] + p].astype(np.uint64)) * _FNV_PRIME
+    return h
+
+
+def _hex_fixed(data: np.ndarray, start: int, m: int, width: int) -> np.ndarray | None:
+    """Values of `m` consecutive hex strings of exactly `width` (even, <= 16) digits, or None if any is not hex."""
+    nib = _NIBBLE[data[start:start + m * width]].reshape(m, width)
+    if (nib == 255).any():
+        return None
+    packed = (nib[:, 0::2] << 4) | nib[:, 1::2]
+    if width == 8:  # Criteo: 4 bytes, big-endian
+        return packed.view(">u4").ravel().astype(np.uint64)
+    pad = np.zeros((m, 8 - width // 2), dtype=np.uint8)
+    return np.ascontiguousarray(np.hstack([pad, packed])).view(">u8").ravel().astype(np.uint64)
+
+
+def hex_keys(arr: pa.Array) -> np.ndarray:
+    """Keys of a hex-syntax column (nulls get key 0; use the null mask to tell them apart)."""
+    data, starts, lengths = _string_parts(arr)
+    n = len(lengths)
+    keys = np.zeros(n, dtype=np.uint64)
+    present = lengths > 0
+    if not present.any():
+        return keys
+    m = int(present.sum())
+    width = int(lengths[present][0])
+    # Fast path (all of Criteo): every present value has the same even width, stored back to back.
+    if width <= 16 and width % 2 == 0 and (lengths[present] == width).all():
+        vals = _hex_fixed(data, int(starts[present][0]), m, width)
+        if vals is not None:
+            keys[present] = vals
+            return keys
+    ok = np.asarray(pc.fill_null(pc.match_substring_regex(arr, r"^[0-9a-fA-F]{1,16}$"), False))
+    if ok.any():
+        padded = pc.utf8_lpad(arr.filter(pa.array(ok)), 16, "0")
+        d2, s2, _ = _string_parts(padded)
+        keys[ok] = _hex_fixed(d2, int(s2[0]), int(ok.sum()), 16)
+    other = present & ~ok
+    if other.any():
+        keys[other] = fnv1a64(arr.filter(pa.array(other)))
+    return keys
+
+
+def dec_keys(arr: pa.Array) -> np.ndarray:
+    """Keys of a decimal-syntax column (nulls get key 0)."""
+    if pa.types.is_integer(arr.type):
+        return np.asarray(pc.fill_null(arr.cast(pa.int64(), safe=False), 0)).view(np.uint64).copy()
+    if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.string())
+    # Fast paths: the whole column parses (Avazu `id` needs uint64). pyarrow also reads "0x1f" and
+    # zero-padded 30-digit strings as integers; we hash those instead (the slow path below), so a value's
+    # key never depends on its neighbours in the batch.
+    longest = pc.max(pc.binary_length(arr)).as_py() or 0
+    if longest <= 20 and not pc.any(pc.match_substring(arr, "x", ignore_case=True)).as_py():
+        for target in (pa.int64(), pa.uint64()):
+            try:
+                vals = np.asarray(pc.fill_null(pc.cast(arr, target), 0))
+                return vals.view(np.uint64).copy() if vals.dtype == np.int64 else vals.astype(np.uint64)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+    n = len(arr)
+    keys = np.zeros(n, dtype=np.uint64)
+    present = ~np.asarray(arr.is_null())
+    small = np.asarray(pc.fill_null(pc.match_substring_regex(arr, r"^-?[0-9]{1,18}$"), False))
+    if small.any():
+        keys[small] = np.asarray(pc.cast(arr.filter(pa.array(small)), pa.int64())).view(np.uint64)
+    big = np.asarray(pc.fill_null(pc.match_substring_regex(arr, r"^-?[0-9]{19,20}$"), False))
+    for i in np.flatnonzero(big):  # rare: near the 64-bit limits, exact in Python ints
+        v = int(arr[int(i)].as_py())
+        if -(2**63) <= v < 2**64:
+            keys[i] = np.uint64(v % 2**64)
+        else:
+            big[i] = False
+    rest = present & ~small & ~big
+    if rest.any():
+        keys[rest] = fnv1a64(arr.filter(pa.array(rest)))
+    return keys
+
+
+def column_keys(arr: pa.Array, syntax: str) -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 keys, missing mask) of a categorical column of the given syntax ('hex' or 'dec')."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    missing = np.asarray(arr.is_null())
+    if syntax == "hex":
+        return hex_keys(arr), missing
+    if syntax == "dec":
+        return dec_keys(arr), missing
+    raise ValueError(f"unknown key syntax {syntax!r}")
+
+
+def hash_ids(keys: np.ndarray, missing: np.ndarray, buckets: int) -> np.ndarray:
+    """Modulo hashing: id = 1 + key mod (buckets - 1); missing -> 0. Ids lie in [0, buckets)."""
+    if buckets < 2:
+        raise ValueError(f"hash buckets must be >= 2, got {buckets}")
+    ids = np.remainder(keys, np.uint64(buckets - 1)).view(np.int64)  # < 2^63: the view is exact
+    ids += 1
+    ids[missing] = 0
+    return ids
