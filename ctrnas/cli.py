@@ -18,6 +18,7 @@ COMMANDS = [
     "ctrnas.data.commands",
     "ctrnas.supernet.commands",
     "ctrnas.train.commands",
+    "ctrnas.proxies.commands",
 ]
 
 

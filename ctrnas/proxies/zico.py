@@ -1,0 +1,42 @@
+"""ZiCo (Li et al., ICLR 2023): Σ_m log Σ_j mean_i|g_ij| / std_i(g_ij), SiGeo's first term.
+
+Follows SLDGroup/ZiCo `compute_zico.py` (spec anchors-recsys §2): `.weight` of Conv2d/Linear by default
+(`modules="ctr"` adds other ≥2-D weights such as attention in-projections), population std, elements
+with std 0 dropped, modules with ratio sum 0 skipped, natural log. Per-batch gradients by default;
+`official_accumulate=True` reproduces the official code, which never zeroes `.grad`, so batch i's
+"gradient" is the running sum (spec A11). Statistics in float64 (the official code uses float32 numpy).
+k = 4 batches by default, as SiGeo's comparisons; the official search script pre-loads 2 (`--maxbatch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctrnas.errors import CtrnasError
+from ctrnas.proxies.base import Proxy, register, select_groups
+from ctrnas.proxies.gradstats import collect, zico_term
+
+
+@register("zico")
+@dataclass(frozen=True)
+class ZiCo(Proxy):
+    """ZiCo score (higher is better); terms: zico, loss."""
+
+    k: int = 4
+    modules: str = "zico"
+    embeddings: bool = False
+    official_accumulate: bool = False
+    sigma_rel_eps: float | None = None
+    mode: str = "train"
+
+    def _compute(self, model, batches, loss_fn):
+        if len(batches) < self.k or self.k < 2:
+            raise CtrnasError(f"proxy {self.name}: needs k >= 2 batches; k={self.k}, got {len(batches)}")
+        self._set_mode(model)
+        groups = select_groups(model, self.modules, embeddings=self.embeddings)
+        stats = collect(model, batches[: self.k], loss_fn, groups, None, accumulate=self.official_accumulate)
+        value, contributing = zico_term(stats, False, self.sigma_rel_eps)
+        meta = {"k": self.k, "modules": list(groups), "modules_contributing": contributing,
+                "params": [n for ps in stats.group_params.values() for n in ps],
+                "unused_params": [n for ps in stats.group_params.values() for n in ps if n not in stats.used_params]}
+        return value, {"zico": value, "loss": sum(stats.losses) / len(stats.losses)}, meta
