@@ -19,6 +19,7 @@ COMMANDS = [
     "ctrnas.supernet.commands",
     "ctrnas.train.commands",
     "ctrnas.proxies.commands",
+    "ctrnas.vision.commands",
 ]
 
 

@@ -1,0 +1,258 @@
+"""Correlation harness: proxy scores of sampled NB201 cells against NB201's accuracies (SiGeo Tables 2-3).
+
+Cells are a seeded prefix of a permutation of the 15,625, so a larger `archs` extends a smaller run.
+Each (cell, warm-up level, proxy) is one row of a long CSV, appended as soon as it is scored, so an
+interrupted run resumes where it stopped. Every cell starts from weights seeded by (seed, cell index), so
+the warm-up levels of one cell share their initial weights.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ctrnas.errors import RecipeError
+from ctrnas.vision.cifar import make_batches
+from ctrnas.vision.network import build_network
+from ctrnas.vision.space import NUM_CELLS, TRUTH_COLUMNS, NB201Cell, NB201Table
+from ctrnas.vision.stats import Correlation, correlate
+from ctrnas.vision.warmup import WarmupConfig, warm_up
+
+# CLI name -> (library proxy, options). CV parity (spec A5): SiGeo's term 1 on Conv/Linear weights as
+# ZiCo's code; ZiCo itself with the official gradient accumulation (A11) that produced its NB201 numbers.
+VISION_PROXIES: dict[str, tuple[str, dict]] = {
+    "sigeo": ("sigeo", {"modules": "zico"}),
+    "zico": ("zico", {"official_accumulate": True}),
+    "zico_batch": ("zico", {}),
+    "synflow": ("synflow", {}),
+    "nwot": ("naswot", {}),
+    "naswot": ("naswot", {}),
+    "params": ("params", {}),
+}
+# SynFlow's input is all ones, so every row of a batch is the same sample: one row gives the same
+# per-sample score at 1/64 of the cost.
+ONE_ROW = {"synflow"}
+COLUMNS = ["arch", "index", "position", "warmup", "proxy", "value", "terms", "time_s", "warmup_s", "truth", "accuracy"]
+
+
+def proxy_for(name: str, warmup: float):
+    """The library proxy behind a harness name; SiGeo takes App. E's λ preset for the warm-up level."""
+    from ctrnas.proxies import get_proxy
+
+    lib, options = VISION_PROXIES.get(name, (name, {}))
+    options = dict(options)
+    if lib == "sigeo" and "preset" not in options:
+        options["preset"] = "zero_shot" if warmup == 0 else "warmup_cv"
+    return get_proxy(lib, **options)
+
+
+@dataclass(frozen=True)
+class CorrelateConfig:
+    """A correlation run. `warmup_archs`: how many of the cells (spread evenly) also get the warm-up levels."""
+
+    archs: int = 300
+    proxies: tuple[str, ...] = ("sigeo", "zico", "synflow", "nwot", "params")
+    warmup: tuple[float, ...] = (0.0,)
+    warmup_archs: int | None = None
+    warmup_proxies: tuple[str, ...] | None = None
+    truth: str = "cifar10"
+    num_classes: int = 10
+    batch_size: int = 64
+    k: int = 4
+    seed: int = 0
+    channels_last: bool = True
+    channels: int = 16  # NB201's C; smaller only for tests
+    cells_per_stage: int = 5
+    reverse: bool = False  # walk the sample from its last cell: a second worker on another CSV meets the first
+    warmup_config: WarmupConfig = field(default_factory=WarmupConfig)
+
+    def __post_init__(self):
+        if not 1 <= self.archs <= NUM_CELLS:
+            raise RecipeError("correlate", "archs", f"expected 1..{NUM_CELLS}, got {self.archs}")
+        if self.truth not in TRUTH_COLUMNS:
+            raise RecipeError("correlate", "truth", f"expected one of {sorted(TRUTH_COLUMNS)}, got {self.truth!r}")
+        for w in self.warmup:
+            if not 0.0 <= w <= 1.0:
+                raise RecipeError("correlate", "warmup", f"fractions must lie in 0..1, got {w}")
+
+
+def sample_cells(archs: int, seed: int) -> list[NB201Cell]:
+    """A seeded prefix of a permutation of all cells (so runs with more archs extend runs with fewer)."""
+    order = np.random.default_rng(seed).permutation(NUM_CELLS)[:archs]
+    return [NB201Cell.from_index(int(i)) for i in order]
+
+
+def warmup_positions(archs: int, warmup_archs: int | None) -> set[int]:
+    """Positions that get the warm-up levels, spread evenly so a run stopped early still has a share."""
+    m = archs if warmup_archs is None else min(warmup_archs, archs)
+    return {math.floor(j * archs / m) for j in range(m)} if m > 0 else set()
+
+
+def cell_seed(seed: int, index: int) -> int:
+    return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint32)[0])
+
+
+def read_rows(csv_path: str | Path) -> list[dict]:
+    path = Path(csv_path)
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def run_correlation(
+    config: CorrelateConfig,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    table: NB201Table,
+    csv_path: str | Path,
+    progress: bool = True,
+    time_limit_s: float | None = None,
+) -> Path:
+    """Score the sampled cells and append one CSV row per (cell, level, proxy); skips rows already there."""
+    from tqdm import tqdm
+
+    csv_path = Path(csv_path)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["arch"], float(r["warmup"]), r["proxy"]) for r in read_rows(csv_path)}
+    new_file = not csv_path.exists()
+    if config.channels_last:
+        # NHWC convolutions are several times faster on CPU here, forward and backward.
+        images = images.contiguous(memory_format=torch.channels_last)
+    batches = make_batches(images, labels, config.batch_size, config.k, torch.Generator().manual_seed(config.seed))
+    one_row = [((batches[0][0][0][:1],), batches[0][1][:1])]
+    loss_fn = F.cross_entropy
+    cells = sample_cells(config.archs, config.seed)
+    warm_pos = warmup_positions(config.archs, config.warmup_archs)
+    t_start = time.perf_counter()
+    with csv_path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new_file:
+            writer.writeheader()
+        order = list(enumerate(cells))[:: -1 if config.reverse else 1]
+        for pos, cell in tqdm(order, desc="nb201 cells", unit="cell", disable=not progress):
+            if time_limit_s is not None and time.perf_counter() - t_start > time_limit_s:
+                break
+            key, acc = cell.to_str(), table.accuracy(cell, config.truth)
+            for w in config.warmup:
+                if w > 0 and pos not in warm_pos:
+                    continue
+                names = config.proxies if w == 0 or config.warmup_proxies is None else config.warmup_proxies
+                todo = [p for p in names if (key, float(w), p) not in done]
+                if not todo:
+                    continue
+                s = cell_seed(config.seed, cell.index)
+                model = build_network(cell, config.num_classes, seed=s, channels=config.channels,
+                                      cells_per_stage=config.cells_per_stage)
+                if config.channels_last:
+                    model = model.to(memory_format=torch.channels_last)
+                t0 = time.perf_counter()
+                if w > 0:
+                    warm_up(model, images, labels, w, torch.Generator().manual_seed(s + 1), config.warmup_config)
+                warm_s = time.perf_counter() - t0
+                for name in todo:
+                    r = proxy_for(name, w).score(model, one_row if name in ONE_ROW else batches, loss_fn)
+                    writer.writerow({
+                        "arch": key, "index": cell.index, "position": pos, "warmup": w, "proxy": name,
+                        "value": repr(r.value), "terms": json.dumps(r.terms), "time_s": f"{r.meta['time_s']:.4f}",
+                        "warmup_s": f"{warm_s:.4f}", "truth": config.truth, "accuracy": acc,
+                    })
+                    f.flush()
+    return csv_path
+
+
+def metric_values(rows: list[dict], metric: str, warmup: float) -> dict[str, float]:
+    """arch -> value of `metric` at a warm-up level.
+
+    `proxy` reads the score, `proxy.term` one of its terms (e.g. `sigeo.zico`), and `sigeo@l1,l2,l3`
+    recombines SiGeo's stored terms with other λ (Eq. 7: l1·zico + l2·fr − l3·loss) at no extra cost.
+    """
+    lams = None
+    if "@" in metric:
+        metric, _, spec = metric.partition("@")
+        lams = [float(v) for v in spec.split(",")]
+        if len(lams) != 3:
+            raise RecipeError("metric", metric, f"expected three λ after '@', got {spec!r}")
+    proxy, _, term = metric.partition(".")
+    out = {}
+    for r in rows:
+        if r["proxy"] == proxy and float(r["warmup"]) == warmup:
+            if lams is not None:
+                t = json.loads(r["terms"])
+                out[r["arch"]] = lams[0] * t["zico"] + lams[1] * t.get("fr", 0.0) - lams[2] * t["loss"]
+            else:
+                out[r["arch"]] = float(json.loads(r["terms"])[term]) if term else float(r["value"])
+    return out
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    metric: str
+    warmup: float
+    subset: str
+    corr: Correlation
+
+
+def summarize(
+    rows: list[dict], table: NB201Table, metrics: list[str], warmups: list[float], truth: str = "cifar10",
+    archs: set[str] | None = None, subset: str = "all", n_boot: int = 1000, seed: int = 0,
+) -> list[SummaryRow]:
+    """Spearman / Kendall with bootstrap intervals per (metric, warm-up level), optionally on a subset of cells."""
+    out = []
+    for w in warmups:
+        for m in metrics:
+            vals = metric_values(rows, m, w)
+            keys = sorted(k for k in vals if archs is None or k in archs)
+            if not keys:
+                continue
+            acc = [table.accuracy(NB201Cell.from_str(k), truth) for k in keys]
+            out.append(SummaryRow(m, w, subset, correlate([vals[k] for k in keys], acc, n_boot, seed)))
+    return out
+
+
+def format_markdown(summary: list[SummaryRow], paper: dict | None = None) -> str:
+    """A markdown table; `paper` maps (metric, warmup) -> (Spearman, Kendall) published values."""
+    lines = ["| metric | warm-up | cells | Spearman ρ [95% CI] | Kendall τ [95% CI] | paper ρ / τ |", "|---|---|---|---|---|---|"]
+    for s in summary:
+        c = s.corr
+        ref = (paper or {}).get((s.metric, s.warmup))
+        lines.append(
+            f"| {s.metric} | {s.warmup:g} | {c.n} ({s.subset}) | {c.spearman:.3f} [{c.spearman_ci[0]:.3f}, {c.spearman_ci[1]:.3f}] "
+            f"| {c.kendall:.3f} [{c.kendall_ci[0]:.3f}, {c.kendall_ci[1]:.3f}] | "
+            + (f"{ref[0]:.2f} / {ref[1]:.2f} |" if ref else "– |")
+        )
+    return "\n".join(lines)
+
+
+def plot_scatter(rows: list[dict], table: NB201Table, metrics: list[str], warmup: float, truth: str, path: str | Path) -> Path:
+    """One panel per metric: proxy score against NB201 test accuracy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.0), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        vals = metric_values(rows, m, warmup)
+        x = np.array(list(vals.values()), dtype=float)
+        y = [table.accuracy(NB201Cell.from_str(k), truth) for k in vals]
+        if m.startswith("synflow") or m.startswith("params"):
+            x = np.log10(np.maximum(x, 1e-300))
+            m = f"log10 {m}"
+        ax.scatter(x, y, s=4, alpha=0.6)
+        ax.set_xlabel(m)
+        ax.set_ylabel(f"{truth} test acc (%)")
+    fig.suptitle(f"NB201, warm-up {warmup:g}")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
