@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,ray]'
 	# torchrec's metadata wants the CUDA fbgemm-gpu; install it alone (see pyproject.toml).
 	$(BIN)/pip install -q --no-deps torchrec==1.8.0
 	touch $(STAMP)

@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--space", default="nasrec-full", help="search space of --arch (default nasrec-full)")
     p.add_argument("--train-fraction", type=float, help="train on the first fraction of the train split only")
     p.add_argument("--eval-every", type=int, help="evaluate on val every N steps (default: at the end)")
+    from ctrnas.distributed.commands import add_distributed_args
+
+    add_distributed_args(p)  # --distributed / --sharding / --dist-backend (torchrun -m ctrnas train ...)
     p.set_defaults(func=_run_train)
 
     w = sub.add_parser(
@@ -82,6 +85,14 @@ def _run_train(args) -> int:
     else:
         model, name, extra = _arch_model(args, schema, cfg)
     out = args.out or str(Path("runs") / f"train-{name.replace('+', 'plus')}-seed{cfg.seed}")
+    if args.distributed:
+        from ctrnas.distributed.commands import sharding_from_args, train_and_test_distributed
+
+        m = train_and_test_distributed(model, args.data, cfg, out, name, sharding_from_args(args),
+                                       train_fraction=args.train_fraction, extra=extra, backend=args.dist_backend)
+        if m is not None:  # rank 0 only
+            _print_metrics(m, out)
+        return 0
     m = train_and_test(model, args.data, cfg, out, name, train_fraction=args.train_fraction, extra=extra)
     _print_metrics(m, out)
     return 0

@@ -1,0 +1,15 @@
+"""Scale-out: sharded embedding training (TorchRec DMP) on N ranks, and search scoring backends.
+
+Training (every rank runs the same code; `torchrun --nproc_per_node N -m ctrnas train ... --distributed`):
+  env = init_distributed()                        dmp.py: gloo on CPU, nccl on GPU, from torchrun's env vars
+  trainer = DistributedTrainer(model, cfg, env, ShardingConfig("row_wise"|None=planner), out_dir)
+  trainer.fit(global_train_batches, global_val)   trainer.py: equals the 1-process Trainer on the same batches
+  state = gather_state_dict(trainer.model)        checkpoint.py: full tensors on rank 0 (export reads them)
+  train_and_test_distributed(...)                 commands.py: the `--distributed` path of `ctrnas train`
+Pieces: data.py (rank slices of each global batch), reduce.py (collectives), launch.py (spawn N local
+ranks without torchrun), testing.py (rank functions for tests and benchmarks).
+
+Search scoring (backends.py, search.py): SerialBackend, ProcessBackend(workers), RayBackend(workers,
+address=None|"auto"|"ray://host:port"); run_search_on(backend, strategy, fitness) gives the serial history.
+Import the submodules directly; this file stays import-light.
+"""

@@ -1,0 +1,110 @@
+"""Rank functions for tests and benchmarks (here, not in tests/, so spawned ranks can import them)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from ctrnas.distributed.data import slice_batch
+from ctrnas.supernet.testing import make_schema
+from ctrnas.train.batches import TensorBatches
+from ctrnas.train.config import TrainConfig
+
+
+def toy_data(rows: int = 87, batch: int = 15, seed: int = 0, cards=(50, 7, 30, 11)) -> TensorBatches:
+    """Rows with a learnable signal (label depends on C0 and I0), served as fixed global batches."""
+    schema = make_schema(3, cards)
+    rng = np.random.default_rng(seed)
+    dense = torch.as_tensor(rng.normal(size=(rows, 3)), dtype=torch.float32)
+    ids = torch.as_tensor(np.stack([rng.integers(0, c, size=rows) for c in cards], axis=1))
+    logit = dense[:, 0] + (ids[:, 0] % 2).float() * 2 - 1
+    labels = (torch.as_tensor(rng.random(rows), dtype=torch.float32) < torch.sigmoid(logit)).float()
+    return schema, TensorBatches(dense, ids, labels, schema.sparse_names, batch)
+
+
+def toy_model(schema, kind: str = "dlrm", seed: int = 0):
+    """A small model: a baseline by name, or 'supernet' (nasrec-small, run as its full supernet)."""
+    if kind == "supernet":
+        from ctrnas.supernet import Supernet
+
+        torch.manual_seed(seed)
+        return Supernet(schema, "nasrec-small", emb_dim=8)
+    from ctrnas.train.baselines import build_baseline
+
+    return build_baseline(kind, schema, dim=8, seed=seed)
+
+
+def supernet_forward(model, batch, step):
+    return model(batch.dense_features, batch.sparse_features, full=True)
+
+
+def toy_config(**over) -> TrainConfig:
+    return TrainConfig(**{"lr": 0.05, "batch_size": 16, "warmup_ratio": 0.25, "progress": False, **over})
+
+
+def train_ranks(env, specs: list[dict], out_path: str) -> None:
+    """For each spec {sharding, model, fit, resume, out_dir}: train on this rank's slices (step by step,
+    recording the losses, or with `fit` and checkpoints into out_dir; `resume` stops after 3 steps and
+    finishes with a new trainer resumed from the checkpoint), then gather weights and evaluate; rank 0
+    saves all results to `out_path`."""
+    from ctrnas.distributed.checkpoint import gather_state_dict
+    from ctrnas.distributed.dmp import ShardingConfig
+    from ctrnas.distributed.trainer import DistributedTrainer
+
+    results = []
+    for spec in specs:
+        schema, data = toy_data()
+        model = toy_model(schema, spec.get("model", "dlrm"))
+        fwd = supernet_forward if spec.get("model") == "supernet" else None
+        kw = {"forward": fwd, "eval_forward": fwd} if fwd else {}
+        trainer = DistributedTrainer(model, toy_config(), env, ShardingConfig(spec.get("sharding")),
+                                     out_dir=spec.get("out_dir"), **kw)
+        initial = gather_state_dict(trainer.model)
+        losses, summary = [], None
+        if spec.get("resume"):
+            trainer.fit(data, max_steps=3)
+            trainer = DistributedTrainer(toy_model(schema, spec.get("model", "dlrm")), toy_config(), env,
+                                         ShardingConfig(spec.get("sharding")), out_dir=spec["out_dir"], **kw)
+            summary = trainer.fit(data)
+        elif spec.get("fit"):
+            summary = trainer.fit(data, val=data)
+        else:
+            for batch in data.batches():
+                losses.append(trainer.train_step(slice_batch(batch, env.rank, env.world_size), len(data)))
+        metrics = trainer.evaluate(data).to_dict()
+        final = gather_state_dict(trainer.model)
+        results.append({"spec": spec, "losses": losses, "initial": initial, "final": final, "summary": summary,
+                        "metrics": metrics, "sharding": trainer.sharding})
+    if env.is_main:
+        torch.save(results, out_path)
+
+
+def step_time_ranks(env, steps: int, rows: int, cards: tuple, sharding: str | None, out_path: str) -> None:
+    """Median seconds per training step of a DLRM on synthetic global batches of `rows` (benchmarks)."""
+    from ctrnas.distributed.dmp import ShardingConfig
+    from ctrnas.distributed.trainer import DistributedTrainer
+
+    schema, data = toy_data(rows * (steps + 2), rows, cards=cards)
+    trainer = DistributedTrainer(toy_model(schema), toy_config(batch_size=rows), env, ShardingConfig(sharding))
+    times = []
+    for batch in data.batches():
+        local = slice_batch(batch, env.rank, env.world_size)
+        t0 = time.perf_counter()
+        trainer.train_step(local, len(data))
+        times.append(time.perf_counter() - t0)
+    if env.is_main:
+        torch.save({"step_s": float(np.median(times[2:])), "sharding": trainer.sharding}, out_path)
+
+
+def train_command_ranks(env, data_dir: str, out_dir: str, sharding: str | None, baseline: str = "dlrm") -> None:
+    """What `torchrun ... ctrnas train --baseline B --distributed` runs on each rank (tests)."""
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.distributed.commands import train_and_test_distributed
+    from ctrnas.distributed.dmp import ShardingConfig
+    from ctrnas.train.baselines import build_baseline
+
+    cfg = toy_config(batch_size=64, eval_batch_size=256)
+    model = build_baseline(baseline, load_schema(data_dir), cfg.embedding_dim, cfg.row_cap, cfg.seed)
+    train_and_test_distributed(model, data_dir, cfg, out_dir, baseline, ShardingConfig(sharding))

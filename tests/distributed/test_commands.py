@@ -1,0 +1,49 @@
+"""The `--distributed` training command on 2 ranks writes the metrics and model of the 1-process command."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+
+@pytest.mark.slow
+def test_distributed_train_command_equals_one_process(tmp_path):
+    synthetic = pytest.importorskip("ctrnas.data.synthetic", reason="synthetic generator not available")
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.distributed.launch import spawn
+    from ctrnas.distributed.testing import toy_config, train_command_ranks
+    from ctrnas.train.baselines import build_baseline
+    from ctrnas.train.run import train_and_test
+
+    data = tmp_path / "data"
+    synthetic.generate("criteo", 2000, 7, data, chunk_rows=10_000)
+    spawn(train_command_ranks, 2, str(data), str(tmp_path / "dist"), "row_wise")
+    cfg = toy_config(batch_size=64, eval_batch_size=256)
+    ref = train_and_test(build_baseline("dlrm", load_schema(data), cfg.embedding_dim, cfg.row_cap, cfg.seed),
+                         data, cfg, tmp_path / "one", "dlrm")
+    got = json.loads((tmp_path / "dist" / "metrics.json").read_text())
+    assert got["distributed"]["world_size"] == 2
+    assert set(got["distributed"]["sharding"].values()) == {"row_wise"}
+    assert got["train"]["steps"] == ref["train"]["steps"] and got["train"]["rows"] == ref["train"]["rows"]
+    assert math.isclose(got["train"]["train_logloss"], ref["train"]["train_logloss"], rel_tol=1e-5)
+    assert got["test"]["rows"] == ref["test"]["rows"]
+    assert math.isclose(got["test"]["logloss"], ref["test"]["logloss"], rel_tol=1e-5)
+    a, b = torch.load(tmp_path / "one" / "model.pt"), torch.load(tmp_path / "dist" / "model.pt")
+    assert set(a) == set(b)
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
+
+
+def test_cli_flags_offer_every_sharding_type_and_default_to_the_planner():
+    import argparse
+
+    from ctrnas.distributed.commands import SHARDING_CHOICES, add_distributed_args, sharding_from_args
+    from ctrnas.distributed.dmp import SHARDING_TYPES
+
+    assert SHARDING_CHOICES == ("auto", *SHARDING_TYPES)
+    p = argparse.ArgumentParser()
+    add_distributed_args(p)
+    assert sharding_from_args(p.parse_args(["--distributed"])).sharding_type is None
+    assert sharding_from_args(p.parse_args(["--sharding", "row_wise"])).sharding_type == "row_wise"
