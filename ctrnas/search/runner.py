@@ -6,6 +6,8 @@ for all strategies, so evolution and random search get resume and parallel scori
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,8 +113,12 @@ def run_search(
     checkpoint_path: str | Path | None = None,
     progress: bool = False,
     scorer_options: dict | None = None,
+    scorer=None,
 ) -> SearchResult:
     """Run `strategy` to completion, scoring with `fitness(arch, seed)`; resume from `checkpoint_path` if it exists.
+
+    `scorer` is an already-open scoring backend (e.g. `ctrnas.distributed.backends`, owned and closed by the
+    caller); by default a local `Scorer` with `workers` processes is opened and closed here.
 
     A resumed search replays nothing: it restores the state saved after the last finished generation and
     continues, and ends with the same history as an uninterrupted run (timings aside).
@@ -128,7 +134,10 @@ def run_search(
         history = History(state["history"])
         cache.load_state_dict(state["cache"])
 
-    with Scorer(fitness, workers, **(scorer_options or {})) as scorer, tqdm(
+    own = scorer is None
+    if own:
+        scorer = Scorer(fitness, workers, **(scorer_options or {}))
+    with (scorer if own else contextlib.nullcontext(scorer)) as scorer, tqdm(
         total=strategy.total_evaluations, initial=len(history), disable=not progress, desc="search", unit="arch"
     ) as bar:
         while not strategy.done:
