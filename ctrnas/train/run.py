@@ -26,24 +26,25 @@ def count_parameters(model: nn.Module) -> dict:
     return {"embedding": e, "dense": d, "total": e + d}
 
 
-def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None,
-                   name: str, train_fraction: float | None = None, extra: dict | None = None) -> dict:
-    """Train `model` on the train split (the first `train_fraction` of it when given), evaluate on val
-    during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`."""
+def split_batches(data_dir: str | Path, cfg: TrainConfig, train_fraction: float | None = None):
+    """(meta, train, val, test) batch iterables of a dataset folder; val/test are None when empty."""
     meta = read_meta(data_dir)
     splits = meta["splits"]
     train = dataset_batches(data_dir, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, fraction=train_fraction)
     val = dataset_batches(data_dir, "val", cfg.eval_batch_size) if splits.get("val", {}).get("rows") else None
     test = dataset_batches(data_dir, "test", cfg.eval_batch_size) if splits.get("test", {}).get("rows") else None
-    trainer = Trainer(model, cfg, out_dir)
-    summary = trainer.fit(train, val)
-    test_result = trainer.evaluate(test) if test is not None else None
+    return meta, train, val, test
+
+
+def metrics_record(name: str, data_dir: str | Path, meta: dict, params: dict, summary: dict, test_result,
+                   train, train_fraction: float | None, cfg: TrainConfig, extra: dict | None = None) -> dict:
+    """The metrics.json content of one from-scratch run."""
+    splits = meta["splits"]
     train_ctr = splits.get("train", {}).get("ctr")
-    bayes = meta.get("bayes_logloss")
-    metrics = {
+    return {
         "model": name,
         "data": str(data_dir),
-        "params": count_parameters(model),
+        "params": params,
         "train": {k: v for k, v in summary.items() if k != "val_history"},
         "train_rows_used": train.rows if train_fraction is None else fraction_rows(splits["train"]["rows"],
                                                                                   train_fraction),
@@ -52,15 +53,33 @@ def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out
         "test": test_result.to_dict() if test_result is not None else None,
         # the optimum any model can reach on synthetic data (mean binary entropy of p_true), and the
         # log loss of always predicting the training CTR: a model must land between the two
-        "bayes_logloss": bayes,
+        "bayes_logloss": meta.get("bayes_logloss"),
         "constant_logloss": constant_logloss(train_ctr) if train_ctr is not None else None,
         "config": to_dict(cfg),
         "versions": versions(),
         **(extra or {}),
     }
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        torch.save(model.state_dict(), out / "model.pt")
-        atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2))
+
+
+def write_results(out_dir: str | Path | None, state_dict: dict, metrics: dict) -> None:
+    """model.pt and metrics.json (atomic) under `out_dir`."""
+    if out_dir is None:
+        return
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(state_dict, out / "model.pt")
+    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2))
+
+
+def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None,
+                   name: str, train_fraction: float | None = None, extra: dict | None = None) -> dict:
+    """Train `model` on the train split (the first `train_fraction` of it when given), evaluate on val
+    during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`."""
+    meta, train, val, test = split_batches(data_dir, cfg, train_fraction)
+    trainer = Trainer(model, cfg, out_dir)
+    summary = trainer.fit(train, val)
+    test_result = trainer.evaluate(test) if test is not None else None
+    metrics = metrics_record(name, data_dir, meta, count_parameters(model), summary, test_result, train,
+                             train_fraction, cfg, extra)
+    write_results(out_dir, model.state_dict(), metrics)
     return metrics
