@@ -20,6 +20,7 @@ COMMANDS = [
     "ctrnas.train.commands",
     "ctrnas.proxies.commands",
     "ctrnas.vision.commands",
+    "ctrnas.pipeline.commands",
 ]
 
 

@@ -81,6 +81,9 @@ def load_prepare_config(path: str | Path | None, overrides: dict | None = None) 
             if not isinstance(data, dict):
                 raise RecipeError(source, "data", "expected a mapping")
             source += " (data:)"
+            if isinstance(data.get("prepare"), dict):  # a full ctrnas recipe: data: {path, raw, prepare}
+                data = data["prepare"]
+                source = source[:-len(" (data:)")] + " (data.prepare:)"
     data = dict(data)
     for k, v in (overrides or {}).items():
         if v is None:

@@ -1,0 +1,259 @@
+"""Search benchmark on the synthetic Criteo profile (>= 1M rows), for benchmarks/RESULTS.md (issue 6).
+
+    .venv/bin/python benchmarks/search.py                        # all parts, 1M rows (hours on 2 CPU cores)
+    .venv/bin/python benchmarks/search.py --parts found --rows 1000000
+    .venv/bin/python benchmarks/search.py --report-only          # rebuild the section from saved JSON
+
+Parts (each saves benchmarks/out/search/<part>.json; re-running resumes: data, warm-ups, searches and
+trained study models are reused):
+  found     the found model's test log loss next to the Bayes optimum, every baseline, and random search with
+            the same number of trained models (top_k random archs trained like the top-k); seed-to-seed noise
+            from retraining the found model and LR with extra seeds; share of the LR-to-Bayes gap closed.
+  settings  sub-one-shot (0.01) vs one-shot (1.0) [and zero-shot (0)]: total time and quality.
+  data      only the dataset (run it first when the parts below run as parallel processes)
+  ranking   the proxy-ranking study with N >= 50 subnets for sigeo, zico, params, naswot, synflow at 0, 0.01, 1.0.
+The summary goes to stdout and to benchmarks/sections/search.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "benchmarks/out/search"
+SECTION = ROOT / "benchmarks/sections/search.md"
+
+
+def base_recipe(args):
+    from ctrnas.recipe import load_recipe
+
+    return load_recipe(ROOT / "recipes/synthetic.yaml", [
+        f"name=bench-{args.rows // 1000}k", f"output={OUT}/{{name}}", f"data.path={OUT}/data-{args.rows // 1000}k",
+        f"data.synthetic.rows={args.rows}", "train.progress=false", f"final.train_rows={args.train_rows}",
+        f"final.baselines=[{args.baselines}]", f"search.top_k={args.top_k}", *args.set])
+
+
+def _save(name: str, obj) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{name}.json").write_text(json.dumps(obj, indent=1, default=float))
+
+
+def _load(name: str):
+    p = OUT / f"{name}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def part_found(args) -> dict:
+    """The full pipeline, random search with the same number of trained models, and seed noise."""
+    from ctrnas import api
+    from ctrnas.pipeline.final import train_from_scratch
+    from ctrnas.pipeline.study import sample_archs
+    from ctrnas.pipeline.stages import new_supernet
+    from ctrnas.supernet import export
+    from ctrnas.train.baselines import build_baseline
+
+    recipe = base_recipe(args)
+    t0 = time.perf_counter()
+    run = api.run(recipe, progress=False)
+    out = {"run_seconds": time.perf_counter() - t0, "timings": run.timings, "metrics": run.metrics}
+    data = run.data
+    # random search, same number of from-scratch trainings as the top-k retrain
+    rnd = dataclasses.replace(recipe, seed=recipe.seed + 1000)
+    supernet = new_supernet(recipe, data)
+    quiet = dataclasses.replace(recipe, final=dataclasses.replace(
+        recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
+    trained = []
+    for a in sample_archs(rnd, recipe.top_k):
+        val, test, sec = train_from_scratch(export(supernet, a, init="fresh", seed=recipe.final_train.seed),
+                                            quiet, data, a.key())
+        trained.append({"arch_key": a.key(), "val": val, "test": test, "seconds": sec})
+    best_rnd = min(trained, key=lambda r: r["val"]["logloss"])
+    out["random_search"] = {"models": trained, "best": best_rnd}
+    # seed-to-seed noise: the found architecture and LR retrained with more training seeds
+    noise = {"found": [run.final.best.test["logloss"]], "lr": []}
+    for s in range(1, args.noise_seeds + 1):
+        r_s = dataclasses.replace(quiet, final=dataclasses.replace(
+            quiet.final, train=dataclasses.replace(quiet.final_train, seed=s)))
+        _, test, _ = train_from_scratch(export(supernet, run.final.best.arch, init="fresh", seed=s), r_s, data, "found")
+        noise["found"].append(test["logloss"])
+        _, test, _ = train_from_scratch(build_baseline("lr", data.schema, seed=s,
+                                                       row_cap=recipe.final_train.row_cap), r_s, data, "lr")
+        noise["lr"].append(test["logloss"])
+    lr0 = next((b["test_logloss"] for b in run.metrics["baselines"] if b["label"] == "lr"), None)
+    if lr0 is not None:
+        noise["lr"].insert(0, lr0)
+    out["noise"] = noise
+    _save("found", out)
+    return out
+
+
+def part_settings(args) -> dict:
+    from ctrnas import api
+
+    recipe = base_recipe(args)
+    recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, baselines=()))
+    res = api.compare(recipe, [float(x) for x in args.fractions.split(",")], progress=False)
+    out = {"table": res.table}
+    _save("settings", out)
+    return out
+
+
+def part_data(args) -> dict:
+    """Only the dataset (run this first when the other parts are started as parallel processes)."""
+    from ctrnas import api
+
+    data = api.prepare_data(base_recipe(args))
+    return {"path": str(data.path), "rows": {s: v["rows"] for s, v in data.meta["splits"].items()}}
+
+
+def part_ranking(args) -> dict:
+    from ctrnas import api
+    from ctrnas.pipeline.stages import new_supernet
+    from ctrnas.pipeline.study import _train_all, sample_archs
+
+    recipe = base_recipe(args)
+    recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, train_rows=args.study_train_rows))
+    study_dir = recipe.output_dir / "study"
+    study_dir.mkdir(parents=True, exist_ok=True)
+    data = api.prepare_data(recipe)
+    # the from-scratch trainings first (cached in trained.json; the study below reuses them) ...
+    _train_all(recipe, data, sample_archs(recipe, args.archs), new_supernet(recipe, data),
+               study_dir / "trained.json", progress=False)
+    # ... then reuse the settings part's warm-ups (same recipe, same fingerprint) instead of repeating a
+    # full epoch, waiting up to --wait-warmups seconds for a settings process running beside this one
+    deadline = time.time() + args.wait_warmups
+    for f, label in ((0.01, "sub-one-shot-0.01"), (1.0, "one-shot")):
+        src, dst = recipe.output_dir / "compare" / label / "warmup", study_dir / f"warmup-{f:g}"
+        while not (src / "warmup.json").exists() and time.time() < deadline:
+            time.sleep(30)
+        if (src / "warmup.json").exists() and not dst.exists():
+            os.symlink(src, dst)
+    res = api.ranking_study(recipe, args.archs, [0.0, 0.01, 1.0], args.proxies.split(","), progress=False)
+    out = {"n": len(res.archs), "correlations": res.correlations, "seconds": res.seconds,
+           "train_rows": args.study_train_rows}
+    _save("ranking", out)
+    return out
+
+
+def _f(x, d=5):
+    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}f}"
+
+
+def report(args) -> str:
+    lines = ["## Search (issue 6): found model, settings, proxy ranking", "",
+             f"Synthetic Criteo profile ({args.rows:,} rows, seed 0), recipe `recipes/synthetic.yaml` "
+             f"with the benchmark overrides in `benchmarks/search.py`; {platform.machine()}, "
+             f"{os.cpu_count()} CPU cores (shared), torch threads {args.threads}. The first run shared its 2 cores "
+             "with ~10 other busy processes (load average ~13): wall times are ~10x an idle box; each run's "
+             "`metrics.json` also records CPU seconds per stage (`cpu_seconds`).", ""]
+    found = _load("found")
+    partial = OUT / f"bench-{args.rows // 1000}k" / "metrics.json"
+    if not found and partial.exists():  # the pipeline finished, random search / noise not yet
+        m = json.loads(partial.read_text())
+        found = {"metrics": m, "timings": m["timings"], "run_seconds": m["timings"].get("total", 0.0)}
+    if found:
+        m = found["metrics"]
+        bayes = m.get("bayes_test_logloss")
+        best = m["best"]["test_logloss"]
+        lines += ["### (1) Found model vs Bayes optimum, baselines, random search", "",
+                  "| model | test log loss | test AUC |", "|---|---|---|",
+                  f"| Bayes optimum (click model) | {_f(bayes)} | - |",
+                  f"| **found (evolution + SiGeo, best of top-{len(m['candidates'])})** | {_f(best)} | "
+                  f"{_f(m['best']['test_auc'])} |"]
+        if "random_search" in found:
+            rb = found["random_search"]["best"]
+            lines.append(f"| random search, best of {len(found['random_search']['models'])} trained | "
+                         f"{_f(rb['test']['logloss'])} | {_f(rb['test']['auc'])} |")
+        for b in m["baselines"]:
+            lines.append(f"| {b['label']} | {_f(b['test_logloss'])} | {_f(b['test_auc'])} |")
+        if "noise" in found:
+            n = found["noise"]
+            sd_f = statistics.stdev(n["found"]) if len(n["found"]) > 1 else None
+            sd_l = statistics.stdev(n["lr"]) if len(n["lr"]) > 1 else None
+            lines += ["", f"Seed-to-seed noise (std of test log loss over {len(n['found'])} training seeds): "
+                          f"found {_f(sd_f)}, LR {_f(sd_l)}."]
+        else:
+            lines += ["", "Random search and the seed-noise retrainings had not finished when this was written."]
+        lines += [
+                  f"Share of the LR-to-Bayes gap closed by the found model: "
+                  f"{'-' if m.get('gap_closed_vs_lr') is None else format(m['gap_closed_vs_lr'], '.1%')} "
+                  "(goal: at least 50%).",
+                  f"Pipeline wall time: {found['run_seconds']:.0f} s "
+                  f"({', '.join(f'{k} {v:.0f} s' for k, v in found['timings'].items())}).", ""]
+    settings = _load("settings")
+    if settings:
+        from ctrnas.pipeline.compare import markdown_table
+
+        t = {r["setting"]: r for r in settings["table"]}
+        lines += ["### (2) Sub-one-shot vs one-shot", "", markdown_table(settings["table"]), ""]
+        if "sub-one-shot-0.01" in t and "one-shot" in t:
+            ratio = t["sub-one-shot-0.01"]["total_s"] / t["one-shot"]["total_s"]
+            dq = t["sub-one-shot-0.01"]["test_logloss"] - t["one-shot"]["test_logloss"]
+            lines += [f"Sub-one-shot total time = {ratio:.0%} of one-shot (goal: <= 40%); test log loss "
+                      f"difference {dq:+.5f} (sub-one-shot minus one-shot).", ""]
+    ranking = _load("ranking")
+    if ranking:
+        from ctrnas.pipeline.study import correlation_table
+
+        lines += [f"### (3) Proxy ranking, N = {ranking['n']} random subnets trained from scratch "
+                  f"({ranking.get('train_rows', '-')} training rows each)", "",
+                  "Correlation of each proxy with the negated test log loss (higher = ranks better), 95% "
+                  "bootstrap intervals.", "", correlation_table(ranking["correlations"]), ""]
+    if not (found or settings or ranking):
+        lines.append("No part has finished yet.")
+    text = "\n".join(lines) + "\n"
+    SECTION.parent.mkdir(parents=True, exist_ok=True)
+    SECTION.write_text(text)
+    return text
+
+
+def main() -> int:
+    global OUT, SECTION
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="found,settings,ranking")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--train-rows", type=int, default=400_000, help="rows per from-scratch training")
+    ap.add_argument("--top-k", type=int, default=5)
+    ap.add_argument("--baselines", default="lr,fm,dlrm,deepfm,dcnv2")
+    ap.add_argument("--noise-seeds", type=int, default=2)
+    ap.add_argument("--fractions", default="0,0.01,1.0")
+    ap.add_argument("--archs", type=int, default=50)
+    ap.add_argument("--study-train-rows", type=int, default=100_000, help="rows per study model training")
+    ap.add_argument("--wait-warmups", type=float, default=0.0,
+                    help="ranking: seconds to wait for the settings part's warm-ups to reuse")
+    ap.add_argument("--proxies", default="sigeo,zico,params,naswot,synflow")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads; 1 because on shared cores OpenMP spinning costs far more than it gains")
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/search)")
+    ap.add_argument("--section", default=None, help="markdown section written at the end")
+    args = ap.parse_args()
+    OUT, SECTION = Path(args.out or OUT), Path(args.section or SECTION)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if not args.report_only:
+        for part in args.parts.split(","):
+            t0 = time.perf_counter()
+            {"data": part_data, "found": part_found, "settings": part_settings,
+             "ranking": part_ranking}[part](args)
+            print(f"part {part} done in {time.perf_counter() - t0:.0f} s", flush=True)
+    print(report(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

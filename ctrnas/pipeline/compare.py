@@ -1,0 +1,79 @@
+"""`ctrnas compare`: the same recipe at several warm-up fractions (zero-shot 0, sub-one-shot 0.01, one-shot
+1.0 with inherited-weight evaluation) on the same prepared data, with quality and wall time side by side."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+from typing import Sequence
+
+from ctrnas.data.dataset import atomic_write_text
+from ctrnas.pipeline.data import prepare_data
+from ctrnas.pipeline.results import CompareResult
+from ctrnas.pipeline.run import run_recipe
+from ctrnas.recipe import Recipe
+
+STAGES = ("data", "warmup", "search", "final", "total")
+
+
+def setting_label(fraction: float) -> str:
+    """zero-shot / one-shot / sub-one-shot-<fraction>: the names SiGeo uses for the three settings."""
+    if fraction == 0:
+        return "zero-shot"
+    if fraction >= 1:
+        return "one-shot"
+    return f"sub-one-shot-{fraction:g}"
+
+
+def setting_recipe(recipe: Recipe, fraction: float, data_path: Path, out: Path) -> Recipe:
+    """The recipe at `fraction`, writing to `out/<label>` and reading the shared data folder."""
+    label = setting_label(fraction)
+    return dataclasses.replace(
+        recipe, name=f"{recipe.name}-{label}", output=str(out / label),
+        warmup=dataclasses.replace(recipe.warmup, fraction=fraction),
+        data=dataclasses.replace(recipe.data, path=str(data_path)))
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = ("| setting | fitness | test log loss | test AUC | val log loss | "
+            + " | ".join(f"{s} s" for s in STAGES) + " |")
+    lines = [head, "|" + "---|" * (5 + len(STAGES))]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {r['fitness']} | {r['test_logloss']:.5f} | {r['test_auc']:.5f} | "
+                     f"{r['val_logloss']:.5f} | " + " | ".join(f"{r[f'{s}_s']:.1f}" for s in STAGES) + " |")
+    return "\n".join(lines)
+
+
+def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progress: bool = True,
+                     echo=print) -> CompareResult:
+    """Run the pipeline once per warm-up fraction; write compare.{json,csv,md} under `<output>/compare`."""
+    out = recipe.output_dir / "compare"
+    out.mkdir(parents=True, exist_ok=True)
+    data = prepare_data(recipe)
+    runs, rows = {}, []
+    for f in fractions:
+        r = setting_recipe(recipe, float(f), data.path, out)
+        res = run_recipe(r, data=data, progress=progress, echo=echo)
+        label = setting_label(float(f))
+        runs[label] = res
+        best = res.final.best
+        rows.append({"setting": label, "fraction": float(f), "fitness": res.search.fitness_name,
+                     "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc"),
+                     "val_logloss": best.val.get("logloss"), "arch_key": best.arch.key(),
+                     "evaluations": len(res.search.history),
+                     **{f"{s}_s": res.timings.get(s, 0.0) for s in STAGES}})
+    with open(out / "compare.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    atomic_write_text(out / "compare.json", json.dumps(rows, indent=1))
+    bayes = (data.bayes_logloss or {}).get("test")
+    text = f"# ctrnas compare `{recipe.name}`\n\n" + markdown_table(rows) + "\n"
+    if bayes is not None:
+        text += f"\nBayes-optimal test log loss: {bayes:.5f}\n"
+    atomic_write_text(out / "compare.md", text)
+    if echo is not None:
+        echo("\n" + markdown_table(rows))
+    return CompareResult(runs, rows, out)

@@ -1,0 +1,107 @@
+"""Data stage: make or reuse the prepared dataset folder; read rows into memory; batch sources for training."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from ctrnas.config import to_dict
+from ctrnas.data.dataset import atomic_write_text, read_meta
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.errors import CtrnasError
+from ctrnas.pipeline.results import DataResult
+from ctrnas.recipe import Recipe
+from ctrnas.search.ctr_fitness import TensorRows
+
+SOURCE_FILE = "ctrnas-source.json"  # what the folder was made from, so a re-run can reuse it
+
+
+def _source_of(recipe: Recipe) -> dict | None:
+    d = recipe.data
+    if d.synthetic is not None:
+        return {"synthetic": to_dict(d.synthetic)}
+    if d.raw is not None:
+        return {"raw": to_dict(d.raw), "prepare": {k: v for k, v in to_dict(d.prepare).items() if k != "progress"}}
+    return None
+
+
+def _complete(path: Path) -> bool:
+    try:
+        read_meta(path)
+        return True
+    except CtrnasError:
+        return False
+
+
+def prepare_data(recipe: Recipe) -> DataResult:
+    """The recipe's dataset folder, made from raw files or a synthetic profile unless an identical one exists."""
+    t0 = time.perf_counter()
+    path = recipe.data_dir
+    source = _source_of(recipe)
+    reused = True
+    if source is not None:
+        marker = path / SOURCE_FILE
+        same = _complete(path) and marker.exists() and json.loads(marker.read_text()) == json.loads(json.dumps(source))
+        if not same:
+            reused = False
+            d = recipe.data
+            if d.synthetic is not None:
+                from ctrnas.data.synthetic import generate
+
+                s = d.synthetic
+                generate(s.profile, s.rows, s.seed, path, **s.settings)
+            else:
+                from ctrnas.data.prepare import prepare
+
+                prepare(d.raw.kind, list(d.raw.inputs), path, d.prepare)
+            atomic_write_text(path / SOURCE_FILE, json.dumps(source, indent=1))
+    elif not _complete(path):
+        raise CtrnasError(f"data.path {str(path)!r} is not a prepared dataset folder (no meta.json); "
+                          "prepare it with `ctrnas prepare` or give data.synthetic / data.raw in the recipe")
+    meta = read_meta(path)
+    schema = DatasetSchema.from_json(meta["schema"])
+    return DataResult(path=path, schema=schema, meta=meta, seconds=time.perf_counter() - t0, reused=reused)
+
+
+def split_rows(data: DataResult, split: str) -> int:
+    return int(data.meta["splits"][split]["rows"])
+
+
+def warmup_rows(data: DataResult, fraction: float) -> int:
+    """Rows of the training split the warm-up reads: the loader's own ceil(fraction * N) (0 for no warm-up)."""
+    if fraction <= 0:
+        return 0
+    n = split_rows(data, "train")
+    return min(n, math.ceil(fraction * n - 1e-9))
+
+
+def load_rows(data: DataResult, split: str, offset: int = 0, limit: int | None = None,
+              chunk: int = 65_536) -> TensorRows:
+    """Rows [offset, offset + limit) of `split` as tensors (in file order, no shuffling)."""
+    from ctrnas.data.loader import CtrBatchLoader
+
+    loader = CtrBatchLoader(data.path, split, batch_size=chunk, offset=offset, limit=limit)
+    f = len(data.schema.sparse)
+    dense, ids, labels = [], [], []
+    for batch in loader:
+        b = batch.labels.shape[0]
+        dense.append(batch.dense_features)
+        ids.append(batch.sparse_features.values().reshape(f, b).t())  # KJT values are key-major
+        labels.append(batch.labels)
+    if not labels:
+        return TensorRows(torch.zeros(0, data.schema.dense_dim), torch.zeros(0, f, dtype=torch.int64),
+                          torch.zeros(0), data.schema.sparse_names)
+    return TensorRows(torch.cat(dense), torch.cat(ids).contiguous(), torch.cat(labels), data.schema.sparse_names)
+
+
+def rows_after_warmup(data: DataResult, fraction: float, need: int) -> tuple[int, str]:
+    """Where the rows a fitness draws start: right after the warm-up rows, or at row 0 when a (near) full
+    warm-up leaves fewer than `need` rows (one-shot fine-tunes on training rows the supernet saw, as NASRec)."""
+    start = warmup_rows(data, fraction)
+    if start + need <= split_rows(data, "train"):
+        return start, "after the warm-up rows"
+    return 0, "from the start of the training split (the warm-up used nearly all of it)"

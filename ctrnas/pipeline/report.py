@@ -1,0 +1,184 @@
+"""The results folder of a run: files a program reads (JSON/CSV) and a person reads (summary.md, PNGs).
+
+    recipe.yaml        the resolved recipe (loads back to the same Recipe)
+    environment.json   package versions and seeds (FuxiCTR habit)
+    search/history.csv every candidate: fitness, score terms, params, FLOPs, time  (+ history.json)
+    best_arch.json     the architecture picked by validation after retraining
+    model/             the exported model (ctrnas.supernet.save_exported)
+    metrics.json       everything below as data
+    summary.md         the tables
+    plots/best_so_far.png, plots/score_vs_test.png, plots/pareto.png
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from ctrnas.data.dataset import atomic_write_text, versions
+from ctrnas.pipeline.results import FinalResult, RunResult, TrainedModel
+from ctrnas.recipe import Recipe, dump_recipe
+
+
+def _num(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _clean(v):
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        try:
+            v = v.item()
+        except (ValueError, AttributeError):
+            pass
+    return _num(v) if isinstance(v, float) else v
+
+
+def write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(_clean(obj), indent=1, allow_nan=False) + "\n")
+
+
+def model_row(m: TrainedModel) -> dict:
+    return {"label": m.label, "arch_key": m.arch.key() if m.arch is not None else None,
+            "fitness": m.score, "history_index": m.history_index, "params": m.params, "flops": m.flops,
+            "val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
+            "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc"), "train_seconds": m.seconds}
+
+
+def gap_closed(found: float, lr: float | None, bayes: float | None) -> float | None:
+    """Share of the gap between logistic regression and the Bayes optimum that the found model closes."""
+    if lr is None or bayes is None or not (lr - bayes) > 0:
+        return None
+    return (lr - found) / (lr - bayes)
+
+
+def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, warm=None, search=None,
+                  final: FinalResult | None = None, timings: dict | None = None, cpu: dict | None = None) -> dict:
+    """The metrics.json content of a run (usable before the RunResult exists)."""
+    if run is not None:
+        data, warm, search, final, timings = run.data, run.warmup, run.search, run.final, run.timings
+    bayes = (data.bayes_logloss or {}).get("test") if data is not None else None
+    lr = next((b.test.get("logloss") for b in final.baselines if b.label.lower() == "lr"), None)
+    best = final.best
+    hist = search.history
+    return {
+        "name": recipe.name,
+        "setting": {"warmup_fraction": recipe.warmup.fraction, "fitness": search.fitness,
+                    "fitness_name": search.fitness_name, "maximize": search.maximize, "rows": search.rows_note},
+        "data": {"path": str(data.path), "rows": {s: v.get("rows") for s, v in data.meta["splits"].items()},
+                 "bayes_logloss": data.bayes_logloss},
+        "warmup": {"rows": warm.rows, "steps": warm.steps, "seconds": warm.seconds},
+        "search": {"evaluations": len(hist), "distinct": len(hist.keys()),
+                   "cache_hits": sum(1 for r in hist if r.cached),
+                   "non_finite": sum(1 for r in hist if not math.isfinite(r.value)),
+                   "best_fitness": search.result.best.value if search.result.best else None},
+        "best": {**model_row(best), "arch": best.arch.to_json()},
+        "candidates": [model_row(m) for m in final.candidates],
+        "baselines": [model_row(m) for m in final.baselines],
+        "bayes_test_logloss": bayes,
+        "gap_closed_vs_lr": gap_closed(best.test.get("logloss", math.nan), lr, bayes),
+        "timings": timings or {},
+        "cpu_seconds": cpu or {},
+    }
+
+
+def _fmt(x, digits: int = 5) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def summary_markdown(metrics: dict) -> str:
+    s = metrics["setting"]
+    lines = [f"# ctrnas run `{metrics['name']}`", "",
+             f"- warm-up fraction {s['warmup_fraction']:g}, fitness: {s['fitness']} ({s['fitness_name']}); "
+             f"{s['rows']}",
+             f"- search: {metrics['search']['evaluations']} evaluations ({metrics['search']['distinct']} distinct, "
+             f"{metrics['search']['non_finite']} non-finite), best fitness {_fmt(metrics['search']['best_fitness'])}",
+             f"- best (by validation): `{metrics['best']['arch_key']}`, test log loss "
+             f"**{_fmt(metrics['best']['test_logloss'])}**, AUC {_fmt(metrics['best']['test_auc'])}"]
+    if metrics.get("bayes_test_logloss") is not None:
+        lines.append(f"- Bayes-optimal test log loss (synthetic click model): {_fmt(metrics['bayes_test_logloss'])}")
+    if metrics.get("gap_closed_vs_lr") is not None:
+        lines.append(f"- share of the LR-to-Bayes gap closed: {metrics['gap_closed_vs_lr']:.1%}")
+    lines += ["", "## Retrained top-k and baselines", "",
+              "| model | fitness | params | MFLOPs | val log loss | test log loss | test AUC | train s |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in metrics["candidates"] + metrics["baselines"]:
+        mark = " (best)" if r["label"] == metrics["best"]["label"] else ""
+        flops = r["flops"] / 1e6 if isinstance(r["flops"], (int, float)) and r["flops"] is not None else None
+        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {_fmt(r['params'] and int(r['params']))} | "
+                     f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
+                     f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} |")
+    cpu = metrics.get("cpu_seconds") or {}
+    lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (this process) |", "|---|---|---|"]
+    lines += [f"| {k} | {v:.1f} | {_fmt(cpu.get(k), 1)} |" for k, v in metrics["timings"].items()]
+    lines += ["", "Files: `search/history.csv`, `best_arch.json`, `model/`, `metrics.json`, `plots/*.png`, "
+              "`recipe.yaml`, `environment.json`.", ""]
+    return "\n".join(lines)
+
+
+def write_candidates_csv(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not rows:
+        return
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def write_environment(out: Path, recipe: Recipe) -> None:
+    """The resolved recipe, seeds and package versions beside the results."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "recipe.yaml", dump_recipe(recipe))
+    seeds = {"recipe": recipe.seed, "warmup_train": recipe.train.seed, "final_train": recipe.final_train.seed}
+    if recipe.data.synthetic is not None:
+        seeds["synthetic_data"] = recipe.data.synthetic.seed
+    write_json(out / "environment.json", {"versions": versions(), "seeds": seeds, "recipe_source": recipe.source})
+
+
+def write_plots(out: Path, metrics: dict, search) -> dict[str, str]:
+    from ctrnas.search import plots
+
+    made = {}
+    made["best_so_far"] = str(plots.plot_best_so_far({search.fitness_name: search.history}, out / "best_so_far.png",
+                                                     search.maximize, ylabel=search.fitness_name))
+    cands = metrics["candidates"]
+    scores = [c["fitness"] if c["fitness"] is not None else math.nan for c in cands]
+    tests = [c["test_logloss"] if c["test_logloss"] is not None else math.nan for c in cands]
+    made["score_vs_test"] = str(plots.plot_score_vs_metric(
+        scores, tests, out / "score_vs_test.png", xlabel=f"search fitness ({search.fitness_name})",
+        ylabel="test log loss (from scratch)", title=f"retrained top-{len(cands)}"))
+    params = [c["params"] if c["params"] is not None else math.nan for c in cands]
+    made["pareto"] = str(plots.plot_pareto(params, tests, out / "pareto.png", xlabel="parameters (excl. embeddings)",
+                                           ylabel="test log loss"))
+    return made
+
+
+def write_report(out: Path, recipe: Recipe, run_parts: dict) -> dict:
+    """Write the whole results folder; returns the metrics dict (also in metrics.json)."""
+    out = Path(out)
+    search, final = run_parts["search"], run_parts["final"]
+    write_environment(out, recipe)
+    (out / "search").mkdir(parents=True, exist_ok=True)
+    search.history.to_csv(out / "search" / "history.csv")
+    search.history.to_json(out / "search" / "history.json")
+    metrics = build_metrics(recipe, **run_parts)
+    write_json(out / "best_arch.json", final.best.arch.to_json())
+    write_candidates_csv(out / "final" / "models.csv", metrics["candidates"] + metrics["baselines"])
+    metrics["plots"] = write_plots(out / "plots", metrics, search)
+    metrics["export_dir"] = str(final.export_dir) if final.export_dir is not None else None
+    write_json(out / "metrics.json", metrics)
+    atomic_write_text(out / "summary.md", summary_markdown(metrics))
+    return metrics

@@ -1,0 +1,169 @@
+"""The warm-up and search stages of a run (data is in `data`, the final stage in `final`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from ctrnas.config import to_dict
+from ctrnas.data.dataset import atomic_write_text
+from ctrnas.pipeline.data import load_rows, rows_after_warmup, split_rows, warmup_rows
+from ctrnas.pipeline.results import DataResult, SearchStageResult, WarmupResult
+from ctrnas.recipe import Recipe
+from ctrnas.space import get_space
+
+
+def new_supernet(recipe: Recipe, data: DataResult):
+    """The recipe's supernet with weights drawn from the recipe seed (the global RNG is left untouched)."""
+    from ctrnas.supernet import Supernet
+
+    cfg = recipe.train
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(recipe.seed)
+        return Supernet(data.schema, get_space(recipe.space), emb_dim=cfg.embedding_dim, row_cap=cfg.row_cap)
+
+
+def _warmup_fingerprint(recipe: Recipe, data: DataResult) -> dict:
+    ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
+    return {"seed": recipe.seed, "space": to_dict(recipe.space), "warmup": to_dict(recipe.warmup),
+            "train": {k: v for k, v in to_dict(recipe.train).items() if k not in ignore},
+            "data": str(data.path), "train_rows": split_rows(data, "train")}
+
+
+def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) -> WarmupResult:
+    """Warm the supernet up on the first `warmup.fraction` of the training split (NASRec sampling).
+
+    With `out_dir`, the warmed supernet is saved there and a re-run with the same recipe reloads it; an
+    interrupted warm-up resumes from the trainer's checkpoint.
+    """
+    from ctrnas.supernet.io import load_supernet, save_supernet
+    from ctrnas.train.batches import dataset_batches
+    from ctrnas.train.warmup import warmup
+
+    t0 = time.perf_counter()
+    fingerprint = _warmup_fingerprint(recipe, data)
+    ckpt = done = None
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        ckpt, done = out_dir / "supernet.pt", out_dir / "warmup.json"
+        if ckpt.exists() and done.exists():
+            record = json.loads(done.read_text())
+            if record.get("fingerprint") == json.loads(json.dumps(fingerprint)):
+                supernet, _ = load_supernet(ckpt)
+                s = record["summary"]
+                return WarmupResult(supernet, recipe.warmup.fraction, s.get("rows", 0), s.get("steps", 0),
+                                    record["seconds"], ckpt, {**s, "reused": True})
+    supernet = new_supernet(recipe, data)
+    fraction = recipe.warmup.fraction
+    summary = {"fraction": fraction, "steps": 0, "rows": 0, "seconds": 0.0}
+    if fraction > 0:
+        cfg = recipe.train
+        train = dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, fraction=fraction)
+        summary = warmup(supernet, supernet.space, train, cfg, recipe.warmup,
+                         out_dir=out_dir / "trainer" if out_dir is not None else None)
+    seconds = time.perf_counter() - t0
+    if out_dir is not None:
+        save_supernet(supernet, ckpt, extra={"warmup": summary})
+        atomic_write_text(done, json.dumps({"fingerprint": fingerprint, "summary": summary, "seconds": seconds},
+                                           indent=1, default=float))
+        trainer_ckpt = out_dir / "trainer" / "checkpoint.pt"
+        trainer_ckpt.unlink(missing_ok=True)  # the supernet file holds the result; the optimizer state is big
+    return WarmupResult(supernet, fraction, int(summary.get("rows", 0)), int(summary.get("steps", 0)), seconds,
+                        ckpt, summary)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Search
+# ------------------------------------------------------------------------------------------------------
+
+
+def _count(counter, schema, space_config, emb_dim, arch) -> float:
+    return float(counter(schema, space_config, arch, emb_dim=emb_dim))
+
+
+def resource_counters(recipe: Recipe, data: DataResult):
+    """(count_params, count_flops) of an arch, picklable, analytic (no model is built)."""
+    from ctrnas.supernet import count_flops, count_params
+
+    emb = recipe.train.embedding_dim
+    return (partial(_count, count_params, data.schema, recipe.space, emb),
+            partial(_count, count_flops, data.schema, recipe.space, emb))
+
+
+def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = None,
+                 proxy: str | None = None, proxy_options: dict | None = None, fraction: float | None = None):
+    """The recipe's fitness on `supernet` and a note on which training rows it uses.
+
+    Proxy: k batches right after the warm-up rows; one-shot: fine-tuning rows after the warm-up rows (or
+    from the start after a full warm-up) and the first `oneshot.eval_rows` validation rows.
+    """
+    from ctrnas.search.ctr_fitness import OneShotFitness, ProxyFitness
+
+    kind = kind or recipe.fitness_kind
+    fraction = recipe.warmup.fraction if fraction is None else fraction
+    if kind == "proxy":
+        p = recipe.proxy
+        bs = p.batch_size or recipe.train.batch_size
+        need = p.batches * bs
+        start, note = rows_after_warmup(data, fraction, need)
+        rows = load_rows(data, "train", start, need)
+        init = p.init if p.init != "auto" else ("fresh" if fraction == 0 else "inherit")
+        name = proxy or p.name
+        options = dict(p.options if proxy_options is None else proxy_options)
+        if name == "sigeo" and "preset" not in options:
+            # SiGeo App. E: the loss term only carries information once the supernet has been warmed up
+            options["preset"] = "zero_shot" if fraction == 0 else "warmup_recsys"
+        fit = ProxyFitness(supernet, name, options, rows, bs, p.batches, init=init)
+        return fit, f"proxy rows [{start}, {start + need}) of train ({note})"
+    o = recipe.oneshot
+    ft_rows, note = None, "no fine-tuning"
+    if o.finetune_steps > 0:
+        need = min(o.finetune_steps * o.batch_size, split_rows(data, "train"))
+        start, where = rows_after_warmup(data, fraction, need)
+        ft_rows = load_rows(data, "train", start, need)
+        note = f"fine-tuning rows [{start}, {start + need}) of train ({where})"
+    eval_rows = load_rows(data, "val", 0, o.eval_rows)
+    fit = OneShotFitness(supernet, ft_rows, eval_rows, o.finetune_steps, o.lr, o.batch_size, o.eval_batch_size)
+    return fit, f"{note}; {len(eval_rows)} val rows"
+
+
+def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
+                 progress: bool = True) -> SearchStageResult:
+    """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`."""
+    from ctrnas.search.build import make_strategy
+
+    t0 = time.perf_counter()
+    kind = recipe.fitness_kind
+    fitness, note = make_fitness(recipe, data, warm.supernet, kind)
+    count_params, count_flops = resource_counters(recipe, data)
+    strategy = make_strategy(recipe.search, get_space(recipe.space), seed=recipe.seed, maximize=fitness.maximize,
+                             count_params=count_params, count_flops=count_flops)
+    ckpt = None
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        ckpt = Path(out_dir) / "search.ckpt"
+        # The runner checks the strategy's settings on resume; what it scores with is checked here, so a
+        # changed warm-up, proxy or data never continues an old search.
+        marker = Path(out_dir) / "fitness.json"
+        fp = json.loads(json.dumps({"warmup": _warmup_fingerprint(recipe, data), "kind": kind,
+                                    "proxy": to_dict(recipe.proxy), "oneshot": to_dict(recipe.oneshot)}))
+        if ckpt.exists() and (not marker.exists() or json.loads(marker.read_text()) != fp):
+            ckpt.unlink()
+        atomic_write_text(marker, json.dumps(fp, indent=1))
+    result = strategy.run(fitness, workers=recipe.search.workers, checkpoint_path=ckpt, progress=progress)
+    name = recipe.proxy.name if kind == "proxy" else "oneshot"
+    return SearchStageResult(result, kind, name, fitness.maximize, time.perf_counter() - t0, note)
+
+
+def warmup_config_for(recipe: Recipe, fraction: float) -> Recipe:
+    """The recipe with another warm-up fraction (the three settings differ only in this)."""
+    return dataclasses.replace(recipe, warmup=dataclasses.replace(recipe.warmup, fraction=fraction))
+
+
+__all__ = ["warmup_stage", "search_stage", "make_fitness", "resource_counters", "new_supernet", "warmup_rows",
+           "warmup_config_for"]

@@ -1,0 +1,150 @@
+"""`ctrnas study ranking`: how well each proxy ranks CTR subnets after each warm-up (SiGeo Table 3, Fig. 2).
+
+N random subnets of the recipe's space are trained from scratch (the final stage's training) and tested;
+a supernet is warmed up at each fraction; every proxy scores every subnet on the same k batches after
+the warm-up rows (as in a search); Kendall tau and Spearman rho of score vs *negated* test log loss (so
+a proxy that ranks well has a positive correlation) come with seeded bootstrap intervals.
+Trained results are cached in `trained.json`, so an interrupted study resumes without retraining.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ctrnas.data.dataset import atomic_write_text
+from ctrnas.pipeline.compare import setting_label
+from ctrnas.pipeline.data import prepare_data
+from ctrnas.pipeline.final import train_from_scratch
+from ctrnas.pipeline.results import StudyResult
+from ctrnas.pipeline.stages import make_fitness, new_supernet, resource_counters, warmup_config_for, warmup_stage
+from ctrnas.recipe import Recipe
+from ctrnas.space import get_space
+
+
+def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
+    """`n` distinct random architectures (when the space has that many), from the recipe seed."""
+    space = get_space(recipe.space)
+    rng = np.random.default_rng([recipe.seed, 0x5eed])
+    out, seen, tries = [], set(), 0
+    while len(out) < n and tries < n * max_tries:
+        tries += 1
+        a = space.sample(rng)
+        if a.key() not in seen:
+            seen.add(a.key())
+            out.append(a)
+    return out
+
+
+def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool) -> dict[str, dict]:
+    from ctrnas.supernet import export
+
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    quiet = dataclasses.replace(recipe, final=dataclasses.replace(
+        recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
+    for a in tqdm(archs, desc="train from scratch", unit="model", disable=not progress):
+        if a.key() in cache:
+            continue
+        model = export(supernet, a, init="fresh", seed=recipe.final_train.seed)
+        val, test, sec = train_from_scratch(model, quiet, data, a.key())
+        cache[a.key()] = {"val": val, "test": test, "seconds": sec}
+        atomic_write_text(cache_path, json.dumps(cache, indent=1))
+    return cache
+
+
+def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),
+                  proxies: Sequence[str] = ("sigeo", "zico", "params", "naswot", "synflow"),
+                  n_boot: int = 1000, progress: bool = True, echo=print) -> StudyResult:
+    """Train `n_archs` random subnets, score them with `proxies` after each warm-up fraction, correlate.
+
+    A proxy named "oneshot" is the inherited-weight validation log loss (negated, so higher is better).
+    """
+    from ctrnas.search import plots
+    from ctrnas.search.fitness import candidate_seed
+    from ctrnas.search.ranking import rank_correlations
+
+    out = recipe.output_dir / "study"
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = prepare_data(recipe)
+    seconds["data"] = time.perf_counter() - t0
+    archs = sample_archs(recipe, n_archs)
+    t0 = time.perf_counter()
+    trained = _train_all(recipe, data, archs, new_supernet(recipe, data), out / "trained.json", progress)
+    seconds["train"] = time.perf_counter() - t0
+    test_loss = [trained[a.key()]["test"].get("logloss", math.nan) for a in archs]
+    neg_loss = [-x for x in test_loss]
+
+    scores: dict[str, dict[str, list[float]]] = {}
+    rows = []
+    for f in fractions:
+        label = setting_label(float(f))
+        rf = warmup_config_for(recipe, float(f))
+        t0 = time.perf_counter()
+        warm = warmup_stage(rf, data, out / f"warmup-{float(f):g}")
+        seconds[f"warmup {label}"] = warm.seconds
+        scores[label] = {}
+        for name in proxies:
+            t0 = time.perf_counter()
+            kind = "oneshot" if name == "oneshot" else "proxy"
+            fit, _ = make_fitness(rf, data, warm.supernet, kind, proxy=None if kind == "oneshot" else name,
+                                  proxy_options=recipe.proxy.options if name == recipe.proxy.name else {})
+            vals = []
+            for i, a in enumerate(tqdm(archs, desc=f"{name} @ {label}", unit="arch", disable=not progress)):
+                v = fit(a, candidate_seed(recipe.seed, i)).value
+                vals.append(-v if kind == "oneshot" else v)
+            seconds[f"score {name} {label}"] = time.perf_counter() - t0
+            scores[label][name] = vals
+            corr = rank_correlations(vals, neg_loss, n_boot=n_boot, seed=recipe.seed)
+            k, s = corr["kendall"], corr["spearman"]
+            rows.append({"fraction": float(f), "setting": label, "proxy": name, "kendall": k.estimate,
+                         "kendall_low": k.low, "kendall_high": k.high, "spearman": s.estimate,
+                         "spearman_low": s.low, "spearman_high": s.high, "n": k.n})
+            plots.plot_score_vs_metric(vals, test_loss, out / "plots" / f"{name}-{float(f):g}.png",
+                                       xlabel=f"{name} score", ylabel="test log loss (from scratch)",
+                                       title=f"{name} after warm-up {float(f):g}")
+    _write(out, recipe, archs, trained, scores, rows, resource_counters(recipe, data)[0])
+    if echo is not None:
+        echo("\n" + correlation_table(rows))
+    return StudyResult(archs, test_loss, scores, rows, out, seconds)
+
+
+def _fmt_ci(est: float, lo: float, hi: float) -> str:
+    if not math.isfinite(est):
+        return "-"
+    ci = f" [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else ""
+    return f"{est:.3f}{ci}"
+
+
+def correlation_table(rows: list[dict]) -> str:
+    lines = ["| warm-up | proxy | Kendall τ [95% CI] | Spearman ρ [95% CI] | n |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['fraction']:g} | {r['proxy']} | {_fmt_ci(r['kendall'], r['kendall_low'], r['kendall_high'])}"
+                     f" | {_fmt_ci(r['spearman'], r['spearman_low'], r['spearman_high'])} | {r['n']} |")
+    return "\n".join(lines)
+
+
+def _write(out: Path, recipe, archs, trained, scores, rows, count_params) -> None:
+    cols = [f"{p}@{lab}" for lab in scores for p in scores[lab]]
+    with open(out / "scores.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arch_key", "params", "val_logloss", "test_logloss", *cols, "arch"])
+        for i, a in enumerate(archs):
+            t = trained[a.key()]
+            w.writerow([a.key(), count_params(a), t["val"].get("logloss"), t["test"].get("logloss"),
+                        *[scores[lab][p][i] for lab in scores for p in scores[lab]], json.dumps(a.to_json())])
+    clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in rows]
+    atomic_write_text(out / "correlations.json", json.dumps(clean, indent=1))
+    text = (f"# Proxy-ranking study `{recipe.name}`\n\n{len(archs)} random subnets of `{recipe.space.name}` trained "
+            "from scratch; correlation of each proxy with the negated test log loss (higher = ranks better).\n\n"
+            + correlation_table(rows) + "\n\nScatter plots: `plots/<proxy>-<fraction>.png`; data: `scores.csv`.\n")
+    atomic_write_text(out / "summary.md", text)

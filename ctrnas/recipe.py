@@ -1,0 +1,334 @@
+"""The recipe: one YAML file that fixes a whole run (FuxiCTR habit: the same recipe gives the same numbers).
+
+    name: demo
+    seed: 0
+    output: runs/demo
+    data:    {synthetic: {profile: criteo, rows: 200000}}     # or {path: DIR} or {raw: {kind, inputs}}
+    space:   {base: nasrec-small, num_blocks: 3}               # SpaceConfig fields, `base:` names a preset
+    warmup:  {fraction: 0.01}                                   # WarmupConfig: 0 zero-shot, 1 one-shot
+    train:   {batch_size: 512}                                  # TrainConfig of the supernet warm-up
+    fitness: auto                                               # auto: oneshot if warmup.fraction == 1
+    proxy:   {name: sigeo, options: {}, batches: 4}
+    oneshot: {finetune_steps: 500, eval_rows: 1200000}
+    search:  {strategy: evolution, evolution: {generations: 240}}   # SearchConfig
+    final:   {top_k: 15, train: {lr: 0.1}}
+
+A recipe may start with `extends: other.yaml` (a path relative to it): the other file is read first and
+this one is deep-merged over it (mappings merge, anything else replaces), so the one-shot and zero-shot
+variants and the test-sized demo are a few lines each. Loading is strict: an unknown key or a wrong type
+raises `RecipeError` naming the file and the dotted key.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from ctrnas.config import from_dict, load_yaml, to_dict
+from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.errors import RecipeError
+from ctrnas.search.build import SearchConfig
+from ctrnas.space import PRESETS, SpaceConfig
+from ctrnas.train.config import TrainConfig, WarmupConfig
+
+RAW_KINDS = ("criteo", "avazu", "kdd2012", "table")
+
+
+@dataclass(frozen=True)
+class SyntheticData:
+    """A synthetic dataset with a known click model (`ctrnas.data.synthetic.generate`); `settings` are
+    SyntheticSettings overrides, checked by the generator."""
+
+    profile: Literal["criteo", "avazu", "kdd2012"] = "criteo"
+    rows: int = 1_000_000
+    seed: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.rows < 1:
+            raise RecipeError("recipe", "data.synthetic.rows", f"expected >= 1, got {self.rows}")
+
+
+@dataclass(frozen=True)
+class RawData:
+    """Raw log files to prepare with `data.prepare` settings (`ctrnas prepare KIND`)."""
+
+    kind: Literal["criteo", "avazu", "kdd2012", "table"]
+    inputs: tuple[str, ...]
+
+    def __post_init__(self):
+        if not self.inputs:
+            raise RecipeError("recipe", "data.raw.inputs", "expected at least one input file")
+
+
+@dataclass(frozen=True)
+class DataSection:
+    """Where the prepared dataset folder is. With `raw` or `synthetic`, it is made at `path` (default
+    `<output>/data`) unless a complete folder from the same source is already there; with neither, `path`
+    must be a prepared folder."""
+
+    path: str | None = None
+    raw: RawData | None = None
+    synthetic: SyntheticData | None = None
+    prepare: PrepareConfig = PrepareConfig()
+
+    def __post_init__(self):
+        if self.raw is not None and self.synthetic is not None:
+            raise RecipeError("recipe", "data", "give either data.raw or data.synthetic, not both")
+        if self.raw is None and self.synthetic is None and self.path is None:
+            raise RecipeError("recipe", "data", "give data.path (a prepared folder), data.raw or data.synthetic")
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """The zero-cost proxy used as fitness: registry `name` with `options`, scored on `batches` (k) training
+    batches of `batch_size` rows drawn once per search right after the warm-up rows.
+
+    For sigeo without a `preset` option, the preset follows the warm-up (SiGeo App. E): zero_shot at
+    fraction 0, warmup_recsys (loss term on) after a warm-up. A proxy with its own `k` option gets `batches`.
+    init: how a candidate gets its weights for scoring; auto = "fresh" (seeded re-initialisation, true
+    zero-shot) when there was no warm-up, else "inherit" (the warmed-up supernet's slices)."""
+
+    name: str = "sigeo"
+    options: dict[str, Any] = field(default_factory=dict)
+    batches: int = 4
+    batch_size: int | None = None  # None: train.batch_size
+    init: Literal["auto", "inherit", "fresh"] = "auto"
+
+    def __post_init__(self):
+        if self.batches < 1:
+            raise RecipeError("recipe", "proxy.batches", f"expected >= 1, got {self.batches}")
+
+
+@dataclass(frozen=True)
+class OneShotConfig:
+    """Inherited-weight evaluation (NASRec `eval_subnet_from_supernet.py`): optional fine-tuning of the
+    last linear layer only (Adagrad, cosine) on training rows after the warm-up rows, then the log loss on
+    the first `eval_rows` validation rows. NASRec: 500 steps at lr 0.04, batch 512; ~1.23M val rows."""
+
+    finetune_steps: int = 500
+    lr: float = 0.04
+    batch_size: int = 512
+    eval_rows: int = 1_228_800
+    eval_batch_size: int = 8192
+
+    def __post_init__(self):
+        for name in ("finetune_steps",):
+            if getattr(self, name) < 0:
+                raise RecipeError("recipe", f"oneshot.{name}", f"expected >= 0, got {getattr(self, name)}")
+        for name in ("batch_size", "eval_rows", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise RecipeError("recipe", f"oneshot.{name}", f"expected >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class FinalConfig:
+    """The final stage: the top_k of the search history (None: search.top_k) are trained from scratch with
+    `train` (None: the recipe's train section) on the first `train_rows` training rows (None: all), the best
+    on validation is tested and exported; `baselines` are trained the same way for the report."""
+
+    top_k: int | None = None
+    train: TrainConfig | None = None
+    train_rows: int | None = None
+    val_rows: int | None = None
+    test_rows: int | None = None
+    baselines: tuple[str, ...] = ()
+    export: bool = True
+
+    def __post_init__(self):
+        if self.top_k is not None and self.top_k < 1:
+            raise RecipeError("recipe", "final.top_k", f"expected >= 1, got {self.top_k}")
+        for name in ("train_rows", "val_rows", "test_rows"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise RecipeError("recipe", f"final.{name}", f"expected >= 1 or null, got {v}")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A whole run; `output` may contain `{name}`. See the module docstring for the YAML shape."""
+
+    name: str
+    data: DataSection
+    seed: int = 0
+    output: str = "runs/{name}"
+    space: SpaceConfig = PRESETS["nasrec-small"]
+    warmup: WarmupConfig = WarmupConfig()
+    train: TrainConfig = TrainConfig()
+    fitness: Literal["auto", "proxy", "oneshot"] = "auto"
+    proxy: ProxyConfig = ProxyConfig()
+    oneshot: OneShotConfig = OneShotConfig()
+    search: SearchConfig = SearchConfig()
+    final: FinalConfig = FinalConfig()
+    # torch intra-op threads for the whole run (None: torch's default, one per core). 1 is safer on shared
+    # or busy machines, where OpenMP threads spin-wait on each other for a large share of the CPU time.
+    threads: int | None = None
+    source: str = ""  # the file it came from (set by load_recipe; informational)
+
+    def __post_init__(self):
+        if self.threads is not None and self.threads < 1:
+            raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.output.format(name=self.name))
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.data.path) if self.data.path else self.output_dir / "data"
+
+    @property
+    def fitness_kind(self) -> str:
+        """"proxy" or "oneshot": auto follows NASRec (one-shot scores inherited weights after a full warm-up)."""
+        if self.fitness != "auto":
+            return self.fitness
+        return "oneshot" if self.warmup.fraction >= 1.0 else "proxy"
+
+    @property
+    def proxy_init(self) -> str:
+        if self.proxy.init != "auto":
+            return self.proxy.init
+        return "fresh" if self.warmup.fraction == 0 else "inherit"
+
+    @property
+    def final_train(self) -> TrainConfig:
+        return self.final.train if self.final.train is not None else self.train
+
+    @property
+    def top_k(self) -> int:
+        return self.final.top_k if self.final.top_k is not None else self.search.top_k
+
+
+# ------------------------------------------------------------------------------------------------------
+# Loading, merging, overrides
+# ------------------------------------------------------------------------------------------------------
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """`over` on top of `base`: mappings merge key by key, any other value replaces."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _read_with_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    path = Path(path)
+    if path.resolve() in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path.resolve()))
+        raise RecipeError(str(path), "extends", f"circular extends: {chain}")
+    data = load_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise RecipeError(str(path), "extends", f"expected a file name, got {type(parent).__name__} {parent!r}")
+    parent_path = (path.parent / parent) if not Path(parent).is_absolute() else Path(parent)
+    if not parent_path.exists():
+        raise RecipeError(str(path), "extends", f"no such recipe {str(parent_path)!r}")
+    return deep_merge(_read_with_extends(parent_path, (*seen, path.resolve())), data)
+
+
+def _resolve_space(data: dict, source: str) -> dict:
+    """Expand `space: NAME` or `space: {base: NAME, ...}` into full SpaceConfig fields."""
+    space = data.get("space")
+    if space is None:
+        return data
+    if isinstance(space, str):
+        space = {"base": space}
+    if not isinstance(space, dict):
+        raise RecipeError(source, "space", f"expected a preset name or a mapping, got {type(space).__name__}")
+    space = dict(space)
+    base = space.pop("base", None)
+    if base is not None:
+        if base not in PRESETS:
+            raise RecipeError(source, "space.base", f"unknown space {base!r} (known: {', '.join(PRESETS)})")
+        merged = to_dict(PRESETS[base])
+        if space and "name" not in space:
+            merged["name"] = f"{base}-custom"  # a changed preset must not pass for the preset
+        merged.update(space)
+        space = merged
+    return {**data, "space": space}
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """'a.b.c=value' -> (['a','b','c'], value parsed as YAML, so 0.01 is a float and [1,2] a list)."""
+    if "=" not in text:
+        raise RecipeError("override", text, "expected KEY=VALUE (e.g. warmup.fraction=0.1)")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise RecipeError("override", text, "expected a dotted key before '=' (e.g. search.workers=2)")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(data: dict, overrides: tuple[str, ...] | list[str]) -> dict:
+    """Set each 'a.b=c' in the raw mapping (missing intermediate mappings are created)."""
+    data = copy.deepcopy(data)
+    for text in overrides:
+        path, value = parse_override(text)
+        node = data
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise RecipeError("override", text, f"'{'.'.join(path[:i + 1])}' is not a mapping")
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, ...] | list[str] = ()) -> Recipe:
+    """A Recipe from a plain mapping (plus overrides), with the same strict checks as a file."""
+    data = dict(data)
+    if isinstance(data.get("space"), str):
+        data["space"] = {"base": data["space"]}  # so 'space.num_blocks=3' can override a preset by name
+    data = _resolve_space(apply_overrides(data, overrides), source)
+    data.setdefault("source", source)
+    try:
+        return from_dict(Recipe, data, source=source)
+    except RecipeError as e:
+        for text in overrides:  # name the override that put the bad value there
+            key = text.split("=", 1)[0].strip()
+            if e.key == key or e.key.startswith(key + ".") or key.startswith(e.key + "."):
+                raise RecipeError(f"{source}, override '{text}'", e.key, e.reason) from None
+        raise
+
+
+def load_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -> Recipe:
+    """Read a recipe file (following `extends:`), apply 'key=value' overrides, check every key and type."""
+    data = _read_with_extends(Path(path))
+    return recipe_from_dict(data, source=str(path), overrides=overrides)
+
+
+def override(recipe: Recipe, *overrides: str) -> Recipe:
+    """A copy of `recipe` with 'a.b=c' overrides applied and checked as strictly as a file."""
+    return recipe_from_dict(to_dict(recipe), source=recipe.source or "<recipe>", overrides=overrides)
+
+
+def recipe_to_dict(recipe: Recipe) -> dict:
+    """The resolved recipe as plain data (what a results folder records)."""
+    return to_dict(recipe)
+
+
+def dump_recipe(recipe: Recipe) -> str:
+    """The resolved recipe as YAML; loading it gives back an equal Recipe."""
+    return yaml.safe_dump(recipe_to_dict(recipe), sort_keys=False)
+
+
+def with_fields(recipe: Recipe, **changes) -> Recipe:
+    """dataclasses.replace for code callers (no string parsing)."""
+    return dataclasses.replace(recipe, **changes)

@@ -1,0 +1,195 @@
+"""Fitness functions for CTR subnets of a NASRec supernet: a zero-cost proxy, or one-shot evaluation.
+
+Both are plain picklable objects holding the (warmed-up) supernet and in-memory rows, so the search's
+spawned scoring workers each receive one copy (pool initializer) and give results identical to serial.
+
+- `ProxyFitness`: the subnet (exported with inherited or freshly drawn weights) is scored by a registry
+  proxy on a fixed list of k training batches. The pipeline draws those rows once per search, right after
+  the warm-up rows, so every candidate sees the same data and none of it was used to warm up.
+- `OneShotFitness` (NASRec `eval_subnet_from_supernet.py`): inherited weights, optionally fine-tune the
+  last linear layer only, then the validation log loss (lower is better, so the search minimises).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+from ctrnas.search.fitness import FitnessResult
+
+
+@dataclass
+class TensorRows:
+    """Rows held in memory: dense [N, n_dense] float32, ids [N, F] int64 (one per feature), labels [N]."""
+
+    dense: torch.Tensor
+    ids: torch.Tensor
+    labels: torch.Tensor
+    names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def slice(self, start: int, stop: int) -> "TensorRows":
+        return TensorRows(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
+
+    def batch(self, start: int, stop: int) -> tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]:
+        """(dense, KJT, labels) of rows [start, stop); KJT values are key-major as TorchRec expects."""
+        ids = self.ids[start:stop]
+        b, f = ids.shape
+        kjt = KeyedJaggedTensor.from_lengths_sync(
+            keys=list(self.names), values=ids.t().reshape(-1).contiguous(),
+            lengths=torch.ones(b * f, dtype=torch.int32))
+        return self.dense[start:stop], kjt, self.labels[start:stop]
+
+    def batches(self, batch_size: int, limit: int | None = None) -> list[tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]]:
+        n = len(self) if limit is None else min(limit, len(self))
+        return [self.batch(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
+
+
+def bce_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The batch-mean binary cross-entropy every CTR proxy and trainer uses."""
+    return F.binary_cross_entropy_with_logits(logits.reshape(-1), labels.reshape(-1).float())
+
+
+class _Cached:
+    """Keeps per-process derived objects (KJT batches, the proxy) out of the pickle sent to workers."""
+
+    _volatile: tuple[str, ...] = ()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name in self._volatile:
+            state[name] = None
+        return state
+
+
+class ProxyFitness(_Cached):
+    """fitness(arch, seed) = proxy score of the exported subnet on the fixed batches (higher is better)."""
+
+    maximize = True
+    _volatile = ("_batches", "_proxy")
+
+    def __init__(self, supernet: nn.Module, proxy: str, options: dict | None, rows: TensorRows, batch_size: int,
+                 num_batches: int, init: str = "inherit"):
+        if init not in ("inherit", "fresh"):
+            raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
+        if len(rows) < num_batches * batch_size:
+            from ctrnas.errors import CtrnasError
+
+            raise CtrnasError(f"proxy fitness needs {num_batches} x {batch_size} rows after the warm-up rows, "
+                              f"only {len(rows)} are left in the training split")
+        self.supernet, self.proxy_name, self.options = supernet, proxy, dict(options or {})
+        from ctrnas.proxies import get_proxy
+
+        if "k" in {f.name for f in dataclasses.fields(type(get_proxy(proxy)))}:
+            self.options.setdefault("k", num_batches)  # a proxy's own batch count follows the recipe's k
+        self.rows, self.batch_size, self.num_batches, self.init = rows, batch_size, num_batches, init
+        self._batches = self._proxy = None
+        self.proxy  # fail early on an unknown proxy or option (RecipeError), not inside a worker
+
+    @property
+    def proxy(self):
+        if self._proxy is None:
+            from ctrnas.proxies import get_proxy
+
+            self._proxy = get_proxy(self.proxy_name, **self.options)
+        return self._proxy
+
+    def proxy_batches(self) -> list[tuple[tuple, torch.Tensor]]:
+        """The k fixed batches in the proxy format [((dense, kjt), labels), ...]."""
+        if self._batches is None:
+            self._batches = [((d, k), y) for d, k, y in
+                             self.rows.batches(self.batch_size, self.num_batches * self.batch_size)]
+        return self._batches
+
+    def model(self, arch, seed: int) -> nn.Module:
+        """The standalone subnet that is scored: the supernet's slices, or fresh weights from `seed`."""
+        from ctrnas.supernet import export
+
+        return export(self.supernet, arch, init=self.init, seed=seed)
+
+    def __call__(self, arch, seed: int) -> FitnessResult:
+        model = self.model(arch, seed)
+        # Stochastic proxies draw from torch's global RNG; pin it to the candidate's seed and give it back.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            result = self.proxy.score(model, self.proxy_batches(), bce_loss)
+        return FitnessResult(result.value, dict(result.terms), {"proxy": self.proxy_name, "init": self.init})
+
+
+def head_input(model: nn.Module, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
+    """The input of an exported model's final linear layer (`model.net.head`) for one batch, without grad."""
+    captured = []
+    handle = model.net.head.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
+    try:
+        with torch.no_grad():
+            model(dense, kjt)
+    finally:
+        handle.remove()
+    return captured[0]
+
+
+class OneShotFitness(_Cached):
+    """fitness(arch, seed) = validation log loss of the subnet with inherited weights (lower is better),
+    after `finetune_steps` Adagrad steps on the last layer only (NASRec default: 500 at lr 0.04)."""
+
+    maximize = False
+
+    def __init__(self, supernet: nn.Module, finetune_rows: TensorRows | None, eval_rows: TensorRows,
+                 finetune_steps: int = 500, lr: float = 0.04, batch_size: int = 512, eval_batch_size: int = 8192):
+        self.supernet, self.finetune_rows, self.eval_rows = supernet, finetune_rows, eval_rows
+        self.finetune_steps, self.lr = finetune_steps, lr
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        if finetune_steps > 0 and (finetune_rows is None or len(finetune_rows) == 0):
+            from ctrnas.errors import CtrnasError
+
+            raise CtrnasError("one-shot fitness: fine-tuning needs training rows after the warm-up rows")
+
+    def finetune(self, model: nn.Module) -> None:
+        """Train only `model.net.head`: the frozen body's features are computed without a backward pass."""
+        head = model.net.head
+        opt = torch.optim.Adagrad(head.parameters(), lr=self.lr, eps=1e-2)
+        n = len(self.finetune_rows)
+        starts = [(s * self.batch_size) % n for s in range(self.finetune_steps)]
+        for step, start in enumerate(starts):
+            dense, kjt, labels = self.finetune_rows.batch(start, min(start + self.batch_size, n))
+            feats = head_input(model, dense, kjt)
+            # cosine decay over the fine-tuning steps (NASRec uses a cosine schedule here too)
+            for g in opt.param_groups:
+                g["lr"] = self.lr * 0.5 * (1 + math.cos(math.pi * step / self.finetune_steps))
+            loss = bce_loss(head(feats).squeeze(1), labels)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module) -> tuple[float, float]:
+        from ctrnas.train.metrics import StreamingMetrics
+
+        model.eval()
+        m = StreamingMetrics()
+        for dense, kjt, labels in self.eval_rows.batches(self.eval_batch_size):
+            m.update(model(dense, kjt), labels)
+        r = m.result()
+        return r.logloss, r.auc
+
+    def __call__(self, arch, seed: int) -> FitnessResult:
+        from ctrnas.supernet import export
+
+        model = export(self.supernet, arch, init="inherit")
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for p in model.net.head.parameters():
+            p.requires_grad_(True)
+        if self.finetune_steps > 0:
+            self.finetune(model)
+        logloss, auc = self.evaluate(model)
+        return FitnessResult(logloss, {"val_logloss": logloss, "val_auc": auc},
+                             {"finetune_steps": self.finetune_steps, "eval_rows": len(self.eval_rows)})

@@ -1,0 +1,140 @@
+"""The demo recipe runs end to end on a small synthetic set; re-runs resume; compare, study and CLI work."""
+
+import argparse
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from ctrnas import api
+from ctrnas.recipe import load_recipe
+
+
+@pytest.fixture(scope="module")
+def demo(tests_data, tests_recipe_path, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "demo"
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={out}")
+    return recipe, api.run(recipe, progress=False, echo=None)
+
+
+def test_demo_recipe_runs_end_to_end_on_a_small_synthetic_set(demo):
+    recipe, result = demo
+    out = result.output_dir
+    for f in ("summary.md", "metrics.json", "best_arch.json", "recipe.yaml", "environment.json",
+              "search/history.csv", "search/history.json", "final/models.csv", "model/model_card.json",
+              "plots/best_so_far.png", "plots/score_vs_test.png", "plots/pareto.png"):
+        assert (out / f).is_file() and (out / f).stat().st_size > 0, f
+    evo = recipe.search.evolution
+    with open(out / "search/history.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == evo.population_size + evo.generations * evo.children_per_generation
+    assert all(r["term_zico"] != "" for r in rows)  # SiGeo's terms are logged per candidate
+    # the best is the retrained candidate with the lowest validation log loss
+    with open(out / "final/models.csv") as fh:
+        models = [r for r in csv.DictReader(fh) if r["arch_key"]]
+    assert len(models) == recipe.top_k
+    best = min(models, key=lambda r: float(r["val_logloss"]))
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["best"]["arch_key"] == best["arch_key"] == result.final.best.arch.key()
+    assert json.loads((out / "best_arch.json").read_text()) == result.final.best.arch.to_json()
+    assert [b["label"] for b in metrics["baselines"]] == ["lr"]
+    assert load_recipe(out / "recipe.yaml") == recipe
+    assert "torch" in json.loads((out / "environment.json").read_text())["versions"]
+
+
+def test_exported_model_reproduces_the_reported_test_log_loss(demo, tests_data):
+    from ctrnas.pipeline.data import load_rows
+    from ctrnas.supernet import load_exported
+
+    recipe, result = demo
+    model = load_exported(result.output_dir / "model").eval()
+    rows = load_rows(tests_data, "test", 0, recipe.final.test_rows)
+    d, k, y = rows.batch(0, len(rows))
+    with torch.no_grad():
+        z = model(d, k).double().numpy()
+    yy = y.double().numpy()
+    logloss = float(np.mean(np.logaddexp(0, z) - yy * z))
+    assert logloss == pytest.approx(result.final.best.test["logloss"], rel=1e-6)
+
+
+def test_rerun_reuses_data_and_warmup_and_resumes_the_finished_search(demo):
+    recipe, first = demo
+    again = api.run(recipe, progress=False, echo=None)
+    assert again.data.reused and again.warmup.summary.get("reused")
+    assert again.search.history.same_as(first.search.history)
+    assert again.final.best.arch.key() == first.final.best.arch.key()
+
+
+def test_cli_run_applies_set_overrides(tests_recipe_path, data_dir, tests_data, tmp_path):
+    from ctrnas.pipeline import commands
+
+    parser = argparse.ArgumentParser()
+    commands.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["run", str(tests_recipe_path), "--no-progress", "--set", f"data.path={data_dir}",
+                              "--set", f"output={tmp_path / 'cli'}", "--set", "search.strategy=random",
+                              "--set", "search.random.budget=5", "--set", "final.baselines=[]",
+                              "--set", "proxy.name=params", "--set", "search.constraints.max_params=6000"])
+    assert args.func(args) == 0
+    history = json.loads((tmp_path / "cli/search/history.json").read_text())
+    assert len(history) == 5
+    assert all(h["meta"]["proxy"] == "params" for h in history)
+    # the parameter budget holds for every candidate, counted on the exported module itself
+    from ctrnas.pipeline.stages import new_supernet
+    from ctrnas.space import Arch
+    from ctrnas.supernet import export
+
+    recipe = load_recipe(tmp_path / "cli/recipe.yaml")
+    supernet = new_supernet(recipe, tests_data)
+    for h in history:
+        net = export(supernet, Arch.from_json(h["arch"])).net
+        assert sum(p.numel() for p in net.parameters()) == h["params"] <= 6000
+
+
+def test_compare_runs_three_settings_on_the_same_data(tests_recipe_path, data_dir, tests_data, tmp_path):
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'cmp'}",
+                             "search.evolution.generations=1", "final.baselines=[]", "search.top_k=1")
+    result = api.compare(recipe, progress=False, echo=None)
+    assert [r["setting"] for r in result.table] == ["zero-shot", "sub-one-shot-0.01", "one-shot"]
+    assert [r["fitness"] for r in result.table] == ["sigeo", "sigeo", "oneshot"]
+    one = result.runs["one-shot"]
+    assert not one.search.maximize
+    assert all(r.value == r.terms["val_logloss"] for r in one.search.history)
+    assert all(r["warmup_s"] >= 0 and r["search_s"] > 0 and np.isfinite(r["test_logloss"]) for r in result.table)
+    assert result.runs["zero-shot"].warmup.steps == 0 and one.warmup.rows == tests_data.meta["splits"]["train"]["rows"]
+    assert (result.output_dir / "compare.md").read_text().count("|") > 20
+
+
+def test_ranking_study_correlations_match_scipy_on_its_own_scores(tests_recipe_path, data_dir, tests_data, tmp_path):
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'study'}")
+    result = api.ranking_study(recipe, archs=5, fractions=(0.0, 1.0), proxies=("params", "oneshot"),
+                               progress=False, echo=None)
+    assert len(result.archs) == 5 and len({a.key() for a in result.archs}) == 5
+    with open(result.output_dir / "scores.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    loss = np.array([float(r["test_logloss"]) for r in rows])
+    for c in result.correlations:
+        s = np.array([float(r[f"{c['proxy']}@{'zero-shot' if c['fraction'] == 0 else 'one-shot'}"]) for r in rows])
+        assert c["kendall"] == pytest.approx(stats.kendalltau(s, -loss).statistic, nan_ok=True)
+        assert c["spearman"] == pytest.approx(stats.spearmanr(s, -loss).statistic, nan_ok=True)
+    assert (result.output_dir / "plots" / "params-0.png").is_file()
+
+
+def test_cli_prints_a_recipe_error_in_one_line(tests_recipe_path, capsys):
+    import ctrnas.cli as cli
+
+    code = cli.main(["run", str(tests_recipe_path), "--set", "warmup.fraction=lots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    assert "warmup.fraction" in err[0] and "override 'warmup.fraction=lots'" in err[0]
+
+
+def test_gap_closed_is_the_share_of_the_lr_to_bayes_gap():
+    from ctrnas.pipeline.report import gap_closed
+
+    assert gap_closed(0.45, lr=0.47, bayes=0.43) == pytest.approx(0.5)
+    assert gap_closed(0.43, lr=0.47, bayes=0.43) == pytest.approx(1.0)
+    assert gap_closed(0.48, lr=0.47, bayes=0.43) == pytest.approx(-0.25)
+    assert gap_closed(0.45, lr=None, bayes=0.43) is None and gap_closed(0.45, lr=0.43, bayes=0.43) is None

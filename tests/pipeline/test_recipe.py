@@ -1,0 +1,121 @@
+"""Recipes load strictly: unknown keys and wrong types name the file and key; overrides and extends work."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ctrnas.errors import RecipeError
+from ctrnas.recipe import dump_recipe, load_recipe, override, recipe_from_dict
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+MINIMAL = {"name": "t", "data": {"path": "somewhere"}}
+
+
+def write(tmp_path, name, data) -> Path:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def test_unknown_key_error_names_file_and_dotted_key(tmp_path):
+    p = write(tmp_path, "r.yaml", {**MINIMAL, "warmup": {"fractoin": 0.1}})
+    with pytest.raises(RecipeError) as e:
+        load_recipe(p)
+    assert e.value.source == str(p) and e.value.key == "warmup.fractoin"
+    assert "unknown key" in str(e.value) and "fraction" in str(e.value)  # lists the known keys
+
+
+def test_wrong_type_error_names_key_and_expected_type(tmp_path):
+    p = write(tmp_path, "r.yaml", {**MINIMAL, "train": {"lr": "fast"}})
+    with pytest.raises(RecipeError) as e:
+        load_recipe(p)
+    assert e.value.key == "train.lr" and "expected float" in e.value.reason and "'fast'" in e.value.reason
+
+
+def test_nested_search_section_is_checked_too(tmp_path):
+    p = write(tmp_path, "r.yaml", {**MINIMAL, "search": {"evolution": {"generations": 2.5}}})
+    with pytest.raises(RecipeError) as e:
+        load_recipe(p)
+    assert e.value.key == "search.evolution.generations"
+
+
+def test_missing_data_source_is_an_error():
+    with pytest.raises(RecipeError):
+        recipe_from_dict({"name": "t", "data": {}})
+
+
+def test_overrides_are_parsed_as_yaml_and_type_checked(tmp_path):
+    p = write(tmp_path, "r.yaml", MINIMAL)
+    r = load_recipe(p, ["warmup.fraction=0.1", "final.baselines=[lr, fm]", "search.workers=2", "proxy.name=zico"])
+    assert r.warmup.fraction == 0.1 and isinstance(r.warmup.fraction, float)
+    assert r.final.baselines == ("lr", "fm") and r.search.workers == 2 and r.proxy.name == "zico"
+
+
+def test_bad_override_names_the_override(tmp_path):
+    p = write(tmp_path, "r.yaml", MINIMAL)
+    with pytest.raises(RecipeError) as e:
+        load_recipe(p, ["train.lr=abc"])
+    assert "override 'train.lr=abc'" in str(e.value)
+    with pytest.raises(RecipeError):
+        load_recipe(p, ["no_equals_sign"])
+    with pytest.raises(RecipeError) as e:
+        load_recipe(p, ["warmup.nope=1"])
+    assert e.value.key == "warmup.nope"
+
+
+def test_override_of_a_recipe_object_keeps_everything_else():
+    r = recipe_from_dict({**MINIMAL, "seed": 7, "train": {"batch_size": 128}})
+    r2 = override(r, "warmup.fraction=1.0")
+    assert r2.warmup.fraction == 1.0 and r2.seed == 7 and r2.train.batch_size == 128
+    assert r.warmup.fraction == 0.01  # the original is unchanged (frozen)
+
+
+def test_extends_deep_merges_mappings_and_replaces_other_values(tmp_path):
+    write(tmp_path, "base.yaml", {**MINIMAL, "train": {"lr": 0.2, "batch_size": 64}, "final": {"baselines": ["lr"]}})
+    child = write(tmp_path, "child.yaml", {"extends": "base.yaml", "name": "c", "train": {"lr": 0.05},
+                                           "final": {"baselines": ["fm"]}})
+    r = load_recipe(child)
+    assert r.name == "c" and r.train.lr == 0.05 and r.train.batch_size == 64 and r.final.baselines == ("fm",)
+
+
+def test_circular_extends_is_reported(tmp_path):
+    write(tmp_path, "a.yaml", {"extends": "b.yaml", **MINIMAL})
+    write(tmp_path, "b.yaml", {"extends": "a.yaml"})
+    with pytest.raises(RecipeError) as e:
+        load_recipe(tmp_path / "a.yaml")
+    assert "circular" in str(e.value)
+
+
+def test_space_base_preset_is_expanded_and_a_changed_preset_is_renamed():
+    r = recipe_from_dict({**MINIMAL, "space": {"base": "nasrec-full", "num_blocks": 3}})
+    assert r.space.num_blocks == 3 and r.space.sparse_ops == ("efc", "attention")
+    assert r.space.name == "nasrec-full-custom"
+    assert recipe_from_dict({**MINIMAL, "space": "nasrec-full"}).space.name == "nasrec-full"
+    with pytest.raises(RecipeError):
+        recipe_from_dict({**MINIMAL, "space": {"base": "nope"}})
+
+
+def test_resolved_recipe_dump_loads_back_equal(tmp_path):
+    r = recipe_from_dict({**MINIMAL, "space": {"base": "nasrec-small", "num_blocks": 2}}, overrides=["seed=3"])
+    p = tmp_path / "resolved.yaml"
+    p.write_text(dump_recipe(r))
+    again = load_recipe(p)
+    assert again == r  # `source` keeps naming where the recipe first came from
+
+
+def test_fitness_kind_follows_the_warmup_fraction_unless_set():
+    assert recipe_from_dict({**MINIMAL, "warmup": {"fraction": 0.0}}).fitness_kind == "proxy"
+    assert recipe_from_dict({**MINIMAL, "warmup": {"fraction": 0.01}}).fitness_kind == "proxy"
+    assert recipe_from_dict({**MINIMAL, "warmup": {"fraction": 1.0}}).fitness_kind == "oneshot"
+    assert recipe_from_dict({**MINIMAL, "warmup": {"fraction": 1.0}, "fitness": "proxy"}).fitness_kind == "proxy"
+
+
+@pytest.mark.parametrize("path", sorted(RECIPES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_recipe_loads(path):
+    r = load_recipe(path)
+    assert r.name and r.output
+    if "oneshot" in path.name:
+        assert r.warmup.fraction == 1.0 and r.fitness_kind == "oneshot"
+    if "zeroshot" in path.name:
+        assert r.warmup.fraction == 0.0 and r.fitness_kind == "proxy"
