@@ -7,9 +7,12 @@ On a generated Criteo-format file (label, I1-I13, C1-C26, tab-separated, empty f
             split (1 pass)
   pandas    a straightforward pandas pipeline: read_csv(chunksize=...) -> fillna, log1p, int(hex, 16)
             modulo hashing, random split, to_parquet per chunk (goal: ctrnas >= 5x)
+  before    with --before DIR: the same two prepare() runs of another checkout of ctrnas (e.g.
+            `git archive <commit> ctrnas | tar -x -C DIR`), each in a child process, for before/after
+            numbers under the same machine load
 Then the peak RSS of prepare() in fresh processes at two sizes (goal: flat).
 
-  .venv/bin/python benchmarks/prep.py --rows 2000000 --rss-rows 1000000 4000000
+  .venv/bin/python benchmarks/prep.py --rows 2000000 --rss-rows 1000000 4000000 [--before DIR]
 writes benchmarks/sections/prep.md. Generated files live in benchmarks/out/ (git-ignored) unless --workdir.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -103,6 +107,36 @@ def run_prepare(path: Path, out: Path, **settings) -> int:
     return meta["rows"]["written"]
 
 
+BEFORE_CHILD = """
+import resource, sys, time
+import ctrnas.data.dataset as dataset
+dataset.versions()  # as in the parent: package metadata read outside the timing
+import pyarrow.csv, pyarrow.parquet, tqdm  # imported by the parent before its second run
+from ctrnas.data.prepare import prepare
+from ctrnas.data.prepare_config import PrepareConfig
+
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+c, t = cpu(), time.perf_counter()
+settings = {} if sys.argv[3] == "stratified" else {"split": sys.argv[3]}
+meta = prepare("criteo", [sys.argv[1]], sys.argv[2], PrepareConfig(progress=False, **settings))
+print(meta["rows"]["written"], time.perf_counter() - t, cpu() - c)
+"""
+
+
+def run_before(src: Path, path: Path, out: Path, split: str) -> tuple[int, float, float]:
+    """(rows, wall s, CPU s) of prepare() from the checkout `src`, in a child process."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    res = subprocess.run([sys.executable, "-c", BEFORE_CHILD, str(path), str(out), split], capture_output=True,
+                         text=True, cwd=src, env=env, check=True)
+    rows, wall, cpu = res.stdout.split()
+    return int(rows), float(wall), float(cpu)
+
+
 RSS_CHILD = """
 import sys, time
 import ctrnas.data.dataset as dataset
@@ -127,23 +161,40 @@ print(base, hwm(), meta["rows"]["written"], time.perf_counter() - t)
 
 NOTES = [
     "### Where the time goes", "",
-    "A single-threaded CPU profile of `prepare` at 200k rows (random split) splits it roughly as: pyarrow CSV "
-    "parse of all 40 columns as text 40%, Parquet writing (zstd, dictionary pages; `ctrnas/data/dataset.py`) "
-    "24%, hex keys of C1-C26 16%, the rest (number casts, log1p, hashing, split filters) 20%. The parse alone "
-    "costs about what the bare read costs, so the ceiling with this output format is near 0.4x of a bare read in "
-    "CPU; ctrnas overlaps parsing (a reader thread), encoding (main thread) and Parquet writing (a writer thread), "
-    "which only helps wall time on idle cores. The stratified split needs label counts before the first row is "
-    "placed, hence a second parse (validation only); a staging pass through an Arrow IPC file would trade it "
-    "for disk. Lines must be parsed single-threaded: with threads pyarrow's invalid-row handler gets no line "
-    "number. pyarrow's own streaming CSV reader is not used because it reads ahead without bound when the "
-    "consumer is slower than the disk (it held a whole 484 MB file); ctrnas cuts the stream into blocks itself.",
+    "Single-threaded CPU of the stages of `prepare` (stratified) per 200k rows, measured one after another in one "
+    "process on the loaded machine (each varies by +-20% with the load): CSV parse (one thread, 27 text and 13 "
+    "float64 columns) ~0.45 s, about a bare typed read's CPU; validation and keys (label check, dense checks, "
+    "hex keys of C1-C26) ~0.2 s; dense transform, hashing, batch building ~0.05 s; Arrow IPC staging write + "
+    "read ~0.04 s; split assignment and filters ~0.03 s; Parquet writing (LZ4, no dictionary) ~0.14 s. So "
+    "the parse alone is half of `prepare`, and with any Parquet output at all the ceiling is near 0.6x of a "
+    "bare read in CPU.", "",
+    "What changed (before = the previous commit, run from a `git archive` copy in a child process by "
+    "`--before`): (1) the stratified and order splits and vocabularies no longer parse the raw text twice: "
+    "pass 1 parses, validates and encodes each chunk once and appends it to an uncompressed Arrow IPC stream "
+    "in the output folder (~264 bytes per Criteo row with hashed ids; deleted at the end, and at the start "
+    "of a re-run if a killed run left one); pass 2 only reads those batches back, assigns splits and writes "
+    "Parquet. (2) Parquet shards use LZ4 without dictionary pages instead of zstd with dictionaries (about "
+    "half the write CPU, faster to read, 1.6x the bytes). (3) Dense columns are parsed to float64 by the CSV "
+    "reader instead of as text plus a cast; a chunk with a space or tab in it (the reader trims those, a cast "
+    "does not), a value that is no number, or any rejected row is parsed again as text, so rejects and "
+    "accepted values are exactly as before. (4) 8-digit hex keys are decoded with byte arithmetic on the "
+    "packed string buffer instead of a per-byte table lookup. (5) log1p handles missing values with fmax "
+    "(no mask pass). (6) Raw chunks are zero-copy views of what was read (a seek back over the partial last "
+    "line instead of copying it to the next chunk; gzip input still copies). Output files, ids, splits and "
+    "meta counts are unchanged (tests/data/test_prepare_fastpaths.py compares the fast and plain paths).", "",
+    "Lines must be parsed single-threaded: with threads pyarrow's invalid-row handler gets no line number. "
+    "pyarrow's own streaming CSV reader is not used because it reads ahead without bound when the consumer "
+    "is slower than the disk (it held a whole 484 MB file); ctrnas cuts the stream into blocks itself. "
+    "Parsing (reader thread), encoding (main thread) and Parquet writing (writer thread) overlap, which helps "
+    "wall time only when cores are idle.",
     "",
 ]
 
 
-def peak_rss(path: Path, out: Path) -> tuple[float, float, int, float]:
+def peak_rss(path: Path, out: Path, src: Path | None = None) -> tuple[float, float, int, float]:
+    env = {**os.environ, "PYTHONPATH": str(src)} if src else None
     res = subprocess.run([sys.executable, "-c", RSS_CHILD, str(path), str(out)], capture_output=True, text=True,
-                         cwd=ROOT, check=True)
+                         cwd=src or ROOT, env=env, check=True)
     base, peak, rows, secs = res.stdout.split()
     return int(base) / 1024, int(peak) / 1024, int(rows), float(secs)
 
@@ -155,6 +206,8 @@ def main() -> None:
     ap.add_argument("--rss-rows", type=int, nargs="*", default=[1_000_000, 4_000_000])
     ap.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "out" / "prep")
     ap.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "sections" / "prep.md")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a checkout of ctrnas to time side by side (its prepare() runs in child processes)")
     args = ap.parse_args()
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -172,11 +225,17 @@ def main() -> None:
     path = files[args.rows]
     size_mb = path.stat().st_size / 2**20
     bare_pyarrow(path)  # warm the page cache for every contender alike
+    load = os.getloadavg()
     results = [("bare pyarrow.csv streaming read (typed columns)", *timed(bare_pyarrow, path)),
-               ("ctrnas prepare, defaults (stratified 8:1:1, log1p, hash; 2 passes)",
+               ("ctrnas prepare, defaults (stratified 8:1:1, log1p, hash; 1 parse + Arrow IPC staging)",
                 *timed(run_prepare, path, work / "ctrnas_stratified")),
-               ("ctrnas prepare, random split (1 pass)", *timed(run_prepare, path, work / "ctrnas_random", split="random")),
-               ("bare pyarrow.csv streaming read, again", *timed(bare_pyarrow, path)),
+               ("ctrnas prepare, random split (1 pass)", *timed(run_prepare, path, work / "ctrnas_random", split="random"))]
+    if args.before:
+        results += [("before: ctrnas prepare, defaults (2 parses; child process)",
+                     *run_before(args.before, path, work / "before_stratified", "stratified")),
+                    ("before: ctrnas prepare, random split (child process)",
+                     *run_before(args.before, path, work / "before_random", "random"))]
+    results += [("bare pyarrow.csv streaming read, again", *timed(bare_pyarrow, path)),
                (f"pandas read_csv(chunksize=200k) pipeline (first {args.pandas_rows:,} rows)",
                 *timed(pandas_pipeline, path, work / "pandas", args.pandas_rows))]
     bare = [r for r in results if r[0].startswith("bare")]
@@ -186,9 +245,10 @@ def main() -> None:
 
     lines = [f"## Preprocessing throughput (`benchmarks/prep.py`)", "",
              f"Command: `.venv/bin/python benchmarks/prep.py --rows {args.rows} --pandas-rows {args.pandas_rows} "
-             f"--rss-rows {' '.join(map(str, args.rss_rows))}`", "",
-             f"Machine: {platform.machine()}, 2 shared cores (others were running "
-             f"jobs: ratios are measured side by side in one process); python {platform.python_version()}, "
+             f"--rss-rows {' '.join(map(str, args.rss_rows))}" + (" --before DIR" if args.before else "") + "`", "",
+             f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (1-minute load average "
+             f"{load[0]:.1f} at the start of the timings, {os.getloadavg()[0]:.1f} at the end: ratios are measured "
+             f"side by side in one run); python {platform.python_version()}, "
              f"pyarrow {pa.__version__}. File: generated Criteo format, {args.rows:,} rows, {size_mb:.0f} MiB.", "",
              "| contender | rows | wall s | rows/s | vs bare pyarrow | vs pandas | CPU s | rows/CPU-s "
              "| CPU vs bare | CPU vs pandas |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -201,19 +261,26 @@ def main() -> None:
               "than wall time.", ""]
 
     if args.rss_rows:
-        lines += ["### Peak RSS of `prepare` (fresh process each; defaults: stratified split, 2 passes; torch not imported)", "",
-                  "| rows | file MiB | RSS after imports (MiB) | peak RSS (MiB) | peak - imports | seconds |",
-                  "|---|---|---|---|---|---|"]
-        for n in args.rss_rows:
-            b, p, rows, secs = peak_rss(files[n], work / f"rss_{n}")
-            lines.append(f"| {rows:,} | {files[n].stat().st_size / 2**20:.0f} | {b:.0f} | {p:.0f} | {p - b:.0f} | {secs:.1f} |")
-        lines += ["", "The stratified split holds 1 byte per row (the fold arrays); everything else is per chunk.", ""]
+        lines += ["### Peak RSS of `prepare` (fresh process each; defaults: stratified split; torch not imported)", "",
+                  "| code | rows | file MiB | RSS after imports (MiB) | peak RSS (MiB) | peak - imports | seconds |",
+                  "|---|---|---|---|---|---|---|"]
+        for label, src in [("now", None)] + ([("before", args.before)] if args.before else []):
+            for n in args.rss_rows:
+                b, p, rows, secs = peak_rss(files[n], work / f"rss_{n}", src)
+                lines.append(f"| {label} | {rows:,} | {files[n].stat().st_size / 2**20:.0f} | {b:.0f} | {p:.0f} "
+                             f"| {p - b:.0f} | {secs:.1f} |")
+        lines += ["", "The stratified split holds 1 byte per row (the fold arrays); everything else is per chunk (the "
+                  "staged chunks wait on disk, not in memory). The peak is the largest moment of a noisy series "
+                  "(prefetch queue, split buffers and writer queue filling at once), so it differs by a few tens of "
+                  "MiB between runs of the same size; `prepare` also hands freed heap memory back to the OS after "
+                  "each chunk (glibc malloc_trim), without which glibc's per-thread arenas made it creep up with "
+                  "the number of chunks.", ""]
     lines += NOTES
     text = "\n".join(lines)
     print(text)
     args.md.parent.mkdir(parents=True, exist_ok=True)
     args.md.write_text(text)
-    for d in ("ctrnas_stratified", "ctrnas_random", "pandas") + tuple(f"rss_{n}" for n in args.rss_rows):
+    for d in ("ctrnas_stratified", "ctrnas_random", "pandas", "before_stratified", "before_random") + tuple(f"rss_{n}" for n in args.rss_rows):
         shutil.rmtree(work / d, ignore_errors=True)
     print(json.dumps({"written": str(args.md)}))
 

@@ -62,7 +62,10 @@ class ShardWriter:
     def _open(self):
         name = f"part-{len(self.files):05d}.parquet"
         self._tmp = self.folder / f".{name}.tmp-{os.getpid()}"
-        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="zstd")
+        # LZ4 without dictionary pages: about half the CPU of zstd with dictionaries (Criteo-like data, 200k
+        # rows: write 0.135 s vs 0.24 s, read 0.06 s vs 0.08-0.12 s) for 1.6x the bytes; writing was a
+        # quarter of `prepare`'s CPU. Row groups are whatever the caller writes at once (prepare: ~64k rows).
+        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="lz4", use_dictionary=False)
         self._final = self.folder / name
         self._in_shard = 0
 

@@ -1,12 +1,17 @@
 """Raw files -> a prepared dataset folder (train/ val/ test/ Parquet shards + meta.json), in bounded memory.
 
-Passes over the raw files (each streamed in `block_size` chunks, never held whole):
-  scan   only when needed: label counts for the stratified split, row count for the order split, category
-         counts for vocabularies. In `on_error: raise` mode it also finds the first bad row before any
-         shard is written.
-  write  validate, encode (transforms.py, vocab.py), assign splits (split.py), write shards
-         (DatasetWriter: meta.json removed first, written last, so an interrupted run leaves a folder that
-         reads as incomplete; re-running the same command rebuilds it from scratch).
+The raw files are parsed once, streamed in `block_size` chunks (never held whole):
+  read   validate, encode (transforms.py, vocab.py), count rejects. With a random split each chunk is
+         assigned (split.py) and written to its shards (DatasetWriter: meta.json removed first, written last,
+         so an interrupted run leaves a folder that reads as incomplete; re-running the same command rebuilds
+         it from scratch) at once: one pass.
+  stage  when something must be known before the first row is placed (label counts for the stratified
+         split, the row count for the order split, category counts for vocabularies), the encoded chunks
+         go to an uncompressed Arrow IPC stream in the output folder instead (`.staging-PID.arrows`,
+         ~264 bytes per Criteo row with hashed ids), then are read back one at a time, assigned and
+         written, and the staging file is deleted. This replaces a second parse of the raw text (it
+         cost about as much CPU as the first). In `on_error: raise` mode the first bad row stops the run
+         before any shard is written.
 Memory: one chunk at a time, plus 1 byte per row for the stratified fold arrays and 16 bytes per distinct
 category for vocabularies; never the rows themselves.
 Invariant recorded in meta.json: rows read = rows accepted + rows rejected (blank lines are not rows).
@@ -17,6 +22,7 @@ line of the raw file), field, reason, detail, text (tab, newline and backslash e
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -46,24 +52,6 @@ def _progress(cfg: PrepareConfig, desc: str, total: int | None):
 def _arrow_schema(reader) -> pa.Schema:
     return pa.schema([("label", pa.float32())] + [(n, pa.float32()) for n in reader.dense_names]
                      + [(n, pa.int64()) for n in reader.sparse_names])
-
-
-class _Scan:
-    """What the scan pass learns: label order/counts, output rows, category counts."""
-
-    def __init__(self, reader, cfg: PrepareConfig):
-        self.labels = LabelOrder()
-        self.rows = 0
-        self.counters = [KeyCounter() for _ in reader.sparse_names] if cfg.sparse_encoding == "vocab" else []
-        with _progress(cfg, "scan", None) as bar:
-            for raw in reader.batches(keys=bool(self.counters)):
-                if cfg.on_error == "raise" and raw.rejects:
-                    raise raw.rejects[0].error()
-                self.labels.add(raw.labels)
-                self.rows += len(raw.labels)
-                for j, counter in enumerate(self.counters):
-                    counter.add(raw.keys[j][~raw.missing[j]])
-                bar.update(raw.accepted + len(raw.rejects))
 
 
 class _BackgroundWriter:
@@ -134,18 +122,47 @@ class _Encoder:
         self.reader, self.cfg, self.vocabs = reader, cfg, vocabs
         self.buckets = [cfg.buckets(f) for f in reader.sparse_names]
         self.max_id = np.zeros(len(self.buckets), dtype=np.int64)
+        self.staged_keys = cfg.sparse_encoding == "vocab"
 
-    def encode(self, raw) -> pa.RecordBatch:
+    def _dense(self, raw) -> dict:
         cols = {"label": pa.array(raw.labels.astype(np.float32))}
         for j, name in enumerate(self.reader.dense_names):
             cols[name] = pa.array(dense_transform(raw.dense[j], self.cfg.dense_transform))
+        return cols
+
+    def _ids(self, j: int, ids: np.ndarray) -> pa.Array:
+        self.max_id[j] = max(self.max_id[j], int(ids.max()))
+        return pa.array(ids)
+
+    def encode(self, raw) -> pa.RecordBatch:
+        cols = self._dense(raw)
         for j, name in enumerate(self.reader.sparse_names):
             if self.vocabs:
                 ids = self.vocabs[j].lookup(raw.keys[j], raw.missing[j])
             else:
                 ids = hash_ids(raw.keys[j], raw.missing[j], self.buckets[j])
-            self.max_id[j] = max(self.max_id[j], int(ids.max()))
-            cols[name] = pa.array(ids)
+            cols[name] = self._ids(j, ids)
+        return pa.RecordBatch.from_pydict(cols)
+
+    def stage(self, raw) -> pa.RecordBatch:
+        """What the staging file holds: the output batch, except that with vocabularies (not known yet)
+        the sparse columns are the uint64 keys, null where missing."""
+        if not self.staged_keys:
+            return self.encode(raw)
+        cols = self._dense(raw)
+        for j, name in enumerate(self.reader.sparse_names):
+            cols[name] = pa.array(raw.keys[j], mask=raw.missing[j])
+        return pa.RecordBatch.from_pydict(cols)
+
+    def unstage(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The output batch of a staged one (vocab lookups; hashed batches are final already)."""
+        if not self.staged_keys:
+            return batch
+        cols = {n: batch.column(n) for n in ("label",) + tuple(self.reader.dense_names)}
+        for j, name in enumerate(self.reader.sparse_names):
+            col = batch.column(name)
+            keys = np.frombuffer(col.buffers()[1], dtype=np.uint64, count=len(col), offset=col.offset * 8)
+            cols[name] = self._ids(j, self.vocabs[j].lookup(keys, np.asarray(col.is_null())))
         return pa.RecordBatch.from_pydict(cols)
 
     def cardinalities(self) -> list[int]:
@@ -196,12 +213,108 @@ class _Tally:
                 "blank_lines": self.blank}
 
 
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+
 def _check_inputs(kind: str, inputs: list[str]) -> None:
     if not inputs:
         raise CtrnasError(f"prepare {kind}: no input files given (--input)")
     for p in inputs:
         if not Path(p).is_file():
             raise CtrnasError(f"prepare {kind}: input {p}: no such file")
+
+
+def _heap_trimmer():
+    """glibc's malloc_trim, or None (another libc)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _heap_trimmer()
+
+
+def _release_heap() -> None:
+    """Hand freed heap memory back to the OS once per chunk. Every chunk allocates and frees ~100 MB of numpy
+    arrays and bytes on three threads; glibc keeps freed memory in per-thread arenas, and without this the
+    peak RSS crept up with the number of chunks (measured VmHWM over imports, 1M vs 4M Criteo rows: 354 vs
+    427 MiB without, 342 vs 373 MiB with; no measurable CPU cost)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _accepted(reader, tally: _Tally, bar):
+    """The reader's RawBatches with at least one row; rejects, accepted and blank rows tallied on the way."""
+    for raw in reader.batches():
+        _release_heap()
+        tally.rejects(raw.rejects)
+        tally.accepted += raw.accepted
+        tally.blank += raw.blank
+        bar.update(raw.accepted + len(raw.rejects))
+        if len(raw.labels):
+            yield raw
+
+
+def _write(writer: DatasetWriter, splitter: Splitter, tally: _Tally, items, bar) -> None:
+    """Assign the rows of each (labels, output batch) to splits and write them to their shards."""
+    with _BackgroundWriter(writer) as bg:
+        buffers = [_SplitBuffer(writer, bg, split) for split in SPLITS]
+        for labels, table in items:
+            n = len(labels)
+            codes = splitter.assign(labels)
+            for s in range(len(SPLITS)):
+                mask = codes == s
+                m = int(mask.sum())
+                if m:
+                    buffers[s].add(table.filter(pa.array(mask)) if m < n else table)
+                    tally.rows[s] += m
+                    tally.clicks[s] += float(labels[mask].sum())
+            tally.written += n
+            bar.update(n)
+        for b in buffers:
+            b.flush()
+
+
+STAGING_GLOB = ".staging-*.arrows"
+
+
+def _staged(reader, cfg: PrepareConfig, encoder: _Encoder, tally: _Tally, staging: Path):
+    """Pass 1 of a staged run: encode every chunk into the IPC stream `staging`; returns (label order and
+    counts, accepted output rows, per-field key counters or [])."""
+    labels, rows = LabelOrder(), 0
+    counters = [KeyCounter() for _ in reader.sparse_names] if encoder.staged_keys else []
+    with _progress(cfg, "read", None) as bar, pa.OSFile(str(staging), "wb") as sink:
+        stream = None
+        try:
+            for raw in _accepted(reader, tally, bar):
+                labels.add(raw.labels)
+                rows += len(raw.labels)
+                for j, counter in enumerate(counters):
+                    counter.add(raw.keys[j][~raw.missing[j]])
+                batch = encoder.stage(raw)
+                if stream is None:
+                    stream = pa.ipc.new_stream(sink, batch.schema)
+                stream.write_batch(batch)
+        finally:
+            if stream is not None:
+                stream.close()
+    return labels, rows, counters
+
+
+def _unstaged(encoder: _Encoder, staging: Path, rows: int):
+    """(labels, output batch) of each staged chunk, read back one at a time."""
+    if rows == 0:
+        return
+    with pa.OSFile(str(staging), "rb") as source:
+        for batch in pa.ipc.open_stream(source):
+            _release_heap()
+            batch = encoder.unstage(batch)
+            yield np.asarray(batch.column("label")), batch
 
 
 def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig) -> dict:
@@ -213,36 +326,28 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig) -
     out = Path(out)
     writer = DatasetWriter(out, _arrow_schema(reader), cfg.rows_per_shard)  # removes meta.json first
     (out / REJECTS_FILE).unlink(missing_ok=True)
+    for stale in out.glob(STAGING_GLOB):  # left by a killed run
+        stale.unlink(missing_ok=True)
 
-    scan = _Scan(reader, cfg) if cfg.split != "random" or cfg.sparse_encoding == "vocab" else None
-    splitter = Splitter(cfg.split, tuple(cfg.split_ratios), cfg.seed,
-                        labels_seen=scan.labels if scan else None, total_rows=scan.rows if scan else None)
-    encoder = _Encoder(reader, cfg, [Vocabulary.from_counter(c, cfg.min_count) for c in scan.counters] if scan else [])
-    total = scan.rows if scan else None
-    del scan  # the category counts are no longer needed
     tally = _Tally(cfg)
-    with _progress(cfg, "write", total) as bar, _BackgroundWriter(writer) as bg:
-        buffers = [_SplitBuffer(writer, bg, split) for split in SPLITS]
-        for raw in reader.batches():
-            tally.rejects(raw.rejects)
-            tally.accepted += raw.accepted
-            tally.blank += raw.blank
-            n = len(raw.labels)
-            if n == 0:
-                continue
-            table = encoder.encode(raw)
-            codes = splitter.assign(raw.labels)
-            for s in range(len(SPLITS)):
-                mask = codes == s
-                m = int(mask.sum())
-                if m:
-                    buffers[s].add(table.filter(pa.array(mask)) if m < n else table)
-                    tally.rows[s] += m
-                    tally.clicks[s] += float(raw.labels[mask].sum())
-            tally.written += n
-            bar.update(n)
-        for b in buffers:
-            b.flush()
+    encoder = _Encoder(reader, cfg, [])
+    ratios = tuple(cfg.split_ratios)
+    if cfg.split == "random" and cfg.sparse_encoding != "vocab":  # nothing to learn first: one pass
+        splitter = Splitter(cfg.split, ratios, cfg.seed)
+        with _progress(cfg, "write", None) as bar:
+            _write(writer, splitter, tally, ((raw.labels, encoder.encode(raw)) for raw in _accepted(reader, tally, bar)),
+                   _NoBar())
+    else:
+        staging = out / f".staging-{os.getpid()}.arrows"
+        try:
+            labels, rows, counters = _staged(reader, cfg, encoder, tally, staging)
+            splitter = Splitter(cfg.split, ratios, cfg.seed, labels_seen=labels, total_rows=rows)
+            encoder.vocabs = [Vocabulary.from_counter(c, cfg.min_count) for c in counters]
+            del counters  # the category counts are no longer needed
+            with _progress(cfg, "write", rows) as bar:
+                _write(writer, splitter, tally, _unstaged(encoder, staging, rows), bar)
+        finally:
+            staging.unlink(missing_ok=True)
 
     schema = DatasetSchema("label", tuple(reader.dense_names),
                            tuple(SparseFeature(n, c) for n, c in zip(reader.sparse_names, encoder.cardinalities())))

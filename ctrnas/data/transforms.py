@@ -39,10 +39,11 @@ for _c in b"ABCDEF":
 def dense_transform(values: np.ndarray, kind: str) -> np.ndarray:
     """Apply a dense transform to float64 values with NaN for missing; returns float32 with missing -> 0."""
     x = np.asarray(values, dtype=np.float64)
-    missing = np.isnan(x)
     if kind == "log1p":
-        out = np.log1p(np.maximum(x, 0.0))
-    elif kind == "log_square":
+        # fmax(NaN, 0) = 0 and log1p(0) = 0: missing values come out as 0 without a masked pass
+        return np.log1p(np.fmax(x, 0.0)).astype(np.float32)
+    missing = np.isnan(x)
+    if kind == "log_square":
         with np.errstate(invalid="ignore", divide="ignore"):
             big = np.floor(np.log(np.where(x > 2, x, 3.0)) ** 2)
         out = np.where(x > 2, big, x)
@@ -78,20 +79,64 @@ def fnv1a64(arr: pa.Array) -> np.ndarray:
     return h
 
 
+def _hex8(c: np.ndarray) -> np.ndarray | None:
+    """Values of consecutive 8-hex-digit strings (the bytes `c`, 8 per value), or None if any byte is not hex.
+
+    Byte arithmetic instead of a table lookup: c is a hex digit iff c - '0' < 10 or (c | 0x20) - 'a' < 6
+    (uint8 wrap-around), and its value is (c & 15) + 9 * (c >> 6). The 8 nibbles of a value are then packed
+    within one little-endian uint64 word (first digit in the lowest byte) with shifts and masks."""
+    if not ((c - np.uint8(48) < 10) | ((c | np.uint8(32)) - np.uint8(97) < 6)).all():
+        return None
+    nib = (c & np.uint8(15)) + (c >> np.uint8(6)) * np.uint8(9)
+    w = nib.view("<u8")  # byte k = digit k (k = 0 most significant)
+    lo = np.uint64(0x000F000F000F000F)
+    w = ((w & lo) << np.uint64(4)) | ((w >> np.uint64(8)) & lo)  # 16-bit lane j: byte value of digits 2j, 2j+1
+    w = (w | (w >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)  # 32-bit lane i: bytes 2i, 2i+1 (LE)
+    w = (w | (w >> np.uint64(16))) & np.uint64(0xFFFFFFFF)  # the 4 value bytes, most significant first
+    return w.astype(np.uint32).byteswap().astype(np.uint64)
+
+
 def _hex_fixed(data: np.ndarray, start: int, m: int, width: int) -> np.ndarray | None:
     """Values of `m` consecutive hex strings of exactly `width` (even, <= 16) digits, or None if any is not hex."""
+    if width == 8:
+        return _hex8(data[start:start + m * 8])
     nib = _NIBBLE[data[start:start + m * width]].reshape(m, width)
     if (nib == 255).any():
         return None
     packed = (nib[:, 0::2] << 4) | nib[:, 1::2]
-    if width == 8:  # Criteo: 4 bytes, big-endian
-        return packed.view(">u4").ravel().astype(np.uint64)
     pad = np.zeros((m, 8 - width // 2), dtype=np.uint8)
     return np.ascontiguousarray(np.hstack([pad, packed])).view(">u8").ravel().astype(np.uint64)
 
 
+def _hex_keys_packed(arr: pa.Array) -> np.ndarray | None:
+    """Keys of a string column whose values are all empty/null or 8 hex digits (Criteo, Avazu), else None.
+
+    The offsets alone prove the layout: if the values of length 8 hold every byte of the data, all other
+    slots (nulls included) are empty and the present values lie back to back from the first offset."""
+    if arr.type != pa.string() or len(arr) == 0:
+        return None
+    bufs = arr.buffers()
+    if bufs[2] is None:
+        return None
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+    lengths = np.diff(offsets)
+    present = lengths == 8
+    m = int(np.count_nonzero(present))
+    if m == 0 or int(offsets[-1]) - int(offsets[0]) != 8 * m:
+        return None
+    vals = _hex8(np.frombuffer(bufs[2], dtype=np.uint8, count=8 * m, offset=int(offsets[0])))
+    if vals is None or m == len(arr):
+        return vals
+    keys = np.zeros(len(arr), dtype=np.uint64)
+    keys[present] = vals
+    return keys
+
+
 def hex_keys(arr: pa.Array) -> np.ndarray:
     """Keys of a hex-syntax column (nulls get key 0; use the null mask to tell them apart)."""
+    fast = _hex_keys_packed(arr)
+    if fast is not None:
+        return fast
     data, starts, lengths = _string_parts(arr)
     n = len(lengths)
     keys = np.zeros(n, dtype=np.uint64)

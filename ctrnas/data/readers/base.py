@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -73,13 +73,18 @@ class LinedBatch:
     table: pa.RecordBatch
     lines: np.ndarray
     bad: list[Reject]
+    # set when `numeric` columns were parsed as float64 by the CSV reader: returns the same rows with
+    # every column as text (for messages that quote a value, and pyarrow's exact cast rules)
+    as_text: Callable[[], pa.RecordBatch] | None = None
 
 
 class CsvStream:
     """Streams one delimited text file as string columns, tracking physical line numbers."""
 
     def __init__(self, path: str, names: list[str], delimiter: str, skip_rows: int = 0,
-                 block_size: int = 16 << 20, quoting: bool = False):
+                 block_size: int = 16 << 20, quoting: bool = False, numeric: tuple[str, ...] = ()):
+        """`numeric`: columns to parse straight to float64 where that gives what a text parse followed by
+        `parse_numbers` would (see `_typed`); saves a string column and a cast per numeric column."""
         self.path, self.names, self.skip_rows = str(path), names, skip_rows
         self.file = Path(path).name
         self._bad: list[Reject] = []
@@ -93,6 +98,15 @@ class CsvStream:
                                              # invalid UTF-8 must not end the stream without a line number:
                                              # categories are hashed as bytes, numbers fail per value
                                              check_utf8=False)
+        self.numeric = tuple(n for n in numeric if n in names)
+        if self.numeric:
+            self._typed_convert = pacsv.ConvertOptions(
+                column_types={n: pa.float64() if n in self.numeric else pa.string() for n in names},
+                strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=True, check_utf8=False)
+            # the CSV reader trims spaces and tabs around numbers, a cast of the text does not
+            self._trimmed = [b" "] + ([b"\t"] if delimiter != "\t" else [])
+        self._quiet = pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quoting else False,
+                                         ignore_empty_lines=False, invalid_row_handler=lambda row: "skip")
 
     def _on_invalid(self, row) -> str:
         text = row.text.rstrip("\r")
@@ -105,20 +119,27 @@ class CsvStream:
                                     text[:500]))
         return "skip"
 
-    def _chunks(self) -> Iterator[tuple[bytes, int]]:
-        """(raw bytes ending at a line end, physical lines before them), `block_size` bytes at a time.
+    def _chunks(self) -> Iterator[tuple[pa.Buffer, bytes, int, int]]:
+        """(chunk, the bytes it is a prefix of, its length, physical lines before it): chunks of about
+        `block_size` bytes ending at a line end.
 
         We cut the file ourselves instead of using pyarrow's streaming reader: that reader reads ahead
         without bound while the consumer is slower than the disk (measured: a 484 MB file was held
-        whole), which would make memory grow with the file."""
+        whole), which would make memory grow with the file. A chunk is a zero-copy view of what was read;
+        in a plain file the partial line after it is read again with the next block (a seek back) instead
+        of being copied in front of it, which gives the same chunks."""
         lines_before = 0
         rest = b""
+        again = 0  # bytes of a partial line to read again (after a seek back)
         with open_input(self.path) as stream:
+            seekable = stream.seekable()
             while True:
                 try:
-                    data = stream.read(self.block_size)
-                except OSError as e:  # e.g. a truncated or corrupt gzip file
-                    raise DataFormatError(self.file, None, None, f"cannot read: {e}") from None
+                    data = stream.read(self.block_size + again)
+                except OSError as e:  # e.g. a truncated or corrupt gzip file (or a text file starting 1f 8b)
+                    raise DataFormatError(self.file, lines_before + 1, None,
+                                          f"cannot read the file from this line on: {e}") from None
+                again = 0
                 buf = rest + data if rest else data
                 if not buf:
                     return
@@ -126,36 +147,62 @@ class CsvStream:
                 if cut == 0:  # a line longer than the block: read on
                     rest = buf
                     continue
-                chunk, rest = buf[:cut], buf[cut:]
-                yield chunk, lines_before
-                lines_before += chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
+                if seekable and data and cut < len(buf):  # the bytes after the cut all come from `data`
+                    again = len(buf) - cut
+                    stream.seek(stream.tell() - again)
+                    rest = b""
+                else:
+                    rest = buf[cut:]
+                yield pa.py_buffer(buf).slice(0, cut), buf, cut, lines_before
+                lines_before += buf.count(b"\n", 0, cut) + (0 if buf[cut - 1] == 10 else 1)
 
     def __iter__(self) -> Iterator[LinedBatch]:
         next_line = self.skip_rows + 1
-        for k, (chunk, before) in enumerate(self._chunks()):
+        for k, (chunk, raw, size, before) in enumerate(self._chunks()):
             skip = self.skip_rows if k == 0 else 0
             self._offset = before
             read = pacsv.ReadOptions(column_names=self.names, skip_rows=skip, block_size=len(chunk) + 1,
                                      use_threads=False)
+            typed = self._typed(raw, size)
+            n_bad = len(self._bad)
             try:
-                table = pacsv.read_csv(pa.py_buffer(chunk), read_options=read, parse_options=self._parse,
-                                       convert_options=self._convert)
+                try:
+                    table = pacsv.read_csv(chunk, read_options=read, parse_options=self._parse,
+                                           convert_options=self._typed_convert if typed else self._convert)
+                except pa.ArrowInvalid as e:
+                    if not typed or "conversion error" not in str(e):
+                        raise
+                    # a value that is no number: parse this chunk as text, which names the row
+                    del self._bad[n_bad:]
+                    typed = False
+                    table = pacsv.read_csv(chunk, read_options=read, parse_options=self._parse,
+                                           convert_options=self._convert)
             except pa.ArrowInvalid as e:
                 if "Empty CSV file" in str(e):  # nothing but the header
                     continue
                 raise self._locate(next_line, e) from None
-            batch = table.combine_chunks().to_batches()
-            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=table.schema)
+            batch = _one_batch(table)
             lines = self._lines(next_line, batch.num_rows)
             if batch.num_rows:
                 next_line = int(lines[-1]) + 1
             bad = [r for r in self._bad if r.line < next_line]
             self._bad = [r for r in self._bad if r.line >= next_line]
-            yield LinedBatch(batch, lines, sorted(bad, key=lambda r: r.line))
+            as_text = None
+            if typed:
+                def as_text(chunk=chunk, read=read):
+                    return _one_batch(pacsv.read_csv(chunk, read_options=read,
+                                                     parse_options=self._quiet, convert_options=self._convert))
+            yield LinedBatch(batch, lines, sorted(bad, key=lambda r: r.line), as_text)
         if self._bad:
             yield LinedBatch(pa.RecordBatch.from_pylist([], schema=pa.schema([(n, pa.string()) for n in self.names])),
                              np.zeros(0, np.int64), sorted(self._bad, key=lambda r: r.line))
             self._bad = []
+
+    def _typed(self, raw: bytes, size: int) -> bool:
+        """Whether to parse the numeric columns of a chunk (`raw[:size]`) as float64 in the CSV reader. Both
+        that and the cast in `parse_numbers` use Arrow's StringToFloat, but the reader first trims spaces
+        and tabs, so a chunk holding either (other than as the delimiter) is parsed as text."""
+        return bool(self.numeric) and not any(raw.find(c, 0, size) >= 0 for c in self._trimmed)
 
     def _locate(self, first: int, err: Exception) -> DataFormatError:
         """The error of a row pyarrow could not hand to `invalid_row_handler` (its text is not UTF-8, which
@@ -187,6 +234,11 @@ class CsvStream:
         # that has at most t valid lines before it
         before = claimed - first - np.arange(len(claimed))
         return first + t + np.searchsorted(before, t, side="right")
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    batch = table.combine_chunks().to_batches()
+    return batch[0] if batch else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def blank_rows(table: pa.RecordBatch) -> np.ndarray:

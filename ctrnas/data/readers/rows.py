@@ -7,6 +7,7 @@ A row's first problem in column order (label, then dense features) is the one re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 import numpy as np
@@ -78,7 +79,7 @@ class DelimitedReader:
         """(batch with line numbers, file name, whether all-empty rows are blank lines) of one input."""
         self.check_header(path)
         stream = CsvStream(path, self.columns, self.delimiter, skip_rows=1 if self.header else 0,
-                           block_size=self.cfg.block_size, quoting=self.quoting)
+                           block_size=self.cfg.block_size, quoting=self.quoting, numeric=tuple(self.dense_columns))
         for lb in stream:
             yield lb, stream.file, True
 
@@ -114,6 +115,9 @@ class DelimitedReader:
             if want_keys or name in self.keys_always:
                 keys[j], missing[j] = column_keys(t.column(name), syntax)
         dense, keys, missing = self.derive(t, dense, keys, missing, problems)
+        if problems.items and lb.as_text is not None:
+            # rejects quote the raw text of their values: redo this chunk from its text columns
+            return self.convert(replace(lb, table=lb.as_text(), as_text=None), file, limit, blanks, want_keys)
         keep = ~problems.bad
         lines = lb.lines
         rejects = [r for r in lb.bad if r.reason != "blank"]
