@@ -8,13 +8,21 @@
 3. Supernet warm-up wall time at 1% vs 100% of the training split (NASRec sampling, relative schedule).
 
 Usage: python benchmarks/train.py [--rows 1000000] [--data DIR] [--threads 1] [--out benchmarks/sections/train.md]
-The dataset is generated into --data when that folder has no meta.json.
+The dataset is generated into --data when that folder has no meta.json, or regenerated when its meta.json
+was written with other rows, seed or generator settings than the current defaults.
+
+Seed-to-seed noise: run one process per training seed (`--train-seed S --json out/S.json`, each may skip
+parts), then `--render out/0.json,out/1.json` writes one table with the per-seed log losses and their mean.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
+import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,8 +42,15 @@ from ctrnas.train.trainer import Trainer  # noqa: E402
 
 
 def ensure_data(path: Path, rows: int, seed: int) -> dict:
+    from ctrnas.data.synthetic import generate, make_settings
+
+    if (path / "meta.json").exists():
+        old = read_meta(path)
+        want = {**dataclasses.asdict(make_settings()), "split": list(make_settings().split)}
+        if (old["source"].get("rows"), old["source"].get("seed"), old.get("settings")) != (rows, seed, want):
+            print(f"{path}: stale dataset (other rows, seed or generator settings), regenerating", flush=True)
+            shutil.rmtree(path)
     if not (path / "meta.json").exists():
-        from ctrnas.data.synthetic import generate
 
         t = time.perf_counter()
         generate("criteo", rows, seed, path)
@@ -51,7 +66,7 @@ def bench_baselines(data: Path, names: list[str], cfg: TrainConfig) -> list[dict
         r = {"model": name, "params": count_parameters(model)["total"], "test_logloss": m["test"]["logloss"],
              "test_auc": m["test"]["auc"], "samples_per_s": m["train"]["samples_per_s"],
              "seconds": m["train"]["seconds"], "bayes": m["bayes_logloss"]["test"],
-             "constant": m["constant_logloss"]}
+             "constant": m["constant_logloss"], "seed": cfg.seed}
         rows.append(r)
         print(f"{name:9s} logloss {r['test_logloss']:.5f} AUC {r['test_auc']:.5f} "
               f"{r['samples_per_s']:.0f} samples/s ({r['seconds']:.0f} s)", flush=True)
@@ -139,24 +154,48 @@ def bench_warmup(data: Path, space_name: str, fractions: list[float], cfg: Train
 
 
 def markdown(args, meta, base, emb, wu) -> str:
+    """`base`: baseline rows of one or more training seeds (each row has its `seed`)."""
+    seeds = sorted({r.get("seed", args.train_seed) for r in base})
     lines = ["## Training engine (`benchmarks/train.py`)", "",
-             f"Command: `{' '.join(['python', 'benchmarks/train.py', *sys.argv[1:]])}`", "",
+             f"Command: `{args.command}`", "",
              f"Data: synthetic Criteo profile, {meta['source']['rows']:,} rows (seed {meta['source']['seed']}), "
              f"train {meta['splits']['train']['rows']:,} / test {meta['splits']['test']['rows']:,}. "
              f"Recipe: NASRec defaults (Adagrad lr {args.lr}, eps 1e-2, batch {args.batch_size}, one epoch, "
              f"cosine with 10% linear warm-up, clip 5), embedding dim 16, sparse embedding updates, "
-             f"torch threads {args.threads}. Machine: {args.machine}.", ""]
+             f"torch threads {args.threads}, training seed(s) {', '.join(map(str, seeds))}. "
+             f"Machine: {args.machine}.", ""]
     if base:
-        lr_sps = next((r["samples_per_s"] for r in base if r["model"] == "lr"), base[0]["samples_per_s"])
-        lines += ["| model | params | test log loss | gap to Bayes | test AUC | train samples/s | vs LR |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+        by = {}
         for r in base:
-            gap = (r["test_logloss"] - r["bayes"]) / r["bayes"] * 100
-            lines.append(f"| {r['model']} | {r['params']:,} | {r['test_logloss']:.5f} | +{gap:.2f}% | "
-                         f"{r['test_auc']:.5f} | {r['samples_per_s']:,.0f} | {r['samples_per_s'] / lr_sps:.2f}x |")
-        lines += [f"| constant (train CTR) | 0 | {base[0]['constant']:.5f} | "
-                  f"+{(base[0]['constant'] - base[0]['bayes']) / base[0]['bayes'] * 100:.2f}% | 0.5 | | |",
-                  f"| **Bayes optimum** | | **{base[0]['bayes']:.5f}** | 0 | | | |", ""]
+            by.setdefault(r["model"], []).append(r)
+        mean = {m: {k: float(np.mean([r[k] for r in rs])) for k in ("test_logloss", "test_auc", "samples_per_s")}
+                for m, rs in by.items()}
+        lr_sps = mean.get("lr", next(iter(mean.values())))["samples_per_s"]
+        bayes, const = base[0]["bayes"], base[0]["constant"]
+        multi = len(seeds) > 1
+        head = "| model | params | test log loss" + (" (mean)" if multi else "")
+        head += " | per seed | spread |" if multi else " |"
+        lines += [head + " gap to Bayes | test AUC | train samples/s | vs LR |",
+                  "|---|---:|---:|" + ("---:|---:|" if multi else "") + "---:|---:|---:|---:|"]
+        for m, rs in by.items():
+            mm = mean[m]
+            gap = (mm["test_logloss"] - bayes) / bayes * 100
+            row = f"| {m} | {rs[0]['params']:,} | {mm['test_logloss']:.5f} | "
+            if multi:
+                lls = [r["test_logloss"] for r in sorted(rs, key=lambda r: r["seed"])]
+                spread = f"{(max(lls) - min(lls)) / mm['test_logloss'] * 100:.2f}%" if len(lls) > 1 else "-"
+                row += " / ".join(f"{x:.5f}" for x in lls) + f" (seed {', '.join(str(r['seed']) for r in rs)})" \
+                    if len(lls) == 1 else " / ".join(f"{x:.5f}" for x in lls)
+                row += f" | {spread} | "
+            lines.append(row + f"+{gap:.2f}% | {mm['test_auc']:.5f} | {mm['samples_per_s']:,.0f} | "
+                         f"{mm['samples_per_s'] / lr_sps:.2f}x |")
+        pad = "| | " if multi else ""
+        lines += [f"| constant (train CTR) | 0 | {const:.5f} | {pad}+{(const - bayes) / bayes * 100:.2f}% | 0.5 | | |",
+                  f"| **Bayes optimum** | | **{bayes:.5f}** | {pad}0 | | | |", ""]
+        if multi:
+            lines += ["Per seed: test log loss of training seeds " + " / ".join(map(str, seeds)) + "; spread = "
+                      "(max - min) / mean of them (the training seed sets the initial weights and the batch "
+                      "order; the data is the same). Models with one seed show it in brackets.", ""]
     if emb:
         lines += ["| embedding update (DLRM, batch %d) | ms/step (median) | speed-up |" % args.batch_size,
                   "|---|---:|---:|",
@@ -184,7 +223,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--data", default=str(ROOT / "benchmarks" / "out" / "criteo-1m"))
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="data seed (and training seed unless --train-seed)")
+    ap.add_argument("--train-seed", type=int, default=None, help="seed of initial weights and batch order")
+    ap.add_argument("--json", default=None, help="also write the raw results here")
+    ap.add_argument("--render", default=None, help="comma list of --json files: merge them into --out, no runs")
     ap.add_argument("--baselines", default=",".join(BASELINES))
     ap.add_argument("--lr", type=float, default=0.12)
     ap.add_argument("--batch-size", type=int, default=512)
@@ -197,15 +239,31 @@ def main(argv=None) -> int:
     ap.add_argument("--machine", default="2 shared CPU cores (other jobs running), no GPU")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "sections" / "train.md"))
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    data = Path(args.data)
-    meta = ensure_data(data, args.rows, args.seed)
-    cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=args.seed, progress=False)
-    names = [n for n in args.baselines.split(",") if n]
-    base = bench_baselines(data, names, cfg) if names else []
-    emb = bench_embedding_paths(data, cfg, args.emb_steps) if args.emb_steps else {}
-    fr = [float(x) for x in args.warmup_fractions.split(",") if x]
-    wu = bench_warmup(data, args.warmup_space, fr, cfg, args.warmup_max_steps, args.probe_steps) if fr else []
+    args.train_seed = args.seed if args.train_seed is None else args.train_seed
+    args.command = shlex.join(["python", "benchmarks/train.py", *(sys.argv[1:] if argv is None else argv)])
+    if args.render:
+        runs = [json.loads(Path(f).read_text()) for f in args.render.split(",")]
+        first = runs[0]
+        for k in ("lr", "batch_size", "threads", "machine", "warmup_space", "warmup_max_steps"):
+            setattr(args, k, first["args"][k])
+        args.command = "; ".join(r["args"]["command"] for r in runs) + f"; {args.command}"
+        meta, base = first["meta"], [row for r in runs for row in r["base"]]
+        emb = next((r["emb"] for r in runs if r["emb"]), {})
+        wu = next((r["wu"] for r in runs if r["wu"]), [])
+    else:
+        torch.set_num_threads(args.threads)
+        data = Path(args.data)
+        meta = ensure_data(data, args.rows, args.seed)
+        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=args.train_seed, progress=False)
+        names = [n for n in args.baselines.split(",") if n]
+        base = bench_baselines(data, names, cfg) if names else []
+        emb = bench_embedding_paths(data, cfg, args.emb_steps) if args.emb_steps else {}
+        fr = [float(x) for x in args.warmup_fractions.split(",") if x]
+        wu = bench_warmup(data, args.warmup_space, fr, cfg, args.warmup_max_steps, args.probe_steps) if fr else []
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps({"args": vars(args), "meta": meta, "base": base, "emb": emb,
+                                                   "wu": wu}, indent=1))
     md = markdown(args, meta, base, emb, wu)
     print()
     print(md)

@@ -71,7 +71,10 @@ class Trainer:
         self.dense_params = dense
         self.optimizers: list[torch.optim.Optimizer] = []
         if dense:
-            self.optimizers.append(torch.optim.Adagrad(dense, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay))
+            # fused CPU kernel: ~6x faster than the per-tensor loop (benchmarks/supernet.py); sliced supernet
+            # weights carry full-size gradients, so the optimizer dominates a subnet step without it
+            self.optimizers.append(torch.optim.Adagrad(dense, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay,
+                                                       fused=True))
         if emb:
             # torch's Adagrad rejects weight decay with sparse gradients; NASRec uses wd 0 anyway.
             self.optimizers.append(torch.optim.Adagrad(emb, lr=cfg.lr, eps=cfg.eps,
