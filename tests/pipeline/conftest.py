@@ -3,18 +3,8 @@
 from pathlib import Path
 
 import pytest
-import torch
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-
-
-@pytest.fixture(autouse=True, scope="session")
-def one_thread():
-    # Shared 2-core machine and tiny models: one intra-op thread avoids oversubscription stalls.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="session")

@@ -25,16 +25,6 @@ def make_learnable(rows: int, seed: int = 0, n_dense: int = 3, cards=(20, 30, 10
     return schema, torch.from_numpy(dense), torch.from_numpy(ids), torch.from_numpy(y), p
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: the cores are shared, and 2 threads per process under load made steps 30x slower
-    (tiny models gain nothing from more). Restored afterwards so other folders' tests are unaffected."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def learnable():
     return make_learnable(6000)
