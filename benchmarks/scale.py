@@ -11,7 +11,6 @@ Saves benchmarks/out/scale/<part>.json and writes benchmarks/sections/scale.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -22,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "benchmarks/out/scale"
+
+import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
 SECTION = ROOT / "benchmarks/sections/scale.md"
 
 
@@ -56,13 +57,11 @@ still giving the serial history because each candidate's seed is fixed by its in
 
 
 def _save(name: str, obj) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{name}.json").write_text(json.dumps(obj, indent=1, default=float))
+    _results.save(OUT, name, obj)
 
 
 def _load(name: str):
-    p = OUT / f"{name}.json"
-    return json.loads(p.read_text()) if p.exists() else None
+    return _results.load(OUT, name)
 
 
 def scoring(args) -> dict:

@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "benchmarks/out/search"
+
+import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
 SECTION = ROOT / "benchmarks/sections/search.md"
 
 
@@ -45,13 +47,11 @@ def base_recipe(args):
 
 
 def _save(name: str, obj) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{name}.json").write_text(json.dumps(obj, indent=1, default=float))
+    _results.save(OUT, name, obj)
 
 
 def _load(name: str):
-    p = OUT / f"{name}.json"
-    return json.loads(p.read_text()) if p.exists() else None
+    return _results.load(OUT, name)
 
 
 def part_found(args) -> dict:

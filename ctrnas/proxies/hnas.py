@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ctrnas.proxies.base import Proxy, register
-from ctrnas.proxies.ntk import ntk_matrix, ntk_spectrum
+from ctrnas.proxies.base import register
+from ctrnas.proxies.ntk import NtkTrace
 
 
 def objective(kappa, m, mu: float = 0.0, nu: float = 0.0):
@@ -24,22 +24,16 @@ def objective(kappa, m, mu: float = 0.0, nu: float = 0.0):
 
 @register("hnas")
 @dataclass(frozen=True)
-class Hnas(Proxy):
-    needs_labels = False
-    default_mode = "eval"
-    num_samples: int = 64
+class Hnas(NtkTrace):
+    """HNAS fitness: minus κ/M + μ(M² − ν)² of the empirical NTK (higher is better).
+
+    The NTK options (num_samples, method, embeddings, max_jacobian_mb, mode) come from NtkTrace."""
+
     mu: float = 0.0
     nu: float = 0.0
-    method: str = "layerwise"
-    embeddings: bool = False
-    max_jacobian_mb: float = 256.0
-    mode: str = "eval"
 
     def _compute(self, model, batches, loss_fn):
-        self._set_mode(model)
-        K, names = ntk_matrix(model, batches[0], self.num_samples, self.method, self.embeddings,
-                              self.max_jacobian_mb)
-        spec = ntk_spectrum(K)
+        K, spec, names = self._kernel(model, batches)
         m = float(np.sqrt(spec["trace"] / K.shape[0]))
         obj = float(objective(spec["cond"], m, self.mu, self.nu))
         terms = {"kappa": spec["cond"], "m_trace": m, "penalty": self.mu * (m * m - self.nu) ** 2,

@@ -192,10 +192,14 @@ class NtkTrace(Proxy):
     max_jacobian_mb: float = 256.0
     mode: str = "eval"
 
-    def _compute(self, model, batches, loss_fn):
+    def _kernel(self, model, batches):
+        """(NTK matrix, its spectrum, names of the parameters it was taken over) on the first batch."""
         check_choice(self.name, "method", self.method, ["layerwise", "vmap", "loop"])
         self._set_mode(model)
         K, names = ntk_matrix(model, batches[0], self.num_samples, self.method, self.embeddings,
                               self.max_jacobian_mb)
-        spec = ntk_spectrum(K)
+        return K, ntk_spectrum(K), names
+
+    def _compute(self, model, batches, loss_fn):
+        K, spec, names = self._kernel(model, batches)
         return spec["trace"], spec, {"params": names, "rows": int(K.shape[0]), "batches": 1}
