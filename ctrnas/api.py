@@ -70,21 +70,33 @@ def train_final(recipe: Recipe, data: DataResult, found: SearchStageResult, warm
                 out_dir=_DEFAULT, progress: bool = True) -> FinalResult:
     """Retrain the search's top-k from scratch, pick by validation, export the best (and train baselines)."""
     from ctrnas.pipeline.final import final_stage
-    from ctrnas.pipeline.stages import new_supernet
 
-    supernet = warm.supernet if warm is not None else new_supernet(recipe, data)
+    # the final models are re-drawn from the training seed: without a warm-up, any supernet of the right
+    # shape serves as the export template, and final_stage builds one
+    supernet = warm.supernet if warm is not None else None
     out = recipe.output_dir if out_dir is _DEFAULT else (None if out_dir is None else Path(out_dir))
     return final_stage(recipe, data, found, supernet, out, progress=progress)
 
 
-def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, echo=print) -> RunResult:
-    """Every stage and the report folder; `recipe` may be a path (then `overrides` apply)."""
+def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, echo=print,
+        distributed: bool = False, sharding: str | None = None, dist_backend: str | None = None) -> RunResult | None:
+    """Every stage and the report folder; `recipe` may be a path (then `overrides` apply).
+
+    `distributed=True` (on every rank of a torchrun job) trains the final stage's models with their tables
+    sharded over the ranks (`sharding`: None = TorchRec's planner, or "row_wise", "table_wise", ...;
+    `dist_backend`: None = nccl with GPUs, gloo on CPU); rank 0 returns the RunResult, the others None.
+    """
     from ctrnas.pipeline.run import run_recipe
 
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe, *overrides)
     elif overrides:
         recipe = override(recipe, *overrides)
+    if distributed:
+        from ctrnas.distributed.dmp import ShardingConfig
+        from ctrnas.distributed.pipeline import run_recipe_distributed
+
+        return run_recipe_distributed(recipe, ShardingConfig(sharding), dist_backend, progress=progress, echo=echo)
     return run_recipe(recipe, progress=progress, echo=echo)
 
 

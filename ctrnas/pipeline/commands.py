@@ -31,8 +31,14 @@ def _run(args) -> int:
     from ctrnas import api
 
     recipe = api.load_recipe(args.recipe, *args.overrides)
-    result = api.run(recipe, progress=args.progress)
-    print(f"report: {result.output_dir / 'summary.md'}")
+    if args.distributed:  # under torchrun: every rank runs this; rank 0 alone gets a result and writes
+        result = api.run(recipe, progress=args.progress, distributed=True,
+                         sharding=None if args.sharding == "auto" else args.sharding,
+                         dist_backend=args.dist_backend)
+    else:
+        result = api.run(recipe, progress=args.progress)
+    if result is not None:
+        print(f"report: {result.output_dir / 'summary.md'}")
     return 0
 
 
@@ -90,6 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Prepare data, warm up the supernet, search, train the top-k from scratch, "
                                    "export the best and write a report folder (see ctrnas.pipeline.report).")
     _add_recipe_args(p, positional=True)
+    from ctrnas.distributed.commands import add_distributed_args
+
+    # torchrun --nproc_per_node N -m ctrnas run RECIPE --distributed: the final stage's trainings sharded
+    add_distributed_args(p)
     p.set_defaults(func=_run)
 
     c = sub.add_parser("compare", help="zero-shot / sub-one-shot / one-shot side by side on the same data",

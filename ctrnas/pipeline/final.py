@@ -1,5 +1,11 @@
 """Final stage (NASRec `eval_best_candidate_top15`): train the search's top-k from scratch, pick the best on
-validation, report it on test and export it; train the recipe's baselines the same way for comparison."""
+validation, report it on test and export it; train the recipe's baselines the same way for comparison.
+
+With `distributed` (a `ctrnas.distributed.pipeline.FinalDistributed`: this rank's DistEnv and the sharding),
+every rank runs this same function and each model is trained by the DistributedTrainer (tables sharded
+with DMP, each rank on its slice of every global batch, metrics over all ranks, so the numbers equal the
+one-process run); only rank 0 shows progress, gathers the best model and exports it.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +21,9 @@ from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, 
 from ctrnas.recipe import Recipe
 
 
-def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_dir: Path | None = None):
-    """Train `model` with the final train config on the first `final.train_rows` training rows; returns
-    (val metrics, test metrics, seconds). Validation/test use their first `final.val_rows`/`test_rows`."""
+def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
+    """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings."""
     from ctrnas.train.batches import dataset_batches
-    from ctrnas.train.trainer import Trainer
 
     cfg = recipe.final_train
     f = recipe.final
@@ -27,22 +31,48 @@ def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_
     val = dataset_batches(data.path, "val", cfg.eval_batch_size, limit=f.val_rows)
     test = dataset_batches(data.path, "test", cfg.eval_batch_size, limit=f.test_rows)
     t0 = time.perf_counter()
-    trainer = Trainer(model, cfg, out_dir)
+    if distributed is None:
+        from ctrnas.train.trainer import Trainer
+
+        trainer = Trainer(model, cfg, out_dir)
+    else:
+        from ctrnas.distributed.trainer import DistributedTrainer
+
+        # the global batch sources above go in whole: the trainer takes this rank's slice of each batch
+        trainer = DistributedTrainer(model, cfg, distributed.env, distributed.sharding, out_dir)
     trainer.fit(train, resume=out_dir is not None)
     seconds = time.perf_counter() - t0
     v = trainer.evaluate(val).to_dict() if split_rows(data, "val") else {}
     t = trainer.evaluate(test).to_dict() if split_rows(data, "test") else {}
+    return v, t, seconds, trainer
+
+
+def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_dir: Path | None = None,
+                       distributed=None):
+    """Train `model` with the final train config on the first `final.train_rows` training rows; returns
+    (val metrics, test metrics, seconds). Validation/test use their first `final.val_rows`/`test_rows`.
+    With `distributed`, call on every rank (see the module docstring); the metrics are the same on all."""
+    v, t, seconds, _ = _train(model, recipe, data, out_dir, distributed)
     return v, t, seconds
 
 
-def _final_template(recipe: Recipe, supernet):
+def final_template(recipe: Recipe, data: DataResult, supernet=None):
     """The supernet to export final models from: the search one, or one with the final stage's table
-    sizes (NASRec caps tables during search and trains the final models on full tables)."""
-    if supernet.row_cap == recipe.final_train.row_cap:
+    sizes (NASRec caps tables during search and trains the final models on full tables). Final models are
+    re-drawn from the training seed, so without `supernet` a new one of the right shape serves as well."""
+    if supernet is not None and supernet.row_cap == recipe.final_train.row_cap:
         return supernet
+    import torch
+
+    from ctrnas.space import get_space
     from ctrnas.supernet import Supernet
 
-    return Supernet(supernet.schema, supernet.space, emb_dim=supernet.emb_dim, row_cap=recipe.final_train.row_cap)
+    with torch.random.fork_rng(devices=[]):  # its weights are never used; leave the global RNG alone
+        if supernet is not None:
+            return Supernet(supernet.schema, supernet.space, emb_dim=supernet.emb_dim,
+                            row_cap=recipe.final_train.row_cap)
+        return Supernet(data.schema, get_space(recipe.space), emb_dim=recipe.train.embedding_dim,
+                        row_cap=recipe.final_train.row_cap)
 
 
 def _arch_model(recipe: Recipe, template, arch):
@@ -52,54 +82,78 @@ def _arch_model(recipe: Recipe, template, arch):
     return export(template, arch, init="fresh", seed=recipe.final_train.seed)
 
 
+def _val_loss(m: TrainedModel) -> float:
+    x = m.val.get("logloss", math.nan)
+    return x if math.isfinite(x) else math.inf
+
+
 def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, supernet,
-                out_dir: Path | None = None, progress: bool = True) -> FinalResult:
-    """Retrain the top-k, choose by validation log loss, export the winner to `out_dir/model`."""
+                out_dir: Path | None = None, progress: bool = True, distributed=None) -> FinalResult:
+    """Retrain the top-k, choose by validation log loss, export the winner to `out_dir/model`.
+
+    `supernet` may be None (a template of the right shape is built). With `distributed`, every rank calls
+    this; rank 0 returns the full result (its `model` the gathered, unsharded best), the others a result
+    with the same metrics and `model=None`.
+    """
     from ctrnas.space import Arch
     from ctrnas.train.baselines import build_baseline
 
     t0 = time.perf_counter()
+    main = distributed is None or distributed.env.is_main
+    progress = progress and main
     top = search.result.top_k(recipe.top_k)
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
-    candidates, models = [], {}
-    template = _final_template(recipe, supernet)
+    template = final_template(recipe, data, supernet)
+    candidates: list[TrainedModel] = []
+    best_rank, best_model, best_state = None, None, None
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch = Arch.from_json(rec.arch)
         model = _arch_model(recipe, template, arch)
-        val, test, sec = train_from_scratch(model, quiet, data, f"rank {rank}")
-        candidates.append(TrainedModel(f"rank {rank}", arch, val, test, rec.params, rec.flops, sec,
-                                       score=rec.value, history_index=rec.index))
-        models[rank] = model
+        val, test, sec, trainer = _train(model, quiet, data, distributed=distributed)
+        cand = TrainedModel(f"rank {rank}", arch, val, test, rec.params, rec.flops, sec,
+                            score=rec.value, history_index=rec.index)
+        candidates.append(cand)
+        # keep only the best so far (ties: the earlier one), so at most one trained model is held; with
+        # `distributed` every rank decides alike, since the validation metrics are computed from logits
+        # gathered over all ranks and are the same everywhere
+        if best_rank is None or _val_loss(cand) < _val_loss(candidates[best_rank]):
+            best_rank = rank
+            if distributed is None:
+                best_model = model
+            else:
+                from ctrnas.distributed.checkpoint import gather_state_dict
+
+                best_state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
+        del model, trainer
     if not candidates:
         from ctrnas.errors import CtrnasError
 
         raise CtrnasError("the search returned no candidates to retrain")
-
-    def val_loss(m: TrainedModel) -> float:
-        x = m.val.get("logloss", math.nan)
-        return x if math.isfinite(x) else math.inf
-
-    best_rank = min(range(len(candidates)), key=lambda i: (val_loss(candidates[i]), i))
     best = candidates[best_rank]
+    if distributed is not None and main:
+        best_model = _arch_model(recipe, template, best.arch)  # unsharded, with the gathered trained weights
+        best_model.load_state_dict(best_state)
+        del best_state
 
     baselines = []
     for name in tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
                      not recipe.final.baselines):
         cfg = recipe.final_train
         model = build_baseline(name, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
-        val, test, sec = train_from_scratch(model, quiet, data, name)
         n = sum(p.numel() for n_, p in model.named_parameters() if "embedding_bags" not in n_)
+        val, test, sec = train_from_scratch(model, quiet, data, name, distributed=distributed)
         baselines.append(TrainedModel(name, None, val, test, float(n), math.nan, sec))
 
     export_dir = None
-    if out_dir is not None and recipe.final.export:
+    if out_dir is not None and recipe.final.export and main:
         from ctrnas.supernet import save_exported
 
         export_dir = Path(out_dir) / "model"
-        save_exported(models[best_rank], export_dir, init="fresh+trained", metrics={
+        save_exported(best_model, export_dir, init="fresh+trained", metrics={
             "val_logloss": best.val.get("logloss"), "val_auc": best.val.get("auc"),
             "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc")},
             source=f"top-{len(candidates)} retrain of search history index {best.history_index}")
+    dist_info = distributed.describe() if distributed is not None else None
     return FinalResult(tuple(candidates), best, tuple(baselines), export_dir, time.perf_counter() - t0,
-                       model=models[best_rank])
+                       model=best_model, distributed=dist_info)

@@ -87,6 +87,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "gap_closed_vs_lr": gap_closed(best.test.get("logloss", math.nan), lr, bayes),
         "timings": timings or {},
         "cpu_seconds": cpu or {},
+        **({"final_distributed": final.distributed} if final.distributed is not None else {}),
     }
 
 
@@ -107,6 +108,10 @@ def summary_markdown(metrics: dict) -> str:
              f"{metrics['search']['non_finite']} non-finite), best fitness {_fmt(metrics['search']['best_fitness'])}",
              f"- best (by validation): `{metrics['best']['arch_key']}`, test log loss "
              f"**{_fmt(metrics['best']['test_logloss'])}**, AUC {_fmt(metrics['best']['test_auc'])}"]
+    if metrics.get("final_distributed"):
+        d = metrics["final_distributed"]
+        lines.append(f"- final stage trained on {d['world_size']} ranks ({d['backend']}; embedding tables "
+                     f"sharded by {d['sharding']})")
     if metrics.get("bayes_test_logloss") is not None:
         lines.append(f"- Bayes-optimal test log loss (synthetic click model): {_fmt(metrics['bayes_test_logloss'])}")
     if metrics.get("gap_closed_vs_lr") is not None:

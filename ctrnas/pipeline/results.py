@@ -79,6 +79,7 @@ class FinalResult:
     export_dir: Path | None
     seconds: float
     model: Any = None  # the best trained model (an ExportedModel)
+    distributed: dict | None = None  # world size, backend and sharding when trained on N ranks
 
 
 @dataclass(frozen=True)

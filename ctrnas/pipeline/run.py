@@ -1,4 +1,9 @@
-"""One whole run: data -> warm-up -> search -> final -> report, with wall time per stage."""
+"""One whole run: data -> warm-up -> search -> final -> report, with wall time per stage.
+
+`run_recipe` is the one-process run. Under torchrun, `ctrnas.distributed.pipeline.run_recipe_distributed`
+runs the same pieces (`front_stages`, `final_stage`, `finish_run`) with the final stage's trainings
+sharded over the ranks.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,84 @@ from pathlib import Path
 from ctrnas.pipeline.data import prepare_data
 from ctrnas.pipeline.final import final_stage
 from ctrnas.pipeline.report import write_environment, write_report
-from ctrnas.pipeline.results import DataResult, RunResult
+from ctrnas.pipeline.results import DataResult, FinalResult, RunResult, SearchStageResult, WarmupResult
 from ctrnas.pipeline.stages import search_stage, warmup_stage
 from ctrnas.recipe import Recipe
 
 log = logging.getLogger("ctrnas.pipeline")
+
+
+class StageClock:
+    """Wall seconds per stage (as the stages report them) and CPU seconds of this process per stage: on a
+    shared machine wall time says more about the neighbours (scoring worker processes are not included)."""
+
+    def __init__(self):
+        self.timings: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._c0 = self._c_all = time.process_time()
+        self._t_all = time.perf_counter()
+
+    def lap(self, stage: str, wall: float) -> None:
+        self.timings[stage] = wall
+        self.cpu[stage] = time.process_time() - self._c0
+        self._c0 = time.process_time()
+
+    def total(self) -> None:
+        self.timings["total"] = time.perf_counter() - self._t_all
+        self.cpu["total"] = time.process_time() - self._c_all
+
+
+def sayer(recipe: Recipe, echo):
+    def say(text: str) -> None:
+        if echo is not None:
+            echo(f"[{recipe.name}] {text}")
+
+    return say
+
+
+def set_threads(recipe: Recipe) -> None:
+    if recipe.threads is not None:
+        import torch
+
+        torch.set_num_threads(recipe.threads)
+
+
+def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
+                 clock: StageClock) -> tuple[DataResult, WarmupResult, SearchStageResult]:
+    """Data, warm-up and search into `recipe.output_dir` (reused / resumed when already there)."""
+    out = recipe.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    write_environment(out, recipe)
+    if data is None:
+        say(f"data: {recipe.data_dir}")
+        data = prepare_data(recipe)
+    clock.lap("data", data.seconds)
+    rows = {s: v.get("rows") for s, v in data.meta["splits"].items()}
+    say(f"data ready ({'reused' if data.reused else 'made'} in {data.seconds:.1f} s): {rows}")
+
+    warm = warmup_stage(recipe, data, out / "warmup")
+    clock.lap("warmup", warm.seconds)
+    say(f"warm-up {recipe.warmup.fraction:g}: {warm.steps} steps on {warm.rows} rows in {warm.seconds:.1f} s")
+
+    search = search_stage(recipe, data, warm, out / "search", progress=progress)
+    clock.lap("search", search.seconds)
+    best = search.result.best
+    say(f"search ({search.fitness_name}): {len(search.history)} evaluations in {search.seconds:.1f} s; "
+        f"best fitness {best.value if best else float('nan'):.5g}")
+    return data, warm, search
+
+
+def finish_run(recipe: Recipe, data: DataResult, warm: WarmupResult, search: SearchStageResult,
+               final: FinalResult, clock: StageClock, say) -> RunResult:
+    """The report folder of a finished run."""
+    out = recipe.output_dir
+    clock.lap("final", final.seconds)
+    clock.total()
+    metrics = write_report(out, recipe, {"data": data, "warm": warm, "search": search, "final": final,
+                                         "timings": clock.timings, "cpu": clock.cpu})
+    say(f"best by validation: test log loss {final.best.test.get('logloss', float('nan')):.5f}, "
+        f"AUC {final.best.test.get('auc', float('nan')):.5f}; report: {Path(out) / 'summary.md'}")
+    return RunResult(out, data, warm, search, final, clock.timings, metrics)
 
 
 def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = True,
@@ -23,57 +101,8 @@ def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = 
     A re-run of the same recipe reuses the prepared data and the warmed-up supernet and resumes the search
     from its last generation checkpoint.
     """
-    if recipe.threads is not None:
-        import torch
-
-        torch.set_num_threads(recipe.threads)
-    out = recipe.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    write_environment(out, recipe)
-    timings: dict[str, float] = {}
-    # CPU seconds of this process per stage: on a shared machine wall time says more about the neighbours
-    # (scoring worker processes are not included)
-    cpu: dict[str, float] = {}
-    c0 = c_all = time.process_time()
-
-    def lap(stage: str) -> None:
-        nonlocal c0
-        cpu[stage] = time.process_time() - c0
-        c0 = time.process_time()
-
-    t_all = time.perf_counter()
-
-    def say(text: str) -> None:
-        if echo is not None:
-            echo(f"[{recipe.name}] {text}")
-
-    if data is None:
-        say(f"data: {recipe.data_dir}")
-        data = prepare_data(recipe)
-    timings["data"] = data.seconds
-    lap("data")
-    rows = {s: v.get("rows") for s, v in data.meta["splits"].items()}
-    say(f"data ready ({'reused' if data.reused else 'made'} in {data.seconds:.1f} s): {rows}")
-
-    warm = warmup_stage(recipe, data, out / "warmup")
-    timings["warmup"] = warm.seconds
-    lap("warmup")
-    say(f"warm-up {recipe.warmup.fraction:g}: {warm.steps} steps on {warm.rows} rows in {warm.seconds:.1f} s")
-
-    search = search_stage(recipe, data, warm, out / "search", progress=progress)
-    timings["search"] = search.seconds
-    lap("search")
-    best = search.result.best
-    say(f"search ({search.fitness_name}): {len(search.history)} evaluations in {search.seconds:.1f} s; "
-        f"best fitness {best.value if best else float('nan'):.5g}")
-
-    final = final_stage(recipe, data, search, warm.supernet, out, progress=progress)
-    timings["final"] = final.seconds
-    timings["total"] = time.perf_counter() - t_all
-    lap("final")
-    cpu["total"] = time.process_time() - c_all
-    metrics = write_report(out, recipe, {"data": data, "warm": warm, "search": search, "final": final,
-                                         "timings": timings, "cpu": cpu})
-    say(f"best by validation: test log loss {final.best.test.get('logloss', float('nan')):.5f}, "
-        f"AUC {final.best.test.get('auc', float('nan')):.5f}; report: {Path(out) / 'summary.md'}")
-    return RunResult(out, data, warm, search, final, timings, metrics)
+    set_threads(recipe)
+    say, clock = sayer(recipe, echo), StageClock()
+    data, warm, search = front_stages(recipe, data, progress, say, clock)
+    final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
+    return finish_run(recipe, data, warm, search, final, clock, say)
