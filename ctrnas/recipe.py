@@ -129,8 +129,9 @@ class OneShotConfig:
 @dataclass(frozen=True)
 class FinalConfig:
     """The final stage: the top_k of the search history (None: search.top_k) are trained from scratch with
-    `train` (None: the recipe's train section) on the first `train_rows` training rows (None: all), the best
-    on validation is tested and exported; `baselines` are trained the same way for the report."""
+    `train` (None: the recipe's train section; keys given here override it) on the first `train_rows`
+    training rows (None: all), the best on validation is tested and exported; `baselines` are trained the
+    same way for the report."""
 
     top_k: int | None = None
     train: TrainConfig | None = None
@@ -297,6 +298,10 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
     if isinstance(data.get("space"), str):
         data["space"] = {"base": data["space"]}  # so 'space.num_blocks=3' can override a preset by name
     data = _resolve_space(apply_overrides(data, overrides), source)
+    final = data.get("final")
+    if isinstance(final, dict) and isinstance(final.get("train"), dict) and isinstance(data.get("train"), dict):
+        # final.train lists what differs from the train section (epochs, lr...); the rest is inherited
+        data["final"] = {**final, "train": deep_merge(data["train"], final["train"])}
     data.setdefault("source", source)
     try:
         return from_dict(Recipe, data, source=source)

@@ -169,7 +169,10 @@ class DistributedTrainer(Trainer):
                 "fused_optimizer": fused, "step": self.step, "loss_sum": self.loss_sum,
                 "rows_seen": self.rows_seen, "train_seconds": self.train_seconds, "history": self.history,
                 "config": to_dict(self.cfg), "sharding": self.sharding,
-                "global_rows": self.global_rows, "global_loss_sum": self.global_loss_sum}
+                "global_rows": self.global_rows, "global_loss_sum": self.global_loss_sum,
+                # best-on-val weights are per-rank shards and stay in memory: a resumed run that must
+                # restore them raises (Trainer._load_weights) instead of ending on other weights
+                "selection": {**self.selection_state(), "weights": None}}
 
     def save(self) -> None:
         if self.ckpt_dir is None:
@@ -206,6 +209,7 @@ class DistributedTrainer(Trainer):
         self.step, self.loss_sum, self.rows_seen = state["step"], state["loss_sum"], state["rows_seen"]
         self.train_seconds, self.history = state["train_seconds"], state["history"]
         self.global_rows, self.global_loss_sum = state["global_rows"], state["global_loss_sum"]
+        self.load_selection_state(state.get("selection"))
         return True
 
 

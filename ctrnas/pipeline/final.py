@@ -40,7 +40,9 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
 
         # the global batch sources above go in whole: the trainer takes this rank's slice of each batch
         trainer = DistributedTrainer(model, cfg, distributed.env, distributed.sharding, out_dir)
-    trainer.fit(train, resume=out_dir is not None)
+    # model selection over epochs (restore_best / early_stop_patience) watches the same val rows
+    selecting = (cfg.restore_best or cfg.early_stop_patience is not None) and split_rows(data, "val")
+    trainer.fit(train, val if selecting else None, resume=out_dir is not None)
     seconds = time.perf_counter() - t0
     v = trainer.evaluate(val).to_dict() if split_rows(data, "val") else {}
     t = trainer.evaluate(test).to_dict() if split_rows(data, "test") else {}

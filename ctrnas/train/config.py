@@ -34,6 +34,12 @@ class TrainConfig:
     seed: int = 0
     eval_every: int = 0                  # steps between val evaluations; 0 = only at the end
     eval_rows: int | None = None         # cap on val rows per evaluation (None = the whole split)
+    # FuxiCTR-style model selection over epochs: evaluate on val at every epoch end, stop after
+    # `early_stop_patience` evaluations without a lower val log loss, and end on the best evaluation's
+    # weights. CTR models overfit after 1-2 epochs (the embeddings memorise), so the last epoch is often
+    # not the best one. Off by default: NASRec trains exactly `epochs` and keeps the last weights.
+    restore_best: bool = False
+    early_stop_patience: int | None = None
     checkpoint_every: int = 0            # steps between checkpoints; 0 = only at the end
     log_every: int = 50
     progress: bool = True
@@ -53,6 +59,8 @@ class TrainConfig:
             ("embedding_dim", self.embedding_dim > 0, "must be > 0"),
             ("row_cap", self.row_cap is None or self.row_cap > 0, "must be > 0 or null"),
             ("eval_every", self.eval_every >= 0, "must be >= 0"),
+            ("early_stop_patience", self.early_stop_patience is None or self.early_stop_patience >= 1,
+             "must be >= 1 or null"),
             ("checkpoint_every", self.checkpoint_every >= 0, "must be >= 0"),
         ]
         for key, ok, why in checks:

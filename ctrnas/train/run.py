@@ -36,6 +36,14 @@ def split_batches(data_dir: str | Path, cfg: TrainConfig, train_fraction: float 
     return meta, train, val, test
 
 
+def selected_val(summary: dict, cfg: TrainConfig) -> dict | None:
+    """The val metrics of the weights the run ended on: the best evaluation's with restore_best."""
+    hist = summary["val_history"]
+    if cfg.restore_best and summary.get("best"):
+        return next(h for h in hist if h["step"] == summary["best"]["step"])
+    return hist[-1] if hist else None
+
+
 def metrics_record(name: str, data_dir: str | Path, meta: dict, params: dict, summary: dict, test_result,
                    train, train_fraction: float | None, cfg: TrainConfig, extra: dict | None = None) -> dict:
     """The metrics.json content of one from-scratch run."""
@@ -49,7 +57,7 @@ def metrics_record(name: str, data_dir: str | Path, meta: dict, params: dict, su
         "train_rows_used": train.rows if train_fraction is None else fraction_rows(splits["train"]["rows"],
                                                                                   train_fraction),
         "val_history": summary["val_history"],
-        "val": summary["val_history"][-1] if summary["val_history"] else None,
+        "val": selected_val(summary, cfg),
         "test": test_result.to_dict() if test_result is not None else None,
         # the optimum any model can reach on synthetic data (mean binary entropy of p_true), and the
         # log loss of always predicting the training CTR: a model must land between the two

@@ -84,6 +84,11 @@ class Trainer:
         self.rows_seen = 0
         self.train_seconds = 0.0
         self.history: list[dict] = []
+        # model selection over evaluations (cfg.restore_best / early_stop_patience)
+        self.best: dict | None = None      # {"step", "logloss"} of the lowest val log loss so far
+        self.bad_evals = 0                 # evaluations since the last improvement
+        self._best_weights: list | None = None
+        self.stopped_early = False
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -93,7 +98,8 @@ class Trainer:
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict(), "optimizers": [o.state_dict() for o in self.optimizers],
                 "step": self.step, "loss_sum": self.loss_sum, "rows_seen": self.rows_seen,
-                "train_seconds": self.train_seconds, "history": self.history, "config": to_dict(self.cfg)}
+                "train_seconds": self.train_seconds, "history": self.history, "config": to_dict(self.cfg),
+                "selection": self.selection_state()}
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
@@ -103,6 +109,16 @@ class Trainer:
             o.load_state_dict(s)
         self.step, self.loss_sum, self.rows_seen = state["step"], state["loss_sum"], state["rows_seen"]
         self.train_seconds, self.history = state["train_seconds"], state["history"]
+        self.load_selection_state(state.get("selection"))
+
+    def selection_state(self) -> dict:
+        return {"best": self.best, "bad_evals": self.bad_evals, "stopped_early": self.stopped_early,
+                "weights": self._best_weights}
+
+    def load_selection_state(self, sel: dict | None) -> None:
+        if sel:
+            self.best, self.bad_evals = sel["best"], sel["bad_evals"]
+            self.stopped_early, self._best_weights = sel["stopped_early"], sel["weights"]
 
     def save(self) -> None:
         if self.checkpoint_path is not None:
@@ -138,6 +154,9 @@ class Trainer:
         per_epoch = len(train)
         total = per_epoch * cfg.epochs
         stop = total if max_steps is None else min(total, max_steps)
+        selecting = val is not None and (cfg.restore_best or cfg.early_stop_patience is not None)
+        if self.stopped_early:
+            stop = self.step
         self.model.train()
         bar = tqdm(total=total, initial=self.step, disable=not cfg.progress, unit="step", dynamic_ncols=True,
                    mininterval=1.0)
@@ -158,12 +177,15 @@ class Trainer:
                         elapsed = self.train_seconds + time.perf_counter() - t0
                         bar.set_postfix(loss=f"{ema:.4f}", samples_s=f"{self.rows_seen / max(elapsed, 1e-9):.0f}")
                     want_eval = val is not None and (
-                        (cfg.eval_every and self.step % cfg.eval_every == 0) or self.step == total)
+                        (cfg.eval_every and self.step % cfg.eval_every == 0) or self.step == total
+                        or (selecting and self.step % per_epoch == 0))
                     want_ckpt = (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0) or self.step == stop
                     if want_eval or want_ckpt:
                         self.train_seconds += time.perf_counter() - t0  # evaluation is not training time
                         if want_eval:
                             self._record_eval(val, epoch)
+                            if selecting and self._select() and self.step < stop:
+                                self.stopped_early, stop, want_ckpt = True, self.step, True
                         if want_ckpt:
                             self.save()
                         t0 = time.perf_counter()
@@ -176,7 +198,48 @@ class Trainer:
                                       f"{per_epoch} batches per epoch the source announced")
         finally:
             bar.close()
+        if selecting and cfg.restore_best and self.step >= stop and self.best is not None \
+                and self.best["step"] != self.step:
+            self._load_weights(self._best_weights)
         return self.summary()
+
+    def _select(self) -> bool:
+        """Track the lowest val log loss after an evaluation; True when early stopping should stop now."""
+        cur = self.history[-1]
+        if self.best is None or cur["logloss"] < self.best["logloss"]:
+            self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
+            if self.cfg.restore_best:
+                self._best_weights = self._copy_weights()
+        else:
+            self.bad_evals += 1
+        p = self.cfg.early_stop_patience
+        return p is not None and self.bad_evals >= p
+
+    def _state_tensors(self) -> list[torch.Tensor]:
+        """The model's state as plain local tensors that share storage with it (sharded tables: this
+        rank's shards), so a copy can be written back in place."""
+        out = []
+        for v in self.model.state_dict().values():
+            if hasattr(v, "local_shards"):      # torch ShardedTensor (TorchRec's sharded tables)
+                out.extend(sh.tensor for sh in v.local_shards())
+            elif hasattr(v, "to_local"):        # DTensor
+                out.append(v.to_local())
+            elif isinstance(v, torch.Tensor):
+                out.append(v)
+        return out
+
+    @torch.no_grad()
+    def _copy_weights(self) -> list[torch.Tensor]:
+        return [t.detach().clone() for t in self._state_tensors()]
+
+    @torch.no_grad()
+    def _load_weights(self, weights: list[torch.Tensor]) -> None:
+        tensors = self._state_tensors()
+        if weights is None or len(weights) != len(tensors):
+            raise CtrnasError("restore_best: the best evaluation's weights are not available (a distributed "
+                              "run resumed after it?) or do not match the model; re-run in a new output folder")
+        for t, w in zip(tensors, weights):
+            t.copy_(w)
 
     def train_step(self, batch: Batch, total_steps: int) -> float:
         """One optimizer step on `batch`; returns its mean loss."""
@@ -223,4 +286,4 @@ class Trainer:
         return {"steps": self.step, "rows": self.rows_seen, "seconds": sec,
                 "samples_per_s": self.rows_seen / sec if sec > 0 else float("nan"),
                 "train_logloss": self.loss_sum / self.rows_seen if self.rows_seen else float("nan"),
-                "val_history": self.history}
+                "best": self.best, "stopped_early": self.stopped_early, "val_history": self.history}

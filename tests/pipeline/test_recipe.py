@@ -119,3 +119,14 @@ def test_every_shipped_recipe_loads(path):
         assert r.warmup.fraction == 1.0 and r.fitness_kind == "oneshot"
     if "zeroshot" in path.name:
         assert r.warmup.fraction == 0.0 and r.fitness_kind == "proxy"
+
+
+def test_final_train_inherits_the_train_section_and_overrides_only_its_keys():
+    r = recipe_from_dict({**MINIMAL, "train": {"batch_size": 128, "lr": 0.2, "threads": 1},
+                          "final": {"train": {"epochs": 2, "restore_best": True}}})
+    f = r.final_train
+    assert (f.epochs, f.restore_best, f.batch_size, f.lr, f.threads) == (2, True, 128, 0.2, 1)
+    assert r.train.epochs == 1 and not r.train.restore_best
+    # no final.train: the train section itself; a resolved recipe round-trips unchanged
+    assert recipe_from_dict({**MINIMAL, "train": {"lr": 0.3}}).final_train.lr == 0.3
+    assert override(r, "seed=3").final_train == f

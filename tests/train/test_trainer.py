@@ -113,3 +113,77 @@ def test_resume_refuses_a_different_recipe(learnable, tmp_path):
     Trainer(_model(schema), _cfg(), out_dir=tmp_path).fit(src, max_steps=2)
     with pytest.raises(CtrnasError, match="lr"):
         Trainer(_model(schema), _cfg(lr=0.2), out_dir=tmp_path).fit(src)
+
+
+# -- model selection over epochs (restore_best / early_stop_patience) -----------------------------------------
+
+def _overfitting_setup(learnable):
+    """Few training rows and a large LR: the val log loss bottoms out after an epoch or two, then rises."""
+    schema, dense, ids, y, _ = learnable
+    names = schema.sparse_names
+    train = TensorBatches(dense[:300], ids[:300], y[:300], names, 50, shuffle_seed=0)
+    val = TensorBatches(dense[5000:], ids[5000:], y[5000:], names, 1000)
+    return schema, train, val
+
+
+def _reference_epochs(schema, train, val, epochs):
+    """Plain training to `epochs`, with the weights and the val log loss recorded after every epoch."""
+    model = _model(schema)
+    t = Trainer(model, _cfg(epochs=epochs, lr=0.5, schedule="constant", warmup_ratio=0.0))
+    snaps, losses = [], []
+    for e in range(1, epochs + 1):
+        t.fit(train, max_steps=e * len(train))
+        snaps.append({k: v.clone() for k, v in model.state_dict().items()})
+        losses.append(t.evaluate(val).logloss)
+    return snaps, losses
+
+
+def test_restore_best_ends_on_the_lowest_val_epoch(learnable):
+    schema, train, val = _overfitting_setup(learnable)
+    epochs = 6
+    snaps, losses = _reference_epochs(schema, train, val, epochs)
+    best = min(range(epochs), key=losses.__getitem__)
+    assert best < epochs - 1, f"the setup must overfit (val per epoch {losses})"
+    model = _model(schema)
+    t = Trainer(model, _cfg(epochs=epochs, lr=0.5, schedule="constant", warmup_ratio=0.0, restore_best=True))
+    summary = t.fit(train, val)
+    assert [h["logloss"] for h in t.history] == pytest.approx(losses, rel=1e-6)
+    assert summary["best"]["step"] == (best + 1) * len(train)
+    assert summary["steps"] == epochs * len(train) and not summary["stopped_early"]
+    for k, v in model.state_dict().items():
+        torch.testing.assert_close(v, snaps[best][k], rtol=0, atol=0)
+    assert t.evaluate(val).logloss == pytest.approx(losses[best], rel=1e-6)
+
+
+def test_early_stopping_stops_after_patience_evaluations_without_improvement(learnable, tmp_path):
+    schema, train, val = _overfitting_setup(learnable)
+    epochs = 6
+    snaps, losses = _reference_epochs(schema, train, val, epochs)
+    # the first epoch after which `patience` evaluations in a row did not improve on the best so far
+    patience, best, stop = 1, 0, None
+    for e in range(1, epochs):
+        if losses[e] < losses[best]:
+            best = e
+        elif e - best >= patience:
+            stop = e
+            break
+    assert stop is not None, f"the setup must overfit (val per epoch {losses})"
+    cfg = _cfg(epochs=epochs, lr=0.5, schedule="constant", warmup_ratio=0.0, restore_best=True,
+               early_stop_patience=patience)
+    model = _model(schema)
+    summary = Trainer(model, cfg, out_dir=tmp_path).fit(train, val)
+    assert summary["stopped_early"] and summary["steps"] == (stop + 1) * len(train)
+    assert len(summary["val_history"]) == stop + 1
+    for k, v in model.state_dict().items():
+        torch.testing.assert_close(v, snaps[best][k], rtol=0, atol=0)
+    # a finished early-stopped run resumes as finished: no more steps, the same (best) weights
+    again = _model(schema, seed=5)
+    s2 = Trainer(again, cfg, out_dir=tmp_path).fit(train, val)
+    assert s2["steps"] == summary["steps"] and s2["best"] == summary["best"]
+    for k, v in again.state_dict().items():
+        torch.testing.assert_close(v, snaps[best][k], rtol=0, atol=0)
+
+
+def test_early_stop_patience_must_be_positive():
+    with pytest.raises(RecipeError, match="early_stop_patience"):
+        TrainConfig(early_stop_patience=0)
