@@ -45,7 +45,7 @@ def toy_config(**over) -> TrainConfig:
 
 
 def train_ranks(env, specs: list[dict], out_path: str) -> None:
-    """For each spec {sharding, model, fit, resume, out_dir}: train on this rank's slices (step by step,
+    """For each spec {sharding, model, fit, resume, out_dir, config, val_seed}: train on this rank's slices (step by step,
     recording the losses, or with `fit` and checkpoints into out_dir; `resume` stops after 3 steps and
     finishes with a new trainer resumed from the checkpoint), then gather weights and evaluate; rank 0
     saves all results to `out_path`."""
@@ -59,7 +59,9 @@ def train_ranks(env, specs: list[dict], out_path: str) -> None:
         model = toy_model(schema, spec.get("model", "dlrm"))
         fwd = supernet_forward if spec.get("model") == "supernet" else None
         kw = {"forward": fwd, "eval_forward": fwd} if fwd else {}
-        trainer = DistributedTrainer(model, toy_config(), env, ShardingConfig(spec.get("sharding")),
+        cfg = toy_config(**spec.get("config", {}))
+        val = toy_data(seed=spec["val_seed"])[1] if "val_seed" in spec else data
+        trainer = DistributedTrainer(model, cfg, env, ShardingConfig(spec.get("sharding")),
                                      out_dir=spec.get("out_dir"), **kw)
         initial = gather_state_dict(trainer.model)
         losses, summary = [], None
@@ -69,7 +71,7 @@ def train_ranks(env, specs: list[dict], out_path: str) -> None:
                                          ShardingConfig(spec.get("sharding")), out_dir=spec["out_dir"], **kw)
             summary = trainer.fit(data)
         elif spec.get("fit"):
-            summary = trainer.fit(data, val=data)
+            summary = trainer.fit(data, val=val)
         else:
             for batch in data.batches():
                 losses.append(trainer.train_step(slice_batch(batch, env.rank, env.world_size), len(data)))

@@ -18,18 +18,22 @@ from ctrnas.distributed.testing import supernet_forward, toy_config, toy_data, t
 from ctrnas.train.trainer import Trainer
 
 SPECS = [{"sharding": "row_wise"}, {"sharding": "table_wise"},
-         {"sharding": None, "model": "supernet", "fit": True}, {"sharding": "table_wise", "model": "deepfm", "resume": True}]
+         {"sharding": None, "model": "supernet", "fit": True}, {"sharding": "table_wise", "model": "deepfm", "resume": True},
+         # model selection: a large constant LR overfits the 87 rows, so the best val epoch is not the last
+         {"sharding": "row_wise", "fit": True, "val_seed": 1,
+          "config": {"epochs": 8, "lr": 0.5, "schedule": "constant", "warmup_ratio": 0.0, "restore_best": True}}]
 
 
 def _reference(spec):
     schema, data = toy_data()
     model = toy_model(schema, spec.get("model", "dlrm"))
     kw = {"forward": supernet_forward, "eval_forward": supernet_forward} if spec.get("model") == "supernet" else {}
-    trainer = Trainer(model, toy_config(), **kw)
+    trainer = Trainer(model, toy_config(**spec.get("config", {})), **kw)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     losses, summary = [], None
+    val = toy_data(seed=spec["val_seed"])[1] if "val_seed" in spec else data
     if spec.get("fit") or spec.get("resume"):
-        summary = trainer.fit(data, val=data if spec.get("fit") else None, resume=False)
+        summary = trainer.fit(data, val=val if spec.get("fit") else None, resume=False)
     else:
         losses = [trainer.train_step(b, len(data)) for b in data.batches()]
     return {"model": model, "initial": initial, "final": model.state_dict(), "losses": losses,
@@ -119,3 +123,12 @@ def test_resumed_distributed_run_equals_uninterrupted_one_process_run(runs):
     assert math.isclose(dist_run["summary"]["train_logloss"], ref["summary"]["train_logloss"], rel_tol=1e-5)
     assert _max_diff(ref["initial"], ref["final"]) > 1e-2
     assert _max_diff(dist_run["final"], ref["final"]) < 1e-5
+
+
+def test_restore_best_ends_on_the_same_weights_as_one_process(runs):
+    dist_run, ref = runs[0][4]
+    best, last = ref["summary"]["best"]["step"], ref["summary"]["steps"]
+    assert best < last, "the case must overfit so that the restore is exercised"
+    assert dist_run["summary"]["best"]["step"] == best
+    assert _max_diff(dist_run["final"], ref["final"]) < 1e-5
+    assert _max_diff(ref["final"], ref["initial"]) > 1e-3
