@@ -37,6 +37,10 @@ class SpaceConfig:
     attention_heads: int = 8  # NASRec: 8 heads over d = 16
     # "binomial": 1 + Binomial(min(i-1, max_inputs-1), 0.5) sources (NASRec `binomial-0.5`); "single": one.
     fan_in: Literal["binomial", "single"] = "binomial"
+    # NASRec `--use_layernorm`: LayerNorm after each op (FC, Sum, Gating, Dot, EFC, FM, the Attention
+    # token projection). False makes those norms the identity, in the supernet and in exported models.
+    # Attention's two residual LayerNorms stay either way, as in NASRec's Transformer.
+    layernorm: bool = True
 
     def __post_init__(self):
         src = f"space {self.name!r}"

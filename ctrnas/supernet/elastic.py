@@ -72,10 +72,31 @@ class ElasticLayerNorm(nn.LayerNorm):
         return ln
 
 
+class ElasticIdentity(nn.Module):
+    """The stand-in for `ElasticLayerNorm` when the space has `layernorm: false`: no parameters."""
+
+    def forward(self, x: torch.Tensor, d: int | None = None) -> torch.Tensor:
+        return x
+
+    def extract(self, d: int | None = None) -> nn.Module:
+        return nn.Identity()
+
+
+def elastic_layer_norm(d: int, on: bool = True) -> nn.Module:
+    """`ElasticLayerNorm(d)`, or `ElasticIdentity()` when LayerNorm is off (`Dims.layernorm`)."""
+    return ElasticLayerNorm(d) if on else ElasticIdentity()
+
+
+def layer_norm(d: int, on: bool = True) -> nn.Module:
+    """`nn.LayerNorm(d)`, or `nn.Identity()` when LayerNorm is off (`Dims.layernorm`)."""
+    return nn.LayerNorm(d) if on else nn.Identity()
+
+
 def linear_cost(n_in: int, n_out: int, rows: int = 1, bias: bool = True) -> tuple[int, int]:
     """(params, FLOPs) of a linear layer applied to `rows` vectors; FLOPs = 2 * multiply-adds, bias not counted."""
     return n_in * n_out + (n_out if bias else 0), 2 * rows * n_in * n_out
 
 
-def ln_params(d: int) -> int:
-    return 2 * d
+def ln_params(d: int, on: bool = True) -> int:
+    """Parameters of a LayerNorm over d features (scale and shift); 0 when LayerNorm is off."""
+    return 2 * d if on else 0

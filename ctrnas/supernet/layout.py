@@ -28,13 +28,14 @@ class Dims:
     max_tokens: int
     merge_tokens: int  # 0 when the space never merges
     heads: int
+    layernorm: bool = True  # SpaceConfig.layernorm: each op's LayerNorm on, or the identity
 
     @classmethod
     def of(cls, schema: DatasetSchema, config: SpaceConfig, emb_dim: int | None = None) -> "Dims":
         return cls(n_dense=schema.dense_dim, n_sparse=len(schema.sparse), emb=emb_dim or config.emb_dim,
                    max_dense=config.max_dense_dim, max_tokens=config.max_sparse_tokens,
                    merge_tokens=config.merge_tokens if True in config.dense_sparse_merge else 0,
-                   heads=config.attention_heads)
+                   heads=config.attention_heads, layernorm=config.layernorm)
 
     @property
     def pad_width(self) -> int:

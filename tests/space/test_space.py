@@ -5,6 +5,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
 
 from ctrnas.errors import ArchValidationError, RecipeError
@@ -124,9 +125,26 @@ def test_custom_space_from_recipe_mapping():
     assert get_space(SpaceConfig(num_blocks=2, fan_in="single")).sample(rng).blocks[1].dense_idx in ((0,), (1,))
 
 
+def test_layernorm_switch_from_recipe_mapping():
+    # NASRec --use_layernorm: on in both presets; a recipe turns it off with `space: {base: ..., layernorm: false}`
+    from ctrnas.recipe import dump_recipe, recipe_from_dict
+
+    assert get_space("nasrec-full").config.layernorm and get_space("nasrec-small").config.layernorm
+    c = get_space({"base": "nasrec-small", "layernorm": False}).config
+    assert c.layernorm is False and c.name == "nasrec-small-custom"
+    assert dataclasses.replace(c, layernorm=True, name="nasrec-small") == get_space("nasrec-small").config
+    # sampling does not depend on it
+    rng1, rng2 = np.random.default_rng(3), np.random.default_rng(3)
+    assert get_space(c).sample(rng1) == get_space("nasrec-small").sample(rng2)
+    recipe = recipe_from_dict({"name": "t", "data": {"path": "x"},
+                               "space": {"base": "nasrec-small", "layernorm": False}})
+    assert recipe.space == c and recipe_from_dict(yaml.safe_load(dump_recipe(recipe))).space == c
+
+
 @pytest.mark.parametrize("spec, key", [
     ({"dense_ops": ["fc", "conv"]}, "dense_ops"), ({"dims": [1]}, "dims"), ({"num_blocks": "7"}, "num_blocks"),
     ({"attention_heads": 3}, "attention_heads"), ({"base": "nasrec-huge"}, "base"),
+    ({"layernorm": "no"}, "layernorm"),
 ])
 def test_bad_space_config_names_key(spec, key):
     with pytest.raises(RecipeError) as e:

@@ -39,6 +39,22 @@ def test_params_and_flops_of_a_hand_built_arch():
     assert count_params(schema, space, arch, include_embeddings=True, row_cap=15) == 340 + (10 + 15 + 15) * E
 
 
+def test_params_of_the_hand_built_arch_without_layernorm():
+    # Same arch as above with `layernorm: false`: the op LNs go (FC LN(5), EFC LN(E), FM LN(5), Dot LN(3),
+    # Attention's projection LN(E)); Attention's two residual LN(E) stay; FLOPs do not count norms anyway.
+    schema = make_schema(n_dense=2, cards=(10, 20, 30))
+    space = get_space({"num_blocks": 2, "dense_dims": [3, 5], "sparse_tokens": [2, 4], "merge_tokens": 1,
+                       "emb_dim": 4, "attention_heads": 2, "layernorm": False})
+    b1 = BlockChoice(dense_idx=(0,), sparse_idx=(0,), dense_left_idx=0, dense_right_idx=0, dense_op="fc",
+                     sparse_op="efc", dense_dim=5, sparse_tokens=2, dense_sparse_merge=False, fm=True)
+    b2 = BlockChoice(dense_idx=(0, 1), sparse_idx=(1,), dense_left_idx=0, dense_right_idx=1, dense_op="dot",
+                     sparse_op="attention", dense_dim=3, sparse_tokens=4, dense_sparse_merge=True, fm=False)
+    arch = Arch((b1, b2))
+    E = 4
+    assert count_params(schema, space, arch) == 340 - (10 + 2 * E + 10 + 6 + 2 * E) == 298
+    assert count_flops(schema, space, arch) == 1534
+
+
 def counted_flops(model, batch) -> float:
     """FLOPs per example of the exported model by torch's counter (plus CPU flash attention, which it misses)."""
     dense, kjt, _ = batch
@@ -68,6 +84,22 @@ def test_counts_match_the_exported_model(base):
         assert count_params(schema, space, arch) == sum(p.numel() for p in model.net.parameters())
         assert count_params(schema, space, arch, include_embeddings=True, row_cap=20) == sum(
             p.numel() for p in model.parameters())
+        assert count_flops(schema, space, arch) == counted_flops(model, batch)
+
+
+@pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small"])
+def test_counts_match_the_exported_model_without_layernorm(base):
+    torch.manual_seed(0)
+    schema = make_schema()
+    space = get_space({"base": base, "num_blocks": 4, "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5],
+                       "merge_tokens": 2, "attention_heads": 2, "layernorm": False})
+    net = Supernet(schema, space, row_cap=20)
+    batch = make_batch(schema, batch=4)
+    rng = np.random.default_rng(0)
+    for _ in range(15):
+        arch = space.sample(rng)
+        model = export(net, arch)
+        assert count_params(schema, space, arch) == sum(p.numel() for p in model.net.parameters())
         assert count_flops(schema, space, arch) == counted_flops(model, batch)
 
 

@@ -180,3 +180,55 @@ def test_training_the_path_equals_training_the_export(schema):
         changed_net = sum(int((p != before_net[n]).sum()) for n, p in net.named_parameters())
         changed_model = sum(int((p != before_model[n]).sum()) for n, p in model.named_parameters())
         assert changed_net == changed_model > 0
+
+
+def layernorms(module):
+    """Names of the nn.LayerNorm modules (ElasticLayerNorm included) under `module`."""
+    return [n for n, m in module.named_modules() if isinstance(m, torch.nn.LayerNorm)]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+@pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small"])
+def test_layernorm_off_export_equals_supernet_path_without_layernorms(base):
+    # `layernorm: false` (NASRec --use_layernorm 0): every op's LN is the identity in supernet and export;
+    # only the Attention encoder's two residual LNs (ln1, ln2) stay, as in NASRec's Transformer.
+    torch.manual_seed(0)
+    schema = make_schema()
+    space = get_space({"base": base, **TINY, "layernorm": False})
+    net = Supernet(schema, space)
+    assert all(n.endswith((".enc.ln1", ".enc.ln2")) for n in layernorms(net))
+    batch = make_batch(schema, batch=8, seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a = space.sample(rng)
+        check_equal(net, a, batch)
+        model = export(net, a)
+        assert all(n.endswith((".enc.ln1", ".enc.ln2")) for n in layernorms(model))
+        if base == "nasrec-small":
+            assert layernorms(model) == []
+    scripted = torch.jit.script(model.net)  # nn.Identity in place of the LNs still compiles
+    dense, kjt, _ = batch
+    torch.testing.assert_close(scripted(dense, model.stem(kjt)), model(dense, kjt), atol=1e-6, rtol=0)
+
+
+def test_layernorm_off_changes_the_function_and_on_is_the_default(schema):
+    # Same seed, same weights apart from the LNs: switching LN off must change the output (the norms were
+    # really removed), and an explicit `layernorm: true` builds exactly the default supernet.
+    space_on = get_space({"base": "nasrec-full", **TINY})
+    space_off = get_space({"base": "nasrec-full", **TINY, "layernorm": False})
+    assert space_on.config.layernorm and get_space("nasrec-full").config.layernorm
+    torch.manual_seed(0)
+    net_on = Supernet(schema, space_on)
+    torch.manual_seed(0)
+    net_explicit = Supernet(schema, get_space({"base": "nasrec-full", **TINY, "layernorm": True}))
+    torch.manual_seed(0)
+    net_off = Supernet(schema, space_off)
+    sd_on, sd_off = net_on.state_dict(), net_off.state_dict()
+    assert set(sd_off) < set(sd_on)
+    assert {k for k in sd_on if k not in sd_off} == {
+        k for k in sd_on if ".ln." in k or k.endswith(("enc.ln0.weight", "enc.ln0.bias"))}
+    for k, v in net_explicit.state_dict().items():
+        torch.testing.assert_close(v, sd_on[k], atol=0, rtol=0)
+    dense, kjt, _ = make_batch(schema, seed=5)
+    a = space_on.sample(np.random.default_rng(5))
+    assert not torch.allclose(net_on(dense, kjt, a), net_off(dense, kjt, a))

@@ -1,5 +1,8 @@
 """Attention: project the token axis to s tokens + LN, multi-head self-attention with residual and LN,
-feed-forward E -> E -> E with residual and LN (NASRec `transformer`, anchors §1.2)."""
+feed-forward E -> E -> E with residual and LN (NASRec `transformer`, anchors §1.2).
+
+With `layernorm: false` only the LN after the projection goes (the identity); the two residual LNs stay,
+as in NASRec's Transformer, whose `use_layernorm` gates only `_proj_ln`."""
 
 from __future__ import annotations
 
@@ -9,15 +12,15 @@ import torch
 from torch import nn
 
 from ctrnas.supernet.blocks.base import OpInput, token_linear
-from ctrnas.supernet.elastic import ElasticLinear, init_linear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, init_linear, layer_norm, linear_cost, ln_params
 
 
 class _Encoder(nn.Module):
     """x -> LN(x + MHA(x)) -> LN(. + FFN(.)); width-independent, so shared as is and copied on export."""
 
-    def __init__(self, emb: int, heads: int):
+    def __init__(self, emb: int, heads: int, layernorm: bool = True):
         super().__init__()
-        self.ln0 = nn.LayerNorm(emb)
+        self.ln0 = layer_norm(emb, layernorm)  # the op's own LN: the identity when LayerNorm is off
         self.mha = nn.MultiheadAttention(emb, heads, batch_first=True)
         # NASRec starts this LN's scale at 0.17, "tuned manually" for its data (anchors §1.2); we keep
         # the standard 1.0 rather than carry a dataset-specific constant.
@@ -37,7 +40,7 @@ class Attention(nn.Module):
     def __init__(self, dims, i: int):
         super().__init__()
         self.proj = ElasticLinear(dims.tok_in_max(i), dims.max_tokens)
-        self.enc = _Encoder(dims.emb, dims.heads)
+        self.enc = _Encoder(dims.emb, dims.heads, dims.layernorm)
 
     def forward(self, io, x: OpInput) -> torch.Tensor:
         return self.enc(token_linear(self.proj, x.sparse, io.tokens, x.tok_cols))
@@ -52,7 +55,7 @@ class Attention(nn.Module):
         p_mha = 4 * e * e + 4 * e  # in-projection (3E x E + 3E) and out-projection (E x E + E)
         f_mha = 2 * s * e * 3 * e + 2 * s * e * e + 2 * 2 * s * s * e  # projections + QK^T + AV
         p_ff, f_ff = linear_cost(e, e, rows=s)
-        return p_proj + p_mha + 2 * p_ff + 3 * ln_params(e), f_proj + f_mha + 2 * f_ff
+        return p_proj + p_mha + 2 * p_ff + ln_params(e, dims.layernorm) + 2 * ln_params(e), f_proj + f_mha + 2 * f_ff
 
 
 class FixedAttention(nn.Module):

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ctrnas.supernet.blocks.base import OpInput, token_linear
-from ctrnas.supernet.elastic import ElasticLayerNorm, ElasticLinear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, elastic_layer_norm, linear_cost, ln_params
 from ctrnas.supernet.layout import BlockIO, Dims
 
 
@@ -29,7 +29,7 @@ class Dot(nn.Module):
         self.proj = ElasticLinear(dims.dense_in_max(i), dims.emb)
         self.compress = ElasticLinear(dims.tok_in_max(i), k)
         self.lin = ElasticLinear((k + 1) * k // 2, dims.max_dense)
-        self.ln = ElasticLayerNorm(dims.max_dense)
+        self.ln = elastic_layer_norm(dims.max_dense, dims.layernorm)
 
     def forward(self, io: BlockIO, x: OpInput) -> torch.Tensor:
         p = self.proj(x.dense, None, x.dense_cols)
@@ -47,11 +47,11 @@ class Dot(nn.Module):
         p2, f2 = linear_cost(io.tok_in, k, rows=dims.emb)
         p3, f3 = linear_cost((k + 1) * k // 2, io.dense_dim)
         f_bmm = 2 * (k + 1) * (k + 1) * dims.emb
-        return p1 + p2 + p3 + ln_params(io.dense_dim), f1 + f2 + f3 + f_bmm
+        return p1 + p2 + p3 + ln_params(io.dense_dim, dims.layernorm), f1 + f2 + f3 + f_bmm
 
 
 class FixedDot(nn.Module):
-    def __init__(self, proj: nn.Linear, compress: nn.Linear, lin: nn.Linear, ln: nn.LayerNorm):
+    def __init__(self, proj: nn.Linear, compress: nn.Linear, lin: nn.Linear, ln: nn.Module):
         super().__init__()
         self.proj, self.compress, self.lin, self.ln = proj, compress, lin, ln
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ctrnas.supernet.blocks.base import OpInput, token_linear
-from ctrnas.supernet.elastic import ElasticLinear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, layer_norm, linear_cost, ln_params
 from ctrnas.supernet.layout import BlockIO, Dims
 
 
@@ -18,7 +18,7 @@ class EFC(nn.Module):
     def __init__(self, dims: Dims, i: int):
         super().__init__()
         self.lin = ElasticLinear(dims.tok_in_max(i), dims.max_tokens)
-        self.ln = nn.LayerNorm(dims.emb)
+        self.ln = layer_norm(dims.emb, dims.layernorm)
 
     def forward(self, io: BlockIO, x: OpInput) -> torch.Tensor:
         return torch.relu(self.ln(token_linear(self.lin, x.sparse, io.tokens, x.tok_cols)))
@@ -29,11 +29,11 @@ class EFC(nn.Module):
     @staticmethod
     def cost(dims: Dims, io: BlockIO) -> tuple[int, int]:
         p, f = linear_cost(io.tok_in, io.tokens, rows=dims.emb)
-        return p + ln_params(dims.emb), f
+        return p + ln_params(dims.emb, dims.layernorm), f
 
 
 class FixedEFC(nn.Module):
-    def __init__(self, lin: nn.Linear, ln: nn.LayerNorm):
+    def __init__(self, lin: nn.Linear, ln: nn.Module):
         super().__init__()
         self.lin, self.ln = lin, ln
 

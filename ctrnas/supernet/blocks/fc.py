@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ctrnas.supernet.blocks.base import OpInput
-from ctrnas.supernet.elastic import ElasticLayerNorm, ElasticLinear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, elastic_layer_norm, linear_cost, ln_params
 from ctrnas.supernet.layout import BlockIO, Dims
 
 
@@ -16,7 +16,7 @@ class FC(nn.Module):
     def __init__(self, dims: Dims, i: int):
         super().__init__()
         self.lin = ElasticLinear(dims.dense_in_max(i), dims.max_dense)
-        self.ln = ElasticLayerNorm(dims.max_dense)
+        self.ln = elastic_layer_norm(dims.max_dense, dims.layernorm)
 
     def forward(self, io: BlockIO, x: OpInput) -> torch.Tensor:
         return torch.relu(self.ln(self.lin(x.dense, io.dense_dim, x.dense_cols), io.dense_dim))
@@ -27,11 +27,11 @@ class FC(nn.Module):
     @staticmethod
     def cost(dims: Dims, io: BlockIO) -> tuple[int, int]:
         p, f = linear_cost(io.dense_in, io.dense_dim)
-        return p + ln_params(io.dense_dim), f
+        return p + ln_params(io.dense_dim, dims.layernorm), f
 
 
 class FixedFC(nn.Module):
-    def __init__(self, lin: nn.Linear, ln: nn.LayerNorm):
+    def __init__(self, lin: nn.Linear, ln: nn.Module):
         super().__init__()
         self.lin, self.ln = lin, ln
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ctrnas.supernet.elastic import ElasticLayerNorm, ElasticLinear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, elastic_layer_norm, linear_cost, ln_params
 
 
 def fm_interaction(x: torch.Tensor) -> torch.Tensor:
@@ -19,7 +19,7 @@ class FM(nn.Module):
     def __init__(self, dims):
         super().__init__()
         self.lin = ElasticLinear(dims.emb, dims.max_dense)
-        self.ln = ElasticLayerNorm(dims.max_dense)
+        self.ln = elastic_layer_norm(dims.max_dense, dims.layernorm)
 
     def forward(self, sparse: torch.Tensor, d: int) -> torch.Tensor:
         return self.ln(self.lin(fm_interaction(sparse), d), d)
@@ -30,11 +30,11 @@ class FM(nn.Module):
     @staticmethod
     def cost(dims, d: int) -> tuple[int, int]:
         p, f = linear_cost(dims.emb, d)
-        return p + ln_params(d), f
+        return p + ln_params(d, dims.layernorm), f
 
 
 class FixedFM(nn.Module):
-    def __init__(self, lin: nn.Linear, ln: nn.LayerNorm):
+    def __init__(self, lin: nn.Linear, ln: nn.Module):
         super().__init__()
         self.lin, self.ln = lin, ln
 

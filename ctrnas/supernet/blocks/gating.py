@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ctrnas.supernet.blocks.base import OpInput, pad_to
-from ctrnas.supernet.elastic import ElasticLayerNorm, ElasticLinear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, elastic_layer_norm, linear_cost, ln_params
 from ctrnas.supernet.layout import BlockIO, Dims
 
 
@@ -21,7 +21,7 @@ class Gating(nn.Module):
         super().__init__()
         self.gate = ElasticLinear(dims.pad_width, dims.pad_width)
         self.lin = ElasticLinear(dims.pad_width, dims.max_dense)
-        self.ln = ElasticLayerNorm(dims.max_dense)
+        self.ln = elastic_layer_norm(dims.max_dense, dims.layernorm)
 
     def forward(self, io: BlockIO, x: OpInput) -> torch.Tensor:
         w = max(io.left_w, io.right_w)
@@ -38,11 +38,11 @@ class Gating(nn.Module):
         w = max(io.left_w, io.right_w)
         p1, f1 = linear_cost(io.left_w, w)
         p2, f2 = linear_cost(w, io.dense_dim)
-        return p1 + p2 + ln_params(io.dense_dim), f1 + f2
+        return p1 + p2 + ln_params(io.dense_dim, dims.layernorm), f1 + f2
 
 
 class FixedGating(nn.Module):
-    def __init__(self, gate: nn.Linear, lin: nn.Linear, ln: nn.LayerNorm, width: int):
+    def __init__(self, gate: nn.Linear, lin: nn.Linear, ln: nn.Module, width: int):
         super().__init__()
         self.gate, self.lin, self.ln, self.width = gate, lin, ln, width
 

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ctrnas.supernet.blocks.base import OpInput, pad_to
-from ctrnas.supernet.elastic import ElasticLayerNorm, ElasticLinear, linear_cost, ln_params
+from ctrnas.supernet.elastic import ElasticLinear, elastic_layer_norm, linear_cost, ln_params
 from ctrnas.supernet.layout import BlockIO, Dims
 
 
@@ -16,7 +16,7 @@ class Sum(nn.Module):
     def __init__(self, dims: Dims, i: int):
         super().__init__()
         self.lin = ElasticLinear(dims.pad_width, dims.max_dense)
-        self.ln = ElasticLayerNorm(dims.max_dense)
+        self.ln = elastic_layer_norm(dims.max_dense, dims.layernorm)
 
     def forward(self, io: BlockIO, x: OpInput) -> torch.Tensor:
         w = max(io.left_w, io.right_w)
@@ -30,11 +30,11 @@ class Sum(nn.Module):
     @staticmethod
     def cost(dims: Dims, io: BlockIO) -> tuple[int, int]:
         p, f = linear_cost(max(io.left_w, io.right_w), io.dense_dim)
-        return p + ln_params(io.dense_dim), f
+        return p + ln_params(io.dense_dim, dims.layernorm), f
 
 
 class FixedSum(nn.Module):
-    def __init__(self, lin: nn.Linear, ln: nn.LayerNorm, width: int):
+    def __init__(self, lin: nn.Linear, ln: nn.Module, width: int):
         super().__init__()
         self.lin, self.ln, self.width = lin, ln, width
 
