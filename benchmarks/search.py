@@ -42,7 +42,8 @@ def base_recipe(args):
 
     return load_recipe(ROOT / "recipes/synthetic.yaml", [
         f"name=bench-{args.rows // 1000}k", f"output={OUT}/{{name}}", f"data.path={OUT}/data-{args.rows // 1000}k",
-        f"data.synthetic.rows={args.rows}", "train.progress=false", f"final.train_rows={args.train_rows}",
+        f"data.synthetic.rows={args.rows}", "train.progress=false",
+        f"final.train_rows={'null' if args.train_rows is None else args.train_rows}",
         f"final.baselines=[{args.baselines}]", f"search.top_k={args.top_k}", *args.set])
 
 
@@ -57,7 +58,7 @@ def _load(name: str):
 def part_found(args) -> dict:
     """The full pipeline, random search with the same number of trained models, and seed noise."""
     from ctrnas import api
-    from ctrnas.pipeline.final import train_from_scratch
+    from ctrnas.pipeline.final import final_template, train_from_scratch
     from ctrnas.pipeline.study import sample_archs
     from ctrnas.pipeline.stages import new_supernet
     from ctrnas.supernet import export
@@ -70,7 +71,7 @@ def part_found(args) -> dict:
     data = run.data
     # random search, same number of from-scratch trainings as the top-k retrain
     rnd = dataclasses.replace(recipe, seed=recipe.seed + 1000)
-    supernet = new_supernet(recipe, data)
+    supernet = final_template(recipe, data, new_supernet(recipe, data))  # the final stage's models
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     trained = []
@@ -154,8 +155,7 @@ def report(args) -> str:
     lines = ["## Search (issue 6): found model, settings, proxy ranking", "",
              f"Synthetic Criteo profile ({args.rows:,} rows, seed 0), recipe `recipes/synthetic.yaml` "
              f"with the benchmark overrides in `benchmarks/search.py`; {platform.machine()}, "
-             f"{os.cpu_count()} CPU cores (shared), torch threads {args.threads}. The first run shared its 2 cores "
-             "with ~10 other busy processes (load average ~13): wall times are ~10x an idle box; each run's "
+             f"{os.cpu_count()} CPU cores, torch threads {args.threads}. {args.machine} Each run's "
              "`metrics.json` also records CPU seconds per stage (`cpu_seconds`).", ""]
     found = _load("found")
     partial = OUT / f"bench-{args.rows // 1000}k" / "metrics.json"
@@ -223,7 +223,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="found,settings,ranking")
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--train-rows", type=int, default=400_000, help="rows per from-scratch training")
+    ap.add_argument("--train-rows", type=int, default=None,
+                    help="rows per from-scratch training of the found part (default: the whole train split)")
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--baselines", default="lr,fm,dlrm,deepfm,dcnv2")
     ap.add_argument("--noise-seeds", type=int, default=2)
@@ -237,6 +238,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads; 1 because on shared cores OpenMP spinning costs far more than it gains")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--machine", default="", help="a sentence on the load during the runs, for the report")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/search)")
     ap.add_argument("--section", default=None, help="markdown section written at the end")
     args = ap.parse_args()

@@ -140,6 +140,9 @@ class FinalConfig:
     test_rows: int | None = None
     baselines: tuple[str, ...] = ()
     export: bool = True
+    # NASRec's stand-alone training forces LayerNorm off (main_train.get_model, anchors §1.5) whatever the
+    # searched supernet used; null keeps the space's setting
+    layernorm: bool | None = False
 
     def __post_init__(self):
         if self.top_k is not None and self.top_k < 1:

@@ -60,21 +60,22 @@ def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_
 
 def final_template(recipe: Recipe, data: DataResult, supernet=None):
     """The supernet to export final models from: the search one, or one with the final stage's table
-    sizes (NASRec caps tables during search and trains the final models on full tables). Final models are
-    re-drawn from the training seed, so without `supernet` a new one of the right shape serves as well."""
-    if supernet is not None and supernet.row_cap == recipe.final_train.row_cap:
+    sizes (NASRec caps tables during search and trains the final models on full tables) and LayerNorm
+    setting (`final.layernorm`). Final models are re-drawn from the training seed, so a new supernet of the
+    right shape serves as well as the search one."""
+    config = recipe.space if supernet is None else supernet.space.config
+    if recipe.final.layernorm is not None and recipe.final.layernorm != config.layernorm:
+        config = dataclasses.replace(config, layernorm=recipe.final.layernorm)
+    if supernet is not None and supernet.row_cap == recipe.final_train.row_cap and \
+            supernet.space.config == config:
         return supernet
     import torch
 
-    from ctrnas.space import get_space
     from ctrnas.supernet import Supernet
 
+    emb = supernet.emb_dim if supernet is not None else recipe.train.embedding_dim
     with torch.random.fork_rng(devices=[]):  # its weights are never used; leave the global RNG alone
-        if supernet is not None:
-            return Supernet(supernet.schema, supernet.space, emb_dim=supernet.emb_dim,
-                            row_cap=recipe.final_train.row_cap)
-        return Supernet(data.schema, get_space(recipe.space), emb_dim=recipe.train.embedding_dim,
-                        row_cap=recipe.final_train.row_cap)
+        return Supernet(data.schema, config, emb_dim=emb, row_cap=recipe.final_train.row_cap)
 
 
 def _arch_model(recipe: Recipe, template, arch):

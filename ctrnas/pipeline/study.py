@@ -45,17 +45,25 @@ def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
 
 
 def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool) -> dict[str, dict]:
+    from ctrnas.config import to_dict
+    from ctrnas.pipeline.final import final_template
     from ctrnas.supernet import export
 
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
+    # a cached result counts only if it was trained the way this recipe trains (entries without the
+    # fingerprint predate it and are kept)
+    ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
+    how = {"train": {k: v for k, v in to_dict(recipe.final_train).items() if k not in ignore},
+           "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm}
+    template = final_template(recipe, data, supernet)  # the final stage's models: same tables and LayerNorms
     for a in tqdm(archs, desc="train from scratch", unit="model", disable=not progress):
-        if a.key() in cache:
+        if a.key() in cache and cache[a.key()].get("how", how) == how:
             continue
-        model = export(supernet, a, init="fresh", seed=recipe.final_train.seed)
+        model = export(template, a, init="fresh", seed=recipe.final_train.seed)
         val, test, sec = train_from_scratch(model, quiet, data, a.key())
-        cache[a.key()] = {"val": val, "test": test, "seconds": sec}
+        cache[a.key()] = {"val": val, "test": test, "seconds": sec, "how": how}
         atomic_write_text(cache_path, json.dumps(cache, indent=1))
     return cache
 

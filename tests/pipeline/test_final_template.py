@@ -1,0 +1,47 @@
+"""The final stage's models: NASRec trains stand-alone models without LayerNorm (final.layernorm)."""
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ctrnas.pipeline.final import final_template
+from ctrnas.pipeline.results import DataResult
+from ctrnas.recipe import recipe_from_dict
+from ctrnas.supernet import Supernet, export
+from ctrnas.supernet.testing import make_schema
+
+SPACE = {"base": "nasrec-small", "num_blocks": 2, "dense_dims": [8, 16], "sparse_tokens": [4]}
+
+
+def _setup(final: dict):
+    recipe = recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE, "final": final})
+    schema = make_schema()
+    data = DataResult(Path("x"), schema, {})
+    torch.manual_seed(0)
+    return recipe, data, Supernet(schema, recipe.space)
+
+
+def _layernorms(model: nn.Module) -> int:
+    return sum(isinstance(m, nn.LayerNorm) for m in model.modules())
+
+
+def test_default_final_models_have_no_layernorm_and_the_same_arch():
+    recipe, data, supernet = _setup({})
+    assert recipe.final.layernorm is False and supernet.space.config.layernorm is True
+    template = final_template(recipe, data, supernet)
+    assert template is not supernet and template.space.config.layernorm is False
+    arch = supernet.space.sample(np.random.default_rng(3))
+    with_ln, without = export(supernet, arch, init="fresh"), export(template, arch, init="fresh")
+    assert _layernorms(with_ln) > 0 and _layernorms(without) == 0
+    n_ln = sum(m.weight.numel() + m.bias.numel() for m in with_ln.modules() if isinstance(m, nn.LayerNorm))
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(with_ln) - count(without) == n_ln
+
+
+def test_null_keeps_the_search_supernet():
+    recipe, data, supernet = _setup({"layernorm": None})
+    assert final_template(recipe, data, supernet) is supernet
+    recipe, data, supernet = _setup({"layernorm": True})
+    assert final_template(recipe, data, supernet) is supernet
