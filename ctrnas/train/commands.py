@@ -53,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--space", default="nasrec-full", help="search space of --arch (default nasrec-full)")
     p.add_argument("--train-fraction", type=float, help="train on the first fraction of the train split only")
     p.add_argument("--eval-every", type=int, help="evaluate on val every N steps (default: at the end)")
+    p.add_argument("--restore-best", action="store_true",
+                   help="evaluate on val at every epoch end and end on the best epoch's weights")
+    p.add_argument("--early-stop-patience", type=int,
+                   help="stop after N evaluations without a lower val log loss")
+    p.add_argument("--layernorm", choices=("off", "space"), default="off",
+                   help="--arch: 'off' (default) trains without the ops' LayerNorms, as NASRec's stand-alone "
+                        "training and `ctrnas run`'s final stage do; 'space' keeps the space's setting")
     from ctrnas.distributed.commands import add_distributed_args
 
     add_distributed_args(p)  # --distributed / --sharding / --dist-backend (torchrun -m ctrnas train ...)
@@ -75,7 +82,8 @@ def _run_train(args) -> int:
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.run import train_and_test
 
-    cfg = _train_config(args, eval_every=args.eval_every)
+    cfg = _train_config(args, eval_every=args.eval_every, early_stop_patience=args.early_stop_patience,
+                        restore_best=args.restore_best or None)
     schema = load_schema(args.data)
     if args.baseline:
         from ctrnas.train.baselines import build_baseline
@@ -102,6 +110,7 @@ def _arch_model(args, schema, cfg):
     import torch
 
     from ctrnas.errors import CtrnasError
+    from ctrnas.space import get_space
     from ctrnas.space.arch import Arch
     from ctrnas.supernet.export import export
     from ctrnas.supernet.supernet import Supernet
@@ -111,12 +120,16 @@ def _arch_model(args, schema, cfg):
     except OSError as e:
         raise CtrnasError(f"{args.arch}: cannot read architecture: {e.strerror}") from None
     arch = Arch.from_json(text)
+    space = get_space(args.space).config
+    if args.layernorm == "off":
+        space = dataclasses.replace(space, layernorm=False)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
-        supernet = Supernet(schema, args.space, emb_dim=cfg.embedding_dim, row_cap=cfg.row_cap)
+        supernet = Supernet(schema, space, emb_dim=cfg.embedding_dim, row_cap=cfg.row_cap)
     model = export(supernet, arch, init="fresh", seed=cfg.seed)
     del supernet
-    return model, f"arch-{arch.key()}", {"arch": arch.to_json(), "space": args.space}
+    return model, f"arch-{arch.key()}", {"arch": arch.to_json(), "space": args.space,
+                                                "layernorm": space.layernorm}
 
 
 def _print_metrics(m: dict, out: str) -> None:

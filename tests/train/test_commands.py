@@ -82,6 +82,16 @@ def test_train_arch_from_json(ctrnas, synthetic_dir, tmp_path):
     m = json.loads((out / "metrics.json").read_text())
     assert m["arch"] == arch.to_json() and m["model"] == f"arch-{arch.key()}"
     assert np.isfinite(m["test"]["logloss"]) and m["train"]["steps"] > 0
+    # stand-alone training drops the ops' LayerNorms (NASRec); 'space' keeps them: 2 x width more params
+    assert m["layernorm"] is False
+    rc = ctrnas(["train", "--data", str(synthetic_dir), "--arch", str(path), "--space", "nasrec-small",
+                 "--out", str(tmp_path / "ln"), "--no-progress", "--train-fraction", "0.1", "--batch-size", "256",
+                 "--layernorm", "space", "--epochs", "2", "--restore-best"])
+    assert rc == 0
+    m2 = json.loads((tmp_path / "ln" / "metrics.json").read_text())
+    assert m2["layernorm"] is True and m2["params"]["dense"] > m["params"]["dense"]
+    assert len(m2["val_history"]) == 2 and m2["config"]["restore_best"]
+    assert m2["val"]["logloss"] == min(h["logloss"] for h in m2["val_history"])
 
 
 def test_resume_over_the_dataset_loader_is_bit_identical(synthetic_dir, tmp_path):
