@@ -30,7 +30,14 @@ PAPER = {
     ("sigeo", 0.0): (0.78, 0.58), ("zico", 0.0): (0.74, 0.54), ("sigeo.zico", 0.0): (0.74, 0.54),
     ("synflow", 0.0): (0.73, 0.54), ("nwot", 0.0): (0.77, 0.58), ("params", 0.0): (0.72, 0.54),
     ("sigeo", 0.1): (0.83, 0.64), ("zico", 0.1): (0.78, 0.58), ("sigeo.zico", 0.1): (0.78, 0.58),
+    ("sigeo", 0.2): (0.84, 0.65), ("zico", 0.2): (0.77, 0.57), ("sigeo.zico", 0.2): (0.77, 0.57),
+    ("sigeo", 0.4): (0.83, 0.64), ("zico", 0.4): (0.78, 0.58), ("sigeo.zico", 0.4): (0.78, 0.58),
 }
+# Metrics of the warm-up tables, each over all levels: SiGeo at the paper's CV weights and at others
+# (recombined from its stored terms), its terms, and the FR term / SiGeo with the per-sample Fisher.
+WARM_METRICS = ["sigeo", "sigeo@1,1,0", "sigeo@1,1,1", "sigeo.zico", "sigeo.fr", "sigeo.loss",
+                "frnorm.fr_sample", "frnorm.dot_mean", "sigeo_ps@1,50,1", "sigeo_ps@1,1,1"]
+EXTRA_METRICS = ["sigeo", "sigeo@1,1,1", "sigeo.zico", "sigeo.fr", "sigeo.loss", "frnorm.fr_sample", "sigeo_ps@1,50,1"]
 
 
 def main() -> int:
@@ -38,6 +45,9 @@ def main() -> int:
     ap.add_argument("--archs", type=int, default=300)
     ap.add_argument("--warmup-archs", type=int, default=100)
     ap.add_argument("--warmup", default="0,0.1")
+    ap.add_argument("--extra-warmup", default="",
+                    help="report only: further levels (e.g. 1.25 = several epochs of the sample), each in its own "
+                         "table with the main levels, on the cells that have it")
     ap.add_argument("--proxies", default="sigeo,synflow,nwot,params")
     ap.add_argument("--warmup-proxies", default="sigeo")
     ap.add_argument("--seed", type=int, default=0)
@@ -45,6 +55,8 @@ def main() -> int:
     ap.add_argument("--csv", default=str(OUT / "nb201_scores.csv"),
                     help="scores CSV (written); further comma-separated CSVs are only read for the report")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--state-dir", default=None,
+                    help="keep warmed-up networks here (reused by later runs on the same cells and levels)")
     ap.add_argument("--reverse", action="store_true", help="score the sample from its last cell (second worker)")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--search", action="store_true", help="run the proxy-driven evolution searches instead")
@@ -77,7 +89,8 @@ def main() -> int:
         return run_searches(args, table)
     if not args.report_only:
         x, y = to_tensor(read_npz(TRAIN), "cifar10")
-        run_correlation(cfg, x, y, table, args.csv.split(",")[0], progress=True, time_limit_s=args.time_limit)
+        run_correlation(cfg, x, y, table, args.csv.split(",")[0], progress=True, time_limit_s=args.time_limit,
+                        state_dir=args.state_dir, done_csvs=tuple(args.csv.split(",")[1:]))
     rows = [r for path in args.csv.split(",") for r in read_rows(path)]
     if not rows:
         print("no scores yet")
@@ -91,23 +104,37 @@ def main() -> int:
         if r["proxy"] == "sigeo":
             levels.setdefault(r["arch"], set()).add(float(r["warmup"]))
     paired = {a for a, ls in levels.items() if set(warmups) <= ls}
-    warm_metrics = ["sigeo", "sigeo@1,1,0", "sigeo@1,1,1", "sigeo.zico", "sigeo.fr", "sigeo.loss"]
-    warm_summary = summarize(rows, table, warm_metrics, warmups, archs=paired,
-                             subset="warm-up cells", n_boot=args.n_boot, seed=args.seed)
+    warm_summary = [row for m in WARM_METRICS for row in summarize(
+        rows, table, [m], warmups, archs=paired, subset="warm-up cells", n_boot=args.n_boot, seed=args.seed)]
+    extra_levels = [float(w) for w in args.extra_warmup.split(",") if w.strip()]
+    extra_blocks = []
+    for xw in extra_levels:
+        cells = {a for a, ls in levels.items() if set(warmups) | {xw} <= ls}
+        lv = sorted(set(warmups) | {xw})
+        extra = [row for m in EXTRA_METRICS for row in summarize(
+            rows, table, [m], lv, archs=cells, subset=f"cells with {xw:g}", n_boot=args.n_boot, seed=args.seed)]
+        extra_blocks += [f"#### Additional level {xw:g} (not the paper's: {round(xw * 4000)} images = {xw:g} passes "
+                         f"over the 4000-image sample), on the {len(cells)} cells that have it", "",
+                         format_markdown(extra, PAPER), "", rise_table(rows, table, lv, cells, args, only=(xw,)), ""]
 
     # Time per cell: the sum of the proxy times of one cell at zero-shot, and the warm-up pass.
     per_cell: dict[str, float] = {}
     warm_s, warm_score_s = [], []
-    for r in rows:
+    warm_by_level: dict[float, tuple[list, list]] = {}
+    last = {(r["arch"], float(r["warmup"]), r["proxy"]): r for r in rows}
+    for r in last.values():
         if float(r["warmup"]) == 0:
-            per_cell[r["arch"]] = per_cell.get(r["arch"], 0.0) + float(r["time_s"])
+            if r["proxy"] in cfg.proxies:
+                per_cell[r["arch"]] = per_cell.get(r["arch"], 0.0) + float(r["time_s"])
         elif r["proxy"] == "sigeo":
-            warm_s.append(float(r["warmup_s"]))
-            warm_score_s.append(float(r["time_s"]))
+            ws, ss = warm_by_level.setdefault(float(r["warmup"]), ([], []))
+            ws.append(float(r["warmup_s"]))
+            ss.append(float(r["time_s"]))
     by_proxy = {}
     for r in rows:
         if float(r["warmup"]) == 0:
             by_proxy.setdefault(r["proxy"], []).append(float(r["time_s"]))
+    from ctrnas.vision.warmup import warmup_steps
 
     OUT.mkdir(parents=True, exist_ok=True)
     plot_scatter(rows, table, zero_metrics[:6], 0.0, "cifar10", OUT / "nb201_scatter_zero_shot.png")
@@ -118,8 +145,9 @@ def main() -> int:
         f"Median wall time per cell at zero-shot (all proxies): {med(list(per_cell.values())):.1f} s "
         f"(mean {mean(list(per_cell.values())):.1f} s, n={len(per_cell)}); per proxy (median): "
         + ", ".join(f"{p} {med(v):.2f} s" for p, v in by_proxy.items())
-        + (f". Warm-up pass (10% of 4000 images = 7 SGD steps) median {statistics.median(warm_s):.1f} s, then SiGeo "
-           f"{statistics.median(warm_score_s):.1f} s" if warm_s else "")
+        + "".join(f". Warm-up {w:g} ({round(w * 4000)} images = {warmup_steps(w, 4000, 64)} SGD steps): median "
+                  f"{med(ws):.1f} s (n={len(ws)}), then SiGeo {med(ss):.1f} s"
+                  for w, (ws, ss) in sorted(warm_by_level.items()))
     )
     text = "\n".join([
         "## NB201 on CIFAR-10: proxy vs. NB201 test accuracy (SiGeo Tables 2-3)",
@@ -128,7 +156,12 @@ def main() -> int:
         "re-run to continue), in the background at once: zero-shot `--archs 300 --warmup 0 --time-limit 4800 --csv "
         "benchmarks/out/nb201_scores.csv`, the same from the other end of the sample `--reverse --time-limit 2250 --csv "
         "benchmarks/out/nb201_scores_rev.csv`, and warm-up `--archs 300 --warmup 0.1 --warmup-archs 100 --time-limit 4800 "
-        "--csv benchmarks/out/nb201_warmup.csv`. "
+        "--csv benchmarks/out/nb201_warmup.csv`; then, one worker at a time, the 20% / 40% levels with the per-sample FR "
+        "diagnostic at every level `--archs 300 --warmup 0,0.1,0.2,0.4 --warmup-archs 100 --proxies frnorm "
+        "--warmup-proxies sigeo,frnorm --time-limit 4200 --state-dir benchmarks/out/nb201_states --csv "
+        "benchmarks/out/nb201_warmup_more.csv,benchmarks/out/nb201_warmup.csv,benchmarks/out/nb201_scores.csv,"
+        "benchmarks/out/nb201_scores_rev.csv` (the further CSVs: rows already scored there are not redone), and the "
+        "same with `--warmup 1.25` (time-limited; the cells reached are listed with their table). "
         f"Machine: {platform.machine()}, 2 cores shared with ~6 other jobs (load average ~12), 1 torch thread per worker, "
         f"CPU only, torch {torch.__version__}.",
         "",
@@ -148,11 +181,18 @@ def main() -> int:
         "### Warm-up (paper: SiGeo Table 3), same cells at every level",
         "",
         "Warm-up = one SGD pass (NB201 recipe: lr 0.1 cosine, Nesterov 0.9, wd 5e-4, batch 64) over the given fraction "
-        "of the 4000-image training sample (10% = 400 images), per cell from its zero-shot initial weights. The paper "
-        "warms up on a fraction of the full 50,000-image training set, i.e. 12.5x more images at 10%.",
+        "of the 4000-image training sample (10% = 400 images = 7 steps, 20% = 800 = 13, 40% = 1600 = 25), per cell "
+        "from its zero-shot initial weights. The paper warms up on a fraction of the full 50,000-image training set, "
+        "i.e. 12.5x more images (and steps, at equal batch size) at every level. `frnorm.*` (diagnostic, "
+        "`ctrnas/vision/fisher.py`): the FR term with the per-sample empirical Fisher of SiGeo §3.3, "
+        "log mean_n (θᵀ∇ℓ_n)² over the same 256 images, and the signed mean dot product mean_n θᵀ∇ℓ_n; "
+        "`sigeo_ps@λ` = SiGeo with that FR term in place of App. E's batch-mean one.",
         "",
         format_markdown(warm_summary, PAPER),
         "",
+        rise_table(rows, table, warmups, paired, args),
+        "",
+        *extra_blocks,
         timing + ".",
         "",
         f"Scatter plot: `benchmarks/out/nb201_scatter_zero_shot.png`; per-cell scores: `{args.csv}`.",
@@ -167,6 +207,37 @@ def main() -> int:
 
 
 SEARCH_JSON = OUT / "nb201_search.json"
+
+
+def rise_table(rows, table, levels, cells, args, only=None) -> str:
+    """Paired bootstrap differences of Spearman ρ on the same cells: each metric at each warm-up level
+    against itself at 0%, and SiGeo against ZiCo (its term 1) at the same level."""
+    from ctrnas.vision.correlate import metric_values
+    from ctrnas.vision.space import NB201Cell
+    from ctrnas.vision.stats import spearman_difference
+
+    keys = sorted(cells)
+    acc = [table.accuracy(NB201Cell.from_str(k)) for k in keys]
+
+    def vals(metric, w):
+        v = metric_values(rows, metric, w)
+        return [v.get(k, float("nan")) for k in keys]
+
+    lines = ["| comparison (Δ Spearman ρ, same cells) | warm-up | Δρ [95% CI] | share of resamples > 0 |",
+             "|---|---|---|---|"]
+    for m in ["sigeo", "sigeo@1,1,1", "sigeo.zico", "sigeo_ps@1,50,1"]:
+        for w in levels:
+            if w == 0 or (only is not None and w not in only):
+                continue
+            d, (lo, hi), share = spearman_difference(vals(m, w), vals(m, 0.0), acc, args.n_boot, args.seed)
+            lines.append(f"| {m} at {w:g} − {m} at 0 | {w:g} | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {share:.2f} |")
+    for m in ["sigeo", "sigeo@1,1,1", "sigeo_ps@1,50,1"]:
+        for w in levels:
+            if only is not None and w not in only:
+                continue
+            d, (lo, hi), share = spearman_difference(vals(m, w), vals("sigeo.zico", w), acc, args.n_boot, args.seed)
+            lines.append(f"| {m} − sigeo.zico (ZiCo) | {w:g} | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {share:.2f} |")
+    return "\n".join(lines)
 
 
 def run_searches(args, table) -> int:

@@ -43,10 +43,32 @@ ONE_ROW = {"synflow"}
 COLUMNS = ["arch", "index", "position", "warmup", "proxy", "value", "terms", "time_s", "warmup_s", "truth", "accuracy"]
 
 
+class FRNorms:
+    """Harness-only diagnostic `frnorm`: SiGeo's FR term with the per-sample empirical Fisher (§3.3) next to
+    the batch-mean one of App. E (ctrnas.vision.fisher); value = log mean_n (θᵀ∇ℓ_n)², in train mode."""
+
+    name = "frnorm"
+
+    def score(self, model, batches, loss_fn):
+        from ctrnas.proxies.base import ProxyResult
+        from ctrnas.vision.fisher import fr_norms
+
+        was_training = model.training
+        model.train()
+        t0 = time.perf_counter()
+        try:
+            terms = fr_norms(model, batches)
+        finally:
+            model.train(was_training)
+        return ProxyResult(terms["fr_sample"], terms, {"time_s": time.perf_counter() - t0})
+
+
 def proxy_for(name: str, warmup: float):
     """The library proxy behind a harness name; SiGeo takes App. E's λ preset for the warm-up level."""
     from ctrnas.proxies import get_proxy
 
+    if name == "frnorm":
+        return FRNorms()
     lib, options = VISION_PROXIES.get(name, (name, {}))
     options = dict(options)
     if lib == "sigeo" and "preset" not in options:
@@ -80,8 +102,8 @@ class CorrelateConfig:
         if self.truth not in TRUTH_COLUMNS:
             raise RecipeError("correlate", "truth", f"expected one of {sorted(TRUTH_COLUMNS)}, got {self.truth!r}")
         for w in self.warmup:
-            if not 0.0 <= w <= 1.0:
-                raise RecipeError("correlate", "warmup", f"fractions must lie in 0..1, got {w}")
+            if not w >= 0.0:
+                raise RecipeError("correlate", "warmup", f"fractions must be >= 0 (> 1: several epochs), got {w}")
 
 
 def sample_cells(archs: int, seed: int) -> list[NB201Cell]:
@@ -116,13 +138,21 @@ def run_correlation(
     csv_path: str | Path,
     progress: bool = True,
     time_limit_s: float | None = None,
+    state_dir: str | Path | None = None,
+    done_csvs: tuple[str | Path, ...] = (),
 ) -> Path:
-    """Score the sampled cells and append one CSV row per (cell, level, proxy); skips rows already there."""
+    """Score the sampled cells and append one CSV row per (cell, level, proxy); skips rows already there.
+
+    `state_dir`: keep each warmed-up network (`<cell index>_<level>.pt`: weights, BN buffers, warm-up
+    seconds and per-step losses) so that proxies added later score the same weights without warming
+    up again (the warm-up is deterministic on CPU, so this only saves time). `done_csvs`: further CSVs
+    whose rows count as done (not scored again here).
+    """
     from tqdm import tqdm
 
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    done = {(r["arch"], float(r["warmup"]), r["proxy"]) for r in read_rows(csv_path)}
+    done = {(r["arch"], float(r["warmup"]), r["proxy"]) for p in (csv_path, *done_csvs) for r in read_rows(p)}
     new_file = not csv_path.exists()
     if config.channels_last:
         # NHWC convolutions are several times faster on CPU here, forward and backward.
@@ -155,9 +185,22 @@ def run_correlation(
                 if config.channels_last:
                     model = model.to(memory_format=torch.channels_last)
                 t0 = time.perf_counter()
+                warm_s = 0.0
                 if w > 0:
-                    warm_up(model, images, labels, w, torch.Generator().manual_seed(s + 1), config.warmup_config)
-                warm_s = time.perf_counter() - t0
+                    state = Path(state_dir) / f"{cell.index}_{w:g}.pt" if state_dir is not None else None
+                    if state is not None and state.exists():
+                        saved = torch.load(state, weights_only=True)
+                        model.load_state_dict(saved["model"])
+                        warm_s = float(saved["warmup_s"])
+                    else:
+                        losses = warm_up(model, images, labels, w, torch.Generator().manual_seed(s + 1),
+                                         config.warmup_config)
+                        warm_s = time.perf_counter() - t0
+                        if state is not None:
+                            state.parent.mkdir(parents=True, exist_ok=True)
+                            torch.save({"model": model.state_dict(), "warmup_s": warm_s, "losses": losses},
+                                       state.with_suffix(".tmp"))
+                            state.with_suffix(".tmp").replace(state)
                 for name in todo:
                     r = proxy_for(name, w).score(model, one_row if name in ONE_ROW else batches, loss_fn)
                     writer.writerow({
@@ -174,7 +217,17 @@ def metric_values(rows: list[dict], metric: str, warmup: float) -> dict[str, flo
 
     `proxy` reads the score, `proxy.term` one of its terms (e.g. `sigeo.zico`), and `sigeo@l1,l2,l3`
     recombines SiGeo's stored terms with other λ (Eq. 7: l1·zico + l2·fr − l3·loss) at no extra cost.
+    `sigeo_ps@l1,l2,l3` does the same with the FR term of the per-sample Fisher (`frnorm.fr_sample`)
+    in place of App. E's batch-mean one; cells without both rows are left out.
     """
+    if metric.startswith("sigeo_ps@"):
+        lams = [float(v) for v in metric.partition("@")[2].split(",")]
+        if len(lams) != 3:
+            raise RecipeError("metric", metric, "expected three λ after '@'")
+        sig = {r["arch"]: json.loads(r["terms"]) for r in rows
+               if r["proxy"] == "sigeo" and float(r["warmup"]) == warmup}
+        frs = metric_values(rows, "frnorm.fr_sample", warmup)
+        return {a: lams[0] * t["zico"] + lams[1] * frs[a] - lams[2] * t["loss"] for a, t in sig.items() if a in frs}
     lams = None
     if "@" in metric:
         metric, _, spec = metric.partition("@")

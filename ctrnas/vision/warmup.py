@@ -3,6 +3,10 @@
 NB201 has no weight-sharing supernet, so each candidate is warmed up on its own. SiGeo does not state
 the optimizer; we use NB201's own training recipe (SGD, Nesterov momentum 0.9, weight decay 5e-4,
 lr 0.1 with cosine decay) for a single pass over `fraction` of the training images given.
+
+A fraction above 1 (not in the paper) means round(fraction * N) images drawn as successive reshuffled
+passes over the N images, e.g. 1.25 of a 4000-image sample = 5000 images = 1.25 epochs, the number of
+images (and steps) of the paper's 10% of CIFAR-10's 50,000, but with every image seen more than once.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ class WarmupConfig:
 
 
 def warmup_steps(fraction: float, num_images: int, batch_size: int) -> int:
-    """Number of optimizer steps for one pass over `fraction` of `num_images`."""
-    if not 0.0 <= fraction <= 1.0:
-        raise RecipeError("warmup", "fraction", f"expected 0..1, got {fraction}")
+    """Number of optimizer steps for `fraction` x `num_images` images (> 1: several passes)."""
+    if not fraction >= 0.0:
+        raise RecipeError("warmup", "fraction", f"expected >= 0, got {fraction}")
     return math.ceil(round(fraction * num_images) / batch_size)
 
 
@@ -50,7 +54,9 @@ def warm_up(
     steps = warmup_steps(fraction, len(labels), config.batch_size)
     if steps == 0:
         return []
-    order = torch.randperm(len(labels), generator=generator)[: round(fraction * len(labels))]
+    total = round(fraction * len(labels))
+    passes = [torch.randperm(len(labels), generator=generator) for _ in range(max(1, math.ceil(total / len(labels))))]
+    order = torch.cat(passes)[:total]  # fraction <= 1: exactly the first pass's prefix, as before
     opt = torch.optim.SGD(
         model.parameters(), lr=config.lr, momentum=config.momentum, nesterov=True, weight_decay=config.weight_decay
     )

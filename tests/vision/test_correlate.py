@@ -131,3 +131,49 @@ def test_reverse_worker_scores_the_same_sample_from_the_end(tmp_path, param_tabl
     rows = read_rows(csv)
     assert [int(r["position"]) for r in rows] == [4, 3, 2, 1, 0]
     assert [r["arch"] for r in rows] == [c.to_str() for c in sample_cells(5, 0)][::-1]
+
+
+def test_warmup_above_one_is_several_reshuffled_passes():
+    assert warmup_steps(1.25, 4000, 64) == 79  # 5000 images: the paper's 10% of 50,000, as 1.25 epochs of 4000
+    assert warmup_steps(0.4, 4000, 64) == 25
+    x, y = torch.randn(8, 3, 8, 8), torch.randint(0, 10, (8,))
+    net = build_network("|nor_conv_1x1~0|+|skip_connect~0|none~1|+|none~0|none~1|skip_connect~2|", seed=0,
+                        channels=4, cells_per_stage=1)
+    assert len(warm_up(net, x, y, 2.5, torch.Generator().manual_seed(0), WarmupConfig(batch_size=4))) == 5
+    # A fraction <= 1 draws the same images as before the extension (the first pass's prefix).
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert torch.equal(torch.randperm(8, generator=g1)[:4], torch.cat([torch.randperm(8, generator=g2)])[:4])
+
+
+def test_state_dir_reuses_the_warmed_network_and_adds_proxies_later(tmp_path, param_table):
+    x, y = torch.randn(8, 3, 8, 8), torch.randint(0, 10, (8,))
+    kw = dict(archs=2, proxies=("params",), warmup=(0.5,), warmup_archs=2, batch_size=4, k=2,
+              warmup_config=WarmupConfig(batch_size=4), channels=4, cells_per_stage=1)
+    a, b, states = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "states"
+    run_correlation(CorrelateConfig(warmup_proxies=("nwot",), **kw), x, y, param_table, a, progress=False,
+                    state_dir=states)
+    assert len(list(states.glob("*.pt"))) == 2
+    # A later run on another CSV with one more proxy: nwot is done there (done_csvs), frnorm is new, and the
+    # saved warm-up is loaded, so its scores equal those of a fresh warm-up (deterministic) ...
+    run_correlation(CorrelateConfig(warmup_proxies=("nwot", "frnorm"), **kw), x, y, param_table, b, progress=False,
+                    state_dir=states, done_csvs=(a,))
+    rows_b = read_rows(b)
+    assert {r["proxy"] for r in rows_b} == {"frnorm"} and len(rows_b) == 2
+    fresh = tmp_path / "c.csv"
+    run_correlation(CorrelateConfig(warmup_proxies=("frnorm",), **kw), x, y, param_table, fresh, progress=False)
+    assert [r["value"] for r in read_rows(fresh)] == [r["value"] for r in rows_b]
+    # ... and the warm-up time recorded is the original one.
+    assert [r["warmup_s"] for r in rows_b] == [r["warmup_s"] for r in read_rows(a)]
+
+
+def test_sigeo_ps_swaps_in_the_per_sample_fr_term():
+    from ctrnas.vision.correlate import metric_values
+
+    rows = [{"arch": "a", "warmup": "0.2", "proxy": "sigeo", "value": "0",
+             "terms": json.dumps({"zico": 10.0, "fr": 2.0, "loss": 3.0})},
+            {"arch": "a", "warmup": "0.2", "proxy": "frnorm", "value": "0.5",
+             "terms": json.dumps({"fr_sample": 0.5, "fr_batch": 2.0})},
+            {"arch": "b", "warmup": "0.2", "proxy": "sigeo", "value": "0",
+             "terms": json.dumps({"zico": 1.0, "fr": 2.0, "loss": 3.0})}]
+    assert metric_values(rows, "sigeo_ps@1,50,1", 0.2) == {"a": 10.0 + 25.0 - 3.0}
+    assert metric_values(rows, "frnorm.fr_batch", 0.2) == {"a": 2.0}

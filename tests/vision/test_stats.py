@@ -49,3 +49,19 @@ def test_bootstrap_is_seeded_and_covers_estimate():
 
 def test_too_few_cells_give_nan():
     assert math.isnan(correlate([1.0, 2.0], [1.0, 2.0]).spearman)
+
+
+def test_spearman_difference_is_paired():
+    import numpy as np
+
+    from ctrnas.vision.stats import spearman_difference
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=60)
+    good, noisy = y + 0.1 * rng.normal(size=60), y + 2.0 * rng.normal(size=60)
+    d, (lo, hi), share = spearman_difference(good, good, y, n_boot=200)
+    assert d == 0.0 and lo == hi == 0.0 and share == 0.0  # same scores: every resample differs by exactly 0
+    d, (lo, hi), share = spearman_difference(good, noisy, y, n_boot=200)
+    from scipy.stats import spearmanr
+    assert d == pytest.approx(spearmanr(good, y).statistic - spearmanr(noisy, y).statistic)
+    assert 0 < lo < d < hi and share > 0.95
