@@ -100,33 +100,33 @@ def part_found(args) -> dict:
 
 
 def part_settings(args) -> dict:
+    """The recipe at the other warm-up fractions; its own fraction is the found part's run (see
+    `_found_setting_row`), so it is not run twice."""
     from ctrnas import api
 
-    from ctrnas.pipeline.compare import STAGES
-
     recipe = base_recipe(args)
-    fractions = [float(x) for x in args.fractions.split(",")]
-    rows = []
-    found = _load("found")
-    if found and recipe.warmup.fraction in fractions:
-        # the found part is this recipe's own run at its warm-up fraction: reuse it instead of a second run
-        # (its final stage also trained the baselines; their time is left out of the row below)
-        m = found["metrics"]
-        fractions.remove(recipe.warmup.fraction)
-        t = dict(m["timings"])
-        t["final"] = t.get("final", 0.0) - sum(b["train_seconds"] for b in m["baselines"])
-        t["total"] = sum(t.get(k, 0.0) for k in ("data", "warmup", "search", "final"))
-        rows.append({"setting": f"sub-one-shot-{recipe.warmup.fraction:g}", "fraction": recipe.warmup.fraction,
-                     "fitness": m["setting"]["fitness_name"], "test_logloss": m["best"]["test_logloss"],
-                     "test_auc": m["best"]["test_auc"], "val_logloss": m["best"]["val_logloss"],
-                     "arch_key": m["best"]["arch_key"], "evaluations": m["search"]["evaluations"],
-                     **{f"{k}_s": t.get(k, 0.0) for k in STAGES}})
+    fractions = [float(x) for x in args.fractions.split(",") if float(x) != recipe.warmup.fraction]
     recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, baselines=()))
-    if fractions:
-        rows += api.compare(recipe, fractions, progress=False).table
-    out = {"table": sorted(rows, key=lambda r: r["fraction"])}
+    out = {"table": api.compare(recipe, fractions, progress=False).table if fractions else []}
     _save("settings", out)
     return out
+
+
+def _found_setting_row(args) -> dict | None:
+    """The found part's run as a row of the settings table (its baselines' training time left out)."""
+    from ctrnas.pipeline.compare import STAGES
+
+    found = _load("found")
+    if not found:
+        return None
+    m, frac = found["metrics"], base_recipe(args).warmup.fraction
+    t = dict(m["timings"])
+    t["final"] = t.get("final", 0.0) - sum(b["train_seconds"] for b in m["baselines"])
+    t["total"] = sum(t.get(k, 0.0) for k in ("data", "warmup", "search", "final"))
+    return {"setting": f"sub-one-shot-{frac:g}", "fraction": frac, "fitness": m["setting"]["fitness_name"],
+            "test_logloss": m["best"]["test_logloss"], "test_auc": m["best"]["test_auc"],
+            "val_logloss": m["best"]["val_logloss"], "arch_key": m["best"]["arch_key"],
+            "evaluations": m["search"]["evaluations"], **{f"{k}_s": t.get(k, 0.0) for k in STAGES}}
 
 
 def part_data(args) -> dict:
@@ -214,8 +214,15 @@ def report(args) -> str:
     if settings:
         from ctrnas.pipeline.compare import markdown_table
 
-        t = {r["setting"]: r for r in settings["table"]}
-        lines += ["### (2) Sub-one-shot vs one-shot", "", markdown_table(settings["table"]), ""]
+        rows = list(settings["table"])
+        own = _found_setting_row(args)
+        if own is not None and all(r["setting"] != own["setting"] for r in rows):
+            rows.append(own)
+        rows.sort(key=lambda r: r["fraction"])
+        t = {r["setting"]: r for r in rows}
+        lines += ["### (2) Sub-one-shot vs one-shot", "",
+                  "The sub-one-shot row is the run of part (1) (same recipe; its baselines' training time "
+                  "is left out).", "", markdown_table(rows), ""]
         if "sub-one-shot-0.01" in t and "one-shot" in t:
             ratio = t["sub-one-shot-0.01"]["total_s"] / t["one-shot"]["total_s"]
             dq = t["sub-one-shot-0.01"]["test_logloss"] - t["one-shot"]["test_logloss"]
