@@ -10,15 +10,20 @@ from ctrnas.supernet import Supernet, count_flops, count_params, export
 from ctrnas.supernet.testing import make_batch, make_schema
 
 
-def test_params_and_flops_of_a_hand_built_arch():
-    schema = make_schema(n_dense=2, cards=(10, 20, 30))  # F = 3 sparse fields
+def _hand_built(layernorm: bool = True):
+    """(schema, space, arch) of the hand-counted example: F = 3 sparse fields, E = 4."""
+    schema = make_schema(n_dense=2, cards=(10, 20, 30))
     space = get_space({"num_blocks": 2, "dense_dims": [3, 5], "sparse_tokens": [2, 4], "merge_tokens": 1,
-                       "emb_dim": 4, "attention_heads": 2})
+                       "emb_dim": 4, "attention_heads": 2, "layernorm": layernorm})
     b1 = BlockChoice(dense_idx=(0,), sparse_idx=(0,), dense_left_idx=0, dense_right_idx=0, dense_op="fc",
                      sparse_op="efc", dense_dim=5, sparse_tokens=2, dense_sparse_merge=False, fm=True)
     b2 = BlockChoice(dense_idx=(0, 1), sparse_idx=(1,), dense_left_idx=0, dense_right_idx=1, dense_op="dot",
                      sparse_op="attention", dense_dim=3, sparse_tokens=4, dense_sparse_merge=True, fm=False)
-    arch = Arch((b1, b2))
+    return schema, space, Arch((b1, b2))
+
+
+def test_params_and_flops_of_a_hand_built_arch():
+    schema, space, arch = _hand_built()
     E = 4
     # block 1: FC 2->5 + LN(5); EFC over tokens 3->2 + LN(E); FM E->5 + LN(5)
     p1 = (2 * 5 + 5 + 10) + (3 * 2 + 2 + 2 * E) + (E * 5 + 5 + 10)
@@ -42,14 +47,7 @@ def test_params_and_flops_of_a_hand_built_arch():
 def test_params_of_the_hand_built_arch_without_layernorm():
     # Same arch as above with `layernorm: false`: the op LNs go (FC LN(5), EFC LN(E), FM LN(5), Dot LN(3),
     # Attention's projection LN(E)); Attention's two residual LN(E) stay; FLOPs do not count norms anyway.
-    schema = make_schema(n_dense=2, cards=(10, 20, 30))
-    space = get_space({"num_blocks": 2, "dense_dims": [3, 5], "sparse_tokens": [2, 4], "merge_tokens": 1,
-                       "emb_dim": 4, "attention_heads": 2, "layernorm": False})
-    b1 = BlockChoice(dense_idx=(0,), sparse_idx=(0,), dense_left_idx=0, dense_right_idx=0, dense_op="fc",
-                     sparse_op="efc", dense_dim=5, sparse_tokens=2, dense_sparse_merge=False, fm=True)
-    b2 = BlockChoice(dense_idx=(0, 1), sparse_idx=(1,), dense_left_idx=0, dense_right_idx=1, dense_op="dot",
-                     sparse_op="attention", dense_dim=3, sparse_tokens=4, dense_sparse_merge=True, fm=False)
-    arch = Arch((b1, b2))
+    schema, space, arch = _hand_built(layernorm=False)
     E = 4
     assert count_params(schema, space, arch) == 340 - (10 + 2 * E + 10 + 6 + 2 * E) == 298
     assert count_flops(schema, space, arch) == 1534
@@ -69,37 +67,22 @@ def counted_flops(model, batch) -> float:
     return fc.get_total_flops() / dense.shape[0]
 
 
+@pytest.mark.parametrize("layernorm", [True, False], ids=["layernorm", "no-layernorm"])
 @pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small"])
-def test_counts_match_the_exported_model(base):
+def test_counts_match_the_exported_model(base, layernorm):
     torch.manual_seed(0)
     schema = make_schema()
     space = get_space({"base": base, "num_blocks": 4, "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5],
-                       "merge_tokens": 2, "attention_heads": 2})
+                       "merge_tokens": 2, "attention_heads": 2, "layernorm": layernorm})
     net = Supernet(schema, space, row_cap=20)
     batch = make_batch(schema, batch=4)
     rng = np.random.default_rng(0)
-    for _ in range(25):
+    for _ in range(25 if layernorm else 15):
         arch = space.sample(rng)
         model = export(net, arch)
         assert count_params(schema, space, arch) == sum(p.numel() for p in model.net.parameters())
         assert count_params(schema, space, arch, include_embeddings=True, row_cap=20) == sum(
             p.numel() for p in model.parameters())
-        assert count_flops(schema, space, arch) == counted_flops(model, batch)
-
-
-@pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small"])
-def test_counts_match_the_exported_model_without_layernorm(base):
-    torch.manual_seed(0)
-    schema = make_schema()
-    space = get_space({"base": base, "num_blocks": 4, "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5],
-                       "merge_tokens": 2, "attention_heads": 2, "layernorm": False})
-    net = Supernet(schema, space, row_cap=20)
-    batch = make_batch(schema, batch=4)
-    rng = np.random.default_rng(0)
-    for _ in range(15):
-        arch = space.sample(rng)
-        model = export(net, arch)
-        assert count_params(schema, space, arch) == sum(p.numel() for p in model.net.parameters())
         assert count_flops(schema, space, arch) == counted_flops(model, batch)
 
 
