@@ -196,11 +196,7 @@ class DistributedTrainer(Trainer):
             raise CtrnasError(f"{p}: rank {self.env.rank} cannot see rank 0's checkpoint; put --out on "
                               "storage shared by all ranks")
         state = load_checkpoint(p)
-        ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
-        mine = {k: v for k, v in to_dict(self.cfg).items() if k not in ignore}
-        theirs = {k: v for k, v in state["config"].items() if k not in ignore}
-        if mine != theirs:
-            raise CtrnasError(f"{p}: checkpoint was made with a different recipe; use a new output folder")
+        self.check_checkpoint_config(p, state)
         load_full_state(self.model, state["model"])
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)

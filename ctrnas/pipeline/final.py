@@ -24,6 +24,7 @@ from ctrnas.recipe import Recipe
 def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
     """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings."""
     from ctrnas.train.batches import dataset_batches
+    from ctrnas.train.run import selected_val
 
     cfg = recipe.final_train
     f = recipe.final
@@ -42,9 +43,12 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
         trainer = DistributedTrainer(model, cfg, distributed.env, distributed.sharding, out_dir)
     # model selection over epochs (restore_best / early_stop_patience) watches the same val rows
     selecting = (cfg.restore_best or cfg.early_stop_patience is not None) and split_rows(data, "val")
-    trainer.fit(train, val if selecting else None, resume=out_dir is not None)
+    summary = trainer.fit(train, val if selecting else None, resume=out_dir is not None)
     seconds = time.perf_counter() - t0
-    v = trainer.evaluate(val).to_dict() if split_rows(data, "val") else {}
+    if selecting and cfg.eval_rows is None:  # the weights it ended on were evaluated on these val rows
+        v = {k: x for k, x in selected_val(summary, cfg).items() if k not in ("step", "epoch")}
+    else:
+        v = trainer.evaluate(val).to_dict() if split_rows(data, "val") else {}
     t = trainer.evaluate(test).to_dict() if split_rows(data, "test") else {}
     return v, t, seconds, trainer
 

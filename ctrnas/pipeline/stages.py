@@ -16,6 +16,7 @@ from ctrnas.pipeline.data import load_rows, rows_after_warmup, split_rows, warmu
 from ctrnas.pipeline.results import DataResult, SearchStageResult, WarmupResult
 from ctrnas.recipe import Recipe
 from ctrnas.space import get_space
+from ctrnas.train.config import numeric_settings
 
 
 def new_supernet(recipe: Recipe, data: DataResult):
@@ -29,9 +30,8 @@ def new_supernet(recipe: Recipe, data: DataResult):
 
 
 def _warmup_fingerprint(recipe: Recipe, data: DataResult) -> dict:
-    ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
     return {"seed": recipe.seed, "space": to_dict(recipe.space), "warmup": to_dict(recipe.warmup),
-            "train": {k: v for k, v in to_dict(recipe.train).items() if k not in ignore},
+            "train": numeric_settings(recipe.train),
             "data": str(data.path), "train_rows": split_rows(data, "train")}
 
 

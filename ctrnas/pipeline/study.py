@@ -45,8 +45,8 @@ def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
 
 
 def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool) -> dict[str, dict]:
-    from ctrnas.config import to_dict
     from ctrnas.pipeline.final import final_template
+    from ctrnas.train.config import numeric_settings
     from ctrnas.supernet import export
 
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -54,8 +54,7 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool) 
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     # a cached result counts only if it was trained the way this recipe trains (entries without the
     # fingerprint predate it and are kept)
-    ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
-    how = {"train": {k: v for k, v in to_dict(recipe.final_train).items() if k not in ignore},
+    how = {"train": numeric_settings(recipe.final_train),
            "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm}
     template = final_template(recipe, data, supernet)  # the final stage's models: same tables and LayerNorms
     for a in tqdm(archs, desc="train from scratch", unit="model", disable=not progress):

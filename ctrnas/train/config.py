@@ -9,6 +9,19 @@ from typing import Literal
 from ctrnas.errors import RecipeError
 
 
+# TrainConfig keys that change how a run is shown or paced, not its numbers: resume checks and cache
+# fingerprints compare everything else
+RUN_ONLY_KEYS = frozenset({"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"})
+
+
+def numeric_settings(cfg: "TrainConfig | dict") -> dict:
+    """The settings that decide a run's numbers (a TrainConfig, or its dict as stored in a checkpoint)."""
+    from ctrnas.config import to_dict
+
+    d = cfg if isinstance(cfg, dict) else to_dict(cfg)
+    return {k: v for k, v in d.items() if k not in RUN_ONLY_KEYS}
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """One training run. Defaults: NASRec supernet recipe (Adagrad lr 0.12 eps 1e-2, batch 512, one epoch,

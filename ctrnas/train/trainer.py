@@ -26,7 +26,7 @@ from ctrnas.errors import CtrnasError
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import BatchSource
 from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
-from ctrnas.train.config import TrainConfig, lr_at
+from ctrnas.train.config import TrainConfig, lr_at, numeric_settings
 from ctrnas.train.metrics import MetricResult, StreamingMetrics
 
 # torch warns once that sparse-tensor invariant checks are off when Adagrad builds its sparse update; the
@@ -130,15 +130,17 @@ class Trainer:
         if p is None or not p.exists():
             return False
         state = load_checkpoint(p)
-        ignore = {"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"}
-        mine = {k: v for k, v in to_dict(self.cfg).items() if k not in ignore}
-        theirs = {k: v for k, v in state["config"].items() if k not in ignore}
-        if mine != theirs:
-            diff = sorted(k for k in mine if mine.get(k) != theirs.get(k))
-            raise CtrnasError(f"{p}: checkpoint was made with a different recipe (keys {diff}); "
-                              "use a new output folder or the same recipe")
+        self.check_checkpoint_config(p, state)
         self.load_state_dict(state)
         return True
+
+    def check_checkpoint_config(self, path: Path, state: dict) -> None:
+        """A checkpoint resumes only a run with the same numeric settings (logging and pacing may differ)."""
+        mine, theirs = numeric_settings(self.cfg), numeric_settings(state["config"])
+        if mine != theirs:
+            diff = sorted(k for k in mine if mine.get(k) != theirs.get(k))
+            raise CtrnasError(f"{path}: checkpoint was made with a different recipe (keys {diff}); "
+                              "use a new output folder or the same recipe")
 
     # -- training -----------------------------------------------------------------------------------------
     def fit(self, train: BatchSource, val: BatchSource | None = None, resume: bool = True,
