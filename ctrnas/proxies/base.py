@@ -286,6 +286,17 @@ def loss_grads(model: nn.Module, batch: Batch, loss_fn: LossFn, params: Sequence
     return loss, [torch.zeros_like(p) if g is None else g for p, g in zip(params, gs)]
 
 
+def mean_grad_score(model: nn.Module, batches, loss_fn: LossFn, params: list[tuple[str, nn.Parameter]],
+                    num_batches: int, score) -> tuple[float, int]:
+    """(mean over the first `num_batches` batches of score(params, grads), batches used): the loop of the
+    gradient-based per-batch proxies (grad_norm, snip, plain)."""
+    scores = []
+    for batch in batches[:num_batches]:
+        _, gs = loss_grads(model, batch, loss_fn, [p for _, p in params])
+        scores.append(score(params, gs))
+    return sum(scores) / len(scores), len(scores)
+
+
 def flat_params(groups: dict[str, list[tuple[str, nn.Parameter]]]) -> list[tuple[str, nn.Parameter]]:
     """The (name, parameter) pairs of all groups, in order."""
     return [np for ps in groups.values() for np in ps]

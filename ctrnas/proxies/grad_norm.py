@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ctrnas.proxies.base import Proxy, check_choice, flat_params, loss_grads, register, select_groups
+from ctrnas.proxies.base import Proxy, check_choice, flat_params, mean_grad_score, register, select_groups
 
 
 @register("grad_norm")
@@ -23,13 +23,11 @@ class GradNorm(Proxy):
         check_choice(self.name, "reduce", self.reduce, ["layer_sum", "global"])
         self._set_mode(model)
         params = flat_params(select_groups(model, self.modules, self.embeddings))
-        scores = []
-        for batch in batches[: self.num_batches]:
-            _, gs = loss_grads(model, batch, loss_fn, [p for _, p in params])
+        def score(ps, gs):
             gs = [g.double() for g in gs]
             if self.reduce == "layer_sum":
-                scores.append(sum(float(g.norm()) for g in gs))
-            else:
-                scores.append(float(torch.sqrt(sum((g * g).sum() for g in gs))))
-        v = sum(scores) / len(scores)
-        return v, {"grad_norm": v}, {"params": [n for n, _ in params], "batches": len(scores)}
+                return sum(float(g.norm()) for g in gs)
+            return float(torch.sqrt(sum((g * g).sum() for g in gs)))
+
+        v, n = mean_grad_score(model, batches, loss_fn, params, self.num_batches, score)
+        return v, {"grad_norm": v}, {"params": [n_ for n_, _ in params], "batches": n}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctrnas.proxies.base import Proxy, flat_params, loss_grads, register, select_groups
+from ctrnas.proxies.base import Proxy, flat_params, mean_grad_score, register, select_groups
 
 
 @register("plain")
@@ -18,9 +18,6 @@ class Plain(Proxy):
     def _compute(self, model, batches, loss_fn):
         self._set_mode(model)
         params = flat_params(select_groups(model, self.modules, self.embeddings))
-        scores = []
-        for batch in batches[: self.num_batches]:
-            _, gs = loss_grads(model, batch, loss_fn, [p for _, p in params])
-            scores.append(sum(float((p.detach().double() * g.double()).sum()) for (_, p), g in zip(params, gs)))
-        v = sum(scores) / len(scores)
-        return v, {"plain": v}, {"params": [n for n, _ in params], "batches": len(scores)}
+        v, n = mean_grad_score(model, batches, loss_fn, params, self.num_batches, lambda ps, gs: sum(
+            float((p.detach().double() * g.double()).sum()) for (_, p), g in zip(ps, gs)))
+        return v, {"plain": v}, {"params": [n_ for n_, _ in params], "batches": n}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctrnas.proxies.base import Proxy, check_choice, flat_params, loss_grads, register, select_groups
+from ctrnas.proxies.base import Proxy, check_choice, flat_params, mean_grad_score, register, select_groups
 
 
 @register("snip")
@@ -21,13 +21,11 @@ class Snip(Proxy):
         check_choice(self.name, "form", self.form, ["elementwise", "inner"])
         self._set_mode(model)
         params = flat_params(select_groups(model, self.modules, self.embeddings))
-        scores = []
-        for batch in batches[: self.num_batches]:
-            _, gs = loss_grads(model, batch, loss_fn, [p for _, p in params])
-            prods = [(p.detach().double() * g.double()) for (_, p), g in zip(params, gs)]
+        def score(ps, gs):
+            prods = [(p.detach().double() * g.double()) for (_, p), g in zip(ps, gs)]
             if self.form == "elementwise":
-                scores.append(sum(float(x.abs().sum()) for x in prods))
-            else:
-                scores.append(abs(sum(float(x.sum()) for x in prods)))
-        v = sum(scores) / len(scores)
-        return v, {"snip": v}, {"params": [n for n, _ in params], "batches": len(scores)}
+                return sum(float(x.abs().sum()) for x in prods)
+            return abs(sum(float(x.sum()) for x in prods))
+
+        v, n = mean_grad_score(model, batches, loss_fn, params, self.num_batches, score)
+        return v, {"snip": v}, {"params": [n_ for n_, _ in params], "batches": n}
