@@ -149,7 +149,9 @@ def part_ranking(args) -> dict:
     data = api.prepare_data(recipe)
     # the from-scratch trainings first (cached in trained.json; the study below reuses them) ...
     _train_all(recipe, data, sample_archs(recipe, args.archs), new_supernet(recipe, data),
-               study_dir / "trained.json", progress=False)
+               study_dir / "trained.json", progress=True, workers=args.workers)
+    if args.train_only:
+        return {}
     # ... then reuse the settings part's warm-ups (same recipe, same fingerprint) instead of repeating a
     # full epoch, waiting up to --wait-warmups seconds for a settings process running beside this one
     deadline = time.time() + args.wait_warmups
@@ -260,7 +262,11 @@ def main() -> int:
     ap.add_argument("--noise-seeds", type=int, default=2)
     ap.add_argument("--fractions", default="0,0.01,1.0")
     ap.add_argument("--archs", type=int, default=50)
-    ap.add_argument("--study-train-rows", type=int, default=100_000, help="rows per study model training")
+    ap.add_argument("--study-train-rows", type=int, default=None,
+                    help="rows per study model training (default all, like the final stage)")
+    ap.add_argument("--workers", type=int, default=1, help="study models trained in N processes at once")
+    ap.add_argument("--train-only", action="store_true",
+                    help="ranking part: only train the study models (e.g. on a many-core machine), no scoring")
     ap.add_argument("--wait-warmups", type=float, default=0.0,
                     help="ranking: seconds to wait for the settings part's warm-ups to reuse")
     ap.add_argument("--proxies", default="sigeo,zico,params,naswot,synflow")

@@ -110,8 +110,9 @@ def compare(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progr
 
 def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),
                   proxies: Sequence[str] = ("sigeo", "zico", "params", "naswot", "synflow"),
-                  progress: bool = True, echo=print) -> StudyResult:
-    """Train `archs` random subnets from scratch and correlate each proxy (after each warm-up) with them."""
+                  progress: bool = True, echo=print, workers: int = 1) -> StudyResult:
+    """Train `archs` random subnets from scratch and correlate each proxy (after each warm-up) with them;
+    `workers` > 1 trains them in that many processes (one torch thread each; same results)."""
     from ctrnas.pipeline.study import ranking_study as _study
 
-    return _study(recipe, archs, fractions, proxies, progress=progress, echo=echo)
+    return _study(recipe, archs, fractions, proxies, progress=progress, echo=echo, workers=workers)

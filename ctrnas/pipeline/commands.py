@@ -55,7 +55,8 @@ def _study_ranking(args) -> int:
     from ctrnas import api
 
     recipe = api.load_recipe(args.recipe, *args.overrides)
-    result = api.ranking_study(recipe, args.archs, args.fractions, args.proxies, progress=args.progress)
+    result = api.ranking_study(recipe, args.archs, args.fractions, args.proxies, progress=args.progress,
+                                workers=args.workers)
     print(f"report: {result.output_dir / 'summary.md'}")
     return 0
 
@@ -121,4 +122,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="warm-up fractions (default 0,0.01,1.0)")
     r.add_argument("--proxies", type=_names, default=["sigeo", "zico", "params", "naswot", "synflow"],
                    metavar="P,P,..", help="proxy names (and 'oneshot' for inherited-weight val loss)")
+    r.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="train the subnets in N processes, one torch thread each (default 1; same results)")
     r.set_defaults(func=_study_ranking)

@@ -44,10 +44,36 @@ def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
     return out
 
 
-def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool) -> dict[str, dict]:
+# The template and recipe a training worker serves; set by the pool initializer, never in the parent.
+_WORKER: tuple | None = None
+
+
+def _init_trainer(recipe, data, template, threads: int | None = None) -> None:
+    global _WORKER
+    _WORKER = (recipe, data, template)
+    if threads is not None:  # N workers with torch's default thread count each would oversubscribe the cores
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _train_one(arch) -> tuple[dict, dict, float]:
+    from ctrnas.supernet import export
+
+    recipe, data, template = _WORKER
+    model = export(template, arch, init="fresh", seed=recipe.final_train.seed)
+    return train_from_scratch(model, recipe, data, arch.key())
+
+
+def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:
+    """Train every arch not in the cache from scratch (the final stage's training); with `workers` > 1 in
+    that many spawned processes (one torch thread each, as the recipe says). Each training is seeded on its
+    own, so the results equal serial ones; the cache is written after every model, so a stopped study resumes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     from ctrnas.pipeline.final import final_template
     from ctrnas.train.config import numeric_settings
-    from ctrnas.supernet import export
 
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
@@ -56,23 +82,43 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool) 
     # fingerprint predate it and are kept)
     how = {"train": numeric_settings(recipe.final_train),
            "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm}
+    todo = [a for a in archs if not (a.key() in cache and cache[a.key()].get("how", how) == how)]
+    todo = list({a.key(): a for a in todo}.values())
     template = final_template(recipe, data, supernet)  # the final stage's models: same tables and LayerNorms
-    for a in tqdm(archs, desc="train from scratch", unit="model", disable=not progress):
-        if a.key() in cache and cache[a.key()].get("how", how) == how:
-            continue
-        model = export(template, a, init="fresh", seed=recipe.final_train.seed)
-        val, test, sec = train_from_scratch(model, quiet, data, a.key())
-        cache[a.key()] = {"val": val, "test": test, "seconds": sec, "how": how}
+
+    def keep(arch, result) -> None:
+        val, test, sec = result
+        cache[arch.key()] = {"val": val, "test": test, "seconds": sec, "how": how}
         atomic_write_text(cache_path, json.dumps(cache, indent=1))
+
+    bar = tqdm(total=len(todo), desc="train from scratch", unit="model", disable=not progress)
+    if workers <= 1 or len(todo) <= 1:
+        _init_trainer(quiet, data, template)
+        try:
+            for a in todo:
+                keep(a, _train_one(a))
+                bar.update()
+        finally:
+            _init_trainer(None, None, None)
+    else:
+        with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_init_trainer,
+                                 initargs=(quiet, data, template, recipe.threads or 1)) as pool:
+            futures = {pool.submit(_train_one, a): a for a in todo}
+            for fut in as_completed(futures):
+                keep(futures[fut], fut.result())
+                bar.update()
+    bar.close()
     return cache
 
 
 def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),
                   proxies: Sequence[str] = ("sigeo", "zico", "params", "naswot", "synflow"),
-                  n_boot: int = 1000, progress: bool = True, echo=print) -> StudyResult:
+                  n_boot: int = 1000, progress: bool = True, echo=print, workers: int = 1) -> StudyResult:
     """Train `n_archs` random subnets, score them with `proxies` after each warm-up fraction, correlate.
 
     A proxy named "oneshot" is the inherited-weight validation log loss (negated, so higher is better).
+    `workers` > 1 trains the subnets in that many processes (same results as one).
     """
     from ctrnas.search import plots
     from ctrnas.search.fitness import candidate_seed
@@ -86,7 +132,7 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     seconds["data"] = time.perf_counter() - t0
     archs = sample_archs(recipe, n_archs)
     t0 = time.perf_counter()
-    trained = _train_all(recipe, data, archs, new_supernet(recipe, data), out / "trained.json", progress)
+    trained = _train_all(recipe, data, archs, new_supernet(recipe, data), out / "trained.json", progress, workers)
     seconds["train"] = time.perf_counter() - t0
     test_loss = [trained[a.key()]["test"].get("logloss", math.nan) for a in archs]
     neg_loss = [-x for x in test_loss]

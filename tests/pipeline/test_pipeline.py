@@ -122,6 +122,25 @@ def test_ranking_study_correlations_match_scipy_on_its_own_scores(tests_recipe_p
     assert (result.output_dir / "plots" / "params-0.png").is_file()
 
 
+def test_study_trains_in_worker_processes_with_the_serial_results(tests_recipe_path, data_dir, tests_data, tmp_path):
+    from ctrnas.pipeline.stages import new_supernet
+    from ctrnas.pipeline.study import _train_all, sample_archs
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}")
+    archs = sample_archs(recipe, 3)
+    serial = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "a.json", False)
+    parallel = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,
+                          workers=2)
+    assert set(serial) == set(parallel) == {a.key() for a in archs}
+    for k in serial:
+        assert parallel[k]["val"] == serial[k]["val"] and parallel[k]["test"] == serial[k]["test"]
+    assert json.loads((tmp_path / "b.json").read_text()).keys() == serial.keys()  # every model cached
+    # a second call finds everything cached and trains nothing
+    again = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,
+                       workers=2)
+    assert again == parallel
+
+
 def test_cli_prints_a_recipe_error_in_one_line(tests_recipe_path, capsys):
     import ctrnas.cli as cli
 
