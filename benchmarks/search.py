@@ -160,7 +160,7 @@ def part_ranking(args) -> dict:
         while not (src / "warmup.json").exists() and time.time() < deadline:
             time.sleep(30)
         if (src / "warmup.json").exists() and not dst.exists():
-            os.symlink(src, dst)
+            os.symlink(src.resolve(), dst)
     res = api.ranking_study(recipe, args.archs, [0.0, 0.01, 1.0], args.proxies.split(","), progress=False)
     out = {"n": len(res.archs), "correlations": res.correlations, "seconds": res.seconds,
            "train_rows": args.study_train_rows}
@@ -170,6 +170,33 @@ def part_ranking(args) -> dict:
 
 def _f(x, d=5):
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}f}"
+
+
+def _truth_text(args) -> str:
+    """How the study's subnets were trained, and how well a second training seed reproduces their ranking
+    (the ceiling for any proxy), when `study-seed1/trained.json` exists (made with
+    `--set final.train.seed=1 --train-only` and copied there)."""
+    from scipy import stats
+
+    run = OUT / f"bench-{args.rows // 1000}k"
+    path = run / "study" / "trained.json"
+    if not path.exists():
+        return ""
+    a = json.loads(path.read_text())
+    how = next(iter(a.values())).get("how")
+    loss = sorted(v["test"]["logloss"] for v in a.values())
+    text = (f"Truth: each subnet trained {json.dumps(how)}; test log loss {loss[0]:.4f} (best) / "
+            f"{statistics.median(loss):.4f} (median) / {loss[-1]:.4f} (worst).")
+    b_path = run / "study-seed1" / "trained.json"
+    if b_path.exists():
+        b = json.loads(b_path.read_text())
+        keys = [k for k in a if k in b]
+        x, y = [a[k]["test"]["logloss"] for k in keys], [b[k]["test"]["logloss"] for k in keys]
+        if len(keys) > 2:
+            text += (f" Reproducibility of this truth: the same {len(keys)} subnets retrained with training seed 1 "
+                     f"rank alike with Kendall τ {stats.kendalltau(x, y).statistic:.2f}, Spearman ρ "
+                     f"{stats.spearmanr(x, y).statistic:.2f} (the ceiling for any proxy).")
+    return text + "\n"
 
 
 def report(args) -> str:
@@ -238,8 +265,10 @@ def report(args) -> str:
     if ranking:
         from ctrnas.pipeline.study import correlation_table
 
+        rows = ranking.get("train_rows")
         lines += [f"### (3) Proxy ranking, N = {ranking['n']} random subnets trained from scratch "
-                  f"({ranking.get('train_rows', '-')} training rows each)", "",
+                  f"({'all' if rows is None else format(rows, ',')} training rows each)", "",
+                  _truth_text(args),
                   "Correlation of each proxy with the negated test log loss (higher = ranks better), 95% "
                   "bootstrap intervals.", "", correlation_table(ranking["correlations"]), ""]
     if not (found or settings or ranking):

@@ -11,7 +11,7 @@
     proxy:   {name: sigeo, options: {}, batches: 4}
     oneshot: {finetune_steps: 500, eval_rows: 1200000}
     search:  {strategy: evolution, evolution: {generations: 240}}   # SearchConfig
-    final:   {top_k: 15, train: {lr: 0.1}}
+    final:   {top_k: 15, train: {lr: 0.1}, workers: 1}     # workers: models trained at once (processes)
 
 A recipe may start with `extends: other.yaml` (a path relative to it): the other file is read first and
 this one is deep-merged over it (mappings merge, anything else replaces), so the one-shot and zero-shot
@@ -143,8 +143,11 @@ class FinalConfig:
     # NASRec's stand-alone training forces LayerNorm off (main_train.get_model, anchors §1.5) whatever the
     # searched supernet used; null keeps the space's setting
     layernorm: bool | None = False
+    workers: int = 1  # models trained at once in spawned processes (one torch thread each); same results
 
     def __post_init__(self):
+        if self.workers < 1:
+            raise RecipeError("recipe", "final.workers", f"expected >= 1, got {self.workers}")
         if self.top_k is not None and self.top_k < 1:
             raise RecipeError("recipe", "final.top_k", f"expected >= 1, got {self.top_k}")
         for name in ("train_rows", "val_rows", "test_rows"):

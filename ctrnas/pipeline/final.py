@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -89,6 +91,48 @@ def _arch_model(recipe: Recipe, template, arch):
     return export(template, arch, init="fresh", seed=recipe.final_train.seed)
 
 
+# What a training worker serves: (recipe, data, template); set by the pool initializer, never in the parent.
+_WORKER: tuple | None = None
+
+
+def _init_worker(recipe, data, template, threads: int) -> None:
+    global _WORKER
+    _WORKER = (recipe, data, template)
+    import torch
+
+    torch.set_num_threads(threads)  # N workers with torch's default thread count would oversubscribe the cores
+
+
+def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object]):
+    """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name)."""
+    kind, what = job
+    if kind == "arch":
+        return _arch_model(recipe, template, what)
+    from ctrnas.train.baselines import build_baseline
+
+    cfg = recipe.final_train
+    return build_baseline(what, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
+
+
+def run_job(job: tuple[str, object], keep_state: bool) -> dict:
+    """Train one job in a `worker_pool` process: its metrics, seconds, dense parameter count and, with
+    `keep_state`, its trained weights."""
+    recipe, data, template = _WORKER
+    model = job_model(recipe, data, template, job)
+    val, test, sec, _ = _train(model, recipe, data)
+    return {"val": val, "test": test, "seconds": sec, "state": model.state_dict() if keep_state else None,
+            "dense_params": sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)}
+
+
+def worker_pool(recipe: Recipe, data: DataResult, template, workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` spawned processes that train jobs (`submit(run_job, job, keep_state)`) with the
+    final stage's settings. Every training is seeded on its own, so results equal one process's, as long as
+    that process also uses `recipe.threads` (default 1) torch threads."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                               initargs=(recipe, data, template, recipe.threads or 1))
+
+
+
 def _val_loss(m: TrainedModel) -> float:
     x = m.val.get("logloss", math.nan)
     return x if math.isfinite(x) else math.inf
@@ -102,18 +146,23 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     this; rank 0 returns the full result (its `model` the gathered, unsharded best), the others a result
     with the same metrics and `model=None`.
     """
+    from ctrnas.errors import CtrnasError
     from ctrnas.space import Arch
-    from ctrnas.train.baselines import build_baseline
 
     t0 = time.perf_counter()
     main = distributed is None or distributed.env.is_main
     progress = progress and main
     top = search.result.top_k(recipe.top_k)
+    if not top:
+        raise CtrnasError("the search returned no candidates to retrain")
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     template = final_template(recipe, data, supernet)
     candidates: list[TrainedModel] = []
     best_rank, best_model, best_state = None, None, None
+    workers = min(recipe.final.workers, len(top) + len(recipe.final.baselines)) if distributed is None else 1
+    if workers > 1:
+        return _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, progress, t0)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch = Arch.from_json(rec.arch)
         model = _arch_model(recipe, template, arch)
@@ -133,10 +182,6 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
 
                 best_state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
         del model, trainer
-    if not candidates:
-        from ctrnas.errors import CtrnasError
-
-        raise CtrnasError("the search returned no candidates to retrain")
     best = candidates[best_rank]
     if distributed is not None and main:
         best_model = _arch_model(recipe, template, best.arch)  # unsharded, with the gathered trained weights
@@ -146,12 +191,43 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     baselines = []
     for name in tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
                      not recipe.final.baselines):
-        cfg = recipe.final_train
-        model = build_baseline(name, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
+        model = job_model(recipe, data, template, ("baseline", name))
         n = sum(p.numel() for n_, p in model.named_parameters() if "embedding_bags" not in n_)
         val, test, sec = train_from_scratch(model, quiet, data, name, distributed=distributed)
         baselines.append(TrainedModel(name, None, val, test, float(n), math.nan, sec))
+    return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, main, t0, distributed)
 
+
+def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, progress, t0) -> FinalResult:
+    """The final stage with its trainings spread over `workers` processes; collected in job order, so the
+    choice (ties: the earlier rank) and every number equal the serial run's."""
+    from ctrnas.space import Arch
+
+    archs = [Arch.from_json(rec.arch) for rec in top]
+    with worker_pool(quiet, data, template, workers) as pool:
+        arch_jobs = [pool.submit(run_job, ("arch", a), True) for a in archs]
+        base_jobs = [pool.submit(run_job, ("baseline", n), False) for n in recipe.final.baselines]
+        candidates, best_rank, best_state = [], None, None
+        for rank, (rec, arch, fut) in enumerate(tqdm(list(zip(top, archs, arch_jobs)), desc="retrain top-k",
+                                                     unit="model", disable=not progress)):
+            r = fut.result()
+            cand = TrainedModel(f"rank {rank}", arch, r["val"], r["test"], rec.params, rec.flops, r["seconds"],
+                                score=rec.value, history_index=rec.index)
+            candidates.append(cand)
+            if best_rank is None or _val_loss(cand) < _val_loss(candidates[best_rank]):
+                best_rank, best_state = rank, r["state"]
+        baselines = []
+        for name, fut in zip(recipe.final.baselines, base_jobs):
+            r = fut.result()
+            baselines.append(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]), math.nan,
+                                          r["seconds"]))
+    best_model = _arch_model(recipe, template, candidates[best_rank].arch)
+    best_model.load_state_dict(best_state)
+    return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, True, t0, None)
+
+
+def _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, main, t0, distributed) -> FinalResult:
+    best = candidates[best_rank]
     export_dir = None
     if out_dir is not None and recipe.final.export and main:
         from ctrnas.supernet import save_exported

@@ -44,35 +44,12 @@ def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
     return out
 
 
-# The template and recipe a training worker serves; set by the pool initializer, never in the parent.
-_WORKER: tuple | None = None
-
-
-def _init_trainer(recipe, data, template, threads: int | None = None) -> None:
-    global _WORKER
-    _WORKER = (recipe, data, template)
-    if threads is not None:  # N workers with torch's default thread count each would oversubscribe the cores
-        import torch
-
-        torch.set_num_threads(threads)
-
-
-def _train_one(arch) -> tuple[dict, dict, float]:
-    from ctrnas.supernet import export
-
-    recipe, data, template = _WORKER
-    model = export(template, arch, init="fresh", seed=recipe.final_train.seed)
-    return train_from_scratch(model, recipe, data, arch.key())
-
-
 def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:
     """Train every arch not in the cache from scratch (the final stage's training); with `workers` > 1 in
-    that many spawned processes (one torch thread each, as the recipe says). Each training is seeded on its
-    own, so the results equal serial ones; the cache is written after every model, so a stopped study resumes."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    that many spawned processes (`final.worker_pool`: same results as serial)."""
+    from concurrent.futures import as_completed
 
-    from ctrnas.pipeline.final import final_template
+    from ctrnas.pipeline.final import final_template, job_model, run_job, worker_pool
     from ctrnas.train.config import numeric_settings
 
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -86,27 +63,21 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, 
     todo = list({a.key(): a for a in todo}.values())
     template = final_template(recipe, data, supernet)  # the final stage's models: same tables and LayerNorms
 
-    def keep(arch, result) -> None:
-        val, test, sec = result
+    def keep(arch, val, test, sec) -> None:
         cache[arch.key()] = {"val": val, "test": test, "seconds": sec, "how": how}
         atomic_write_text(cache_path, json.dumps(cache, indent=1))
 
     bar = tqdm(total=len(todo), desc="train from scratch", unit="model", disable=not progress)
     if workers <= 1 or len(todo) <= 1:
-        _init_trainer(quiet, data, template)
-        try:
-            for a in todo:
-                keep(a, _train_one(a))
-                bar.update()
-        finally:
-            _init_trainer(None, None, None)
+        for a in todo:
+            keep(a, *train_from_scratch(job_model(quiet, data, template, ("arch", a)), quiet, data, a.key()))
+            bar.update()
     else:
-        with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_trainer,
-                                 initargs=(quiet, data, template, recipe.threads or 1)) as pool:
-            futures = {pool.submit(_train_one, a): a for a in todo}
-            for fut in as_completed(futures):
-                keep(futures[fut], fut.result())
+        with worker_pool(quiet, data, template, min(workers, len(todo))) as pool:
+            futures = {pool.submit(run_job, ("arch", a), False): a for a in todo}
+            for fut in as_completed(futures):  # cached as each finishes, so a stopped study resumes
+                r = fut.result()
+                keep(futures[fut], r["val"], r["test"], r["seconds"])
                 bar.update()
     bar.close()
     return cache

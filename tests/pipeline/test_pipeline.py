@@ -107,6 +107,23 @@ def test_compare_runs_three_settings_on_the_same_data(tests_recipe_path, data_di
     assert (result.output_dir / "compare.md").read_text().count("|") > 20
 
 
+def test_final_stage_in_worker_processes_equals_the_serial_run(demo, tmp_path):
+    import dataclasses
+
+    recipe, result = demo
+    par = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, workers=2))
+    final = api.train_final(par, result.data, result.search, out_dir=tmp_path, progress=False)
+    serial = result.final
+    assert [c.arch.key() for c in final.candidates] == [c.arch.key() for c in serial.candidates]
+    for a, b in zip(final.candidates + final.baselines, serial.candidates + serial.baselines):
+        assert (a.label, a.val, a.test, a.params) == (b.label, b.val, b.test, b.params)
+    assert final.best.arch.key() == serial.best.arch.key()
+    # the exported model carries the trained weights of the serial run's best
+    got, want = final.model.state_dict(), serial.model.state_dict()
+    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+    assert (tmp_path / "model").is_dir()
+
+
 def test_ranking_study_correlations_match_scipy_on_its_own_scores(tests_recipe_path, data_dir, tests_data, tmp_path):
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'study'}")
     result = api.ranking_study(recipe, archs=5, fractions=(0.0, 1.0), proxies=("params", "oneshot"),
