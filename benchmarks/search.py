@@ -58,10 +58,9 @@ def _load(name: str):
 def part_found(args) -> dict:
     """The full pipeline, random search with the same number of trained models, and seed noise."""
     from ctrnas import api
-    from ctrnas.pipeline.final import final_template, train_from_scratch
+    from ctrnas.pipeline.final import final_template, job_model, train_from_scratch
     from ctrnas.pipeline.study import sample_archs
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.supernet import export
     from ctrnas.train.baselines import build_baseline
 
     recipe = base_recipe(args)
@@ -76,8 +75,7 @@ def part_found(args) -> dict:
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     trained = []
     for a in sample_archs(rnd, recipe.top_k):
-        val, test, sec = train_from_scratch(export(supernet, a, init="fresh", seed=recipe.final_train.seed),
-                                            quiet, data, a.key())
+        val, test, sec = train_from_scratch(job_model(quiet, data, supernet, ("arch", a)), quiet, data, a.key())
         trained.append({"arch_key": a.key(), "val": val, "test": test, "seconds": sec})
     best_rnd = min(trained, key=lambda r: r["val"]["logloss"])
     out["random_search"] = {"models": trained, "best": best_rnd}
@@ -86,7 +84,8 @@ def part_found(args) -> dict:
     for s in range(1, args.noise_seeds + 1):
         r_s = dataclasses.replace(quiet, final=dataclasses.replace(
             quiet.final, train=dataclasses.replace(quiet.final_train, seed=s)))
-        _, test, _ = train_from_scratch(export(supernet, run.final.best.arch, init="fresh", seed=s), r_s, data, "found")
+        _, test, _ = train_from_scratch(job_model(r_s, data, supernet, ("arch", run.final.best.arch)), r_s, data,
+                                        "found")
         noise["found"].append(test["logloss"])
         _, test, _ = train_from_scratch(build_baseline("lr", data.schema, seed=s,
                                                        row_cap=recipe.final_train.row_cap), r_s, data, "lr")

@@ -144,6 +144,10 @@ class FinalConfig:
     # searched supernet used; null keeps the space's setting
     layernorm: bool | None = False
     workers: int = 1  # models trained at once in spawned processes (one torch thread each); same results
+    # how the from-scratch models draw their embedding tables: "torchrec" (uniform +-sqrt(1/rows), the
+    # baselines' init; 0.0007-0.0020 lower test log loss on 4 of 4 subnets tried, benchmarks/RESULTS.md)
+    # or "nasrec" (Xavier-normal, as NASRec's code)
+    embedding_init: Literal["torchrec", "nasrec"] = "torchrec"
 
     def __post_init__(self):
         if self.workers < 1:

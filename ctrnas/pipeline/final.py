@@ -88,7 +88,8 @@ def _arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
     # from scratch: the exported structure with every weight re-drawn from the training seed
-    return export(template, arch, init="fresh", seed=recipe.final_train.seed)
+    return export(template, arch, init="fresh", seed=recipe.final_train.seed,
+                  embedding_init=recipe.final.embedding_init)
 
 
 # What a training worker serves: (recipe, data, template); set by the pool initializer, never in the parent.

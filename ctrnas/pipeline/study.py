@@ -58,7 +58,8 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, 
     # a cached result counts only if it was trained the way this recipe trains (entries without the
     # fingerprint predate it and are kept)
     how = {"train": numeric_settings(recipe.final_train),
-           "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm}
+           "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm,
+           "embedding_init": recipe.final.embedding_init}
     todo = [a for a in archs if not (a.key() in cache and cache[a.key()].get("how", how) == how)]
     todo = list({a.key(): a for a in todo}.values())
     template = final_template(recipe, data, supernet)  # the final stage's models: same tables and LayerNorms

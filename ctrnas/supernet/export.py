@@ -91,17 +91,26 @@ def _copy_stem(stem: EmbeddingStem) -> EmbeddingStem:
     return copy.deepcopy(stem)  # faster than building a new EmbeddingBagCollection
 
 
+EMBEDDING_INITS = ("torchrec", "nasrec")
+
+
 @torch.no_grad()
-def reinit(model: nn.Module, seed: int = 0) -> nn.Module:
-    """Fresh NASRec initialisation from `seed`: Xavier-uniform linears (zero bias), Xavier-normal embeddings,
-    unit/zero LayerNorm, Xavier attention projections."""
+def reinit(model: nn.Module, seed: int = 0, embedding_init: str = "nasrec") -> nn.Module:
+    """Fresh NASRec initialisation from `seed`: Xavier-uniform linears (zero bias), unit/zero LayerNorm,
+    Xavier attention projections, and embedding tables Xavier-normal ("nasrec") or, like TorchRec's
+    EmbeddingBagConfig default and the baselines, uniform in +-sqrt(1 / rows) ("torchrec")."""
+    if embedding_init not in EMBEDDING_INITS:
+        raise ValueError(f"embedding_init must be one of {EMBEDDING_INITS}, got {embedding_init!r}")
     g = torch.Generator().manual_seed(seed)
     for name, p in sorted(model.named_parameters()):
         if p.dim() >= 2:
-            if "embedding_bags" in name:
+            if "embedding_bags" not in name:
+                nn.init.xavier_uniform_(p, generator=g)
+            elif embedding_init == "nasrec":
                 nn.init.xavier_normal_(p, generator=g)
             else:
-                nn.init.xavier_uniform_(p, generator=g)
+                bound = (1.0 / p.shape[0]) ** 0.5
+                nn.init.uniform_(p, -bound, bound, generator=g)
         elif name.endswith("weight"):
             nn.init.ones_(p)  # LayerNorm scale
         else:
@@ -109,12 +118,14 @@ def reinit(model: nn.Module, seed: int = 0) -> nn.Module:
     return model
 
 
-def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem: bool = True) -> ExportedModel:
+def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem: bool = True,
+           embedding_init: str = "nasrec") -> ExportedModel:
     """Standalone copy of subnet `arch`: `init="inherit"` keeps the supernet's weights, `"fresh"` re-draws them.
 
     `copy_stem=False` hands the supernet's embedding stem itself to the model instead of a copy (saves a
     second set of full-size tables when the supernet is discarded right after, as for training from scratch;
-    with `init="fresh"` the supernet's tables are re-drawn too).
+    with `init="fresh"` the supernet's tables are re-drawn too). `embedding_init` picks how `"fresh"` draws
+    the tables (see `reinit`).
     """
     if init not in ("inherit", "fresh"):
         raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
@@ -139,7 +150,7 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
     model = ExportedModel(stem, DenseNet(blocks, head), arch, supernet.space.config,
                           supernet.schema)
     if init == "fresh":
-        reinit(model, seed)
+        reinit(model, seed, embedding_init)
     return model
 
 

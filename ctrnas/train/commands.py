@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--layernorm", choices=("off", "space"), default="off",
                    help="--arch: 'off' (default) trains without the ops' LayerNorms, as NASRec's stand-alone "
                         "training and `ctrnas run`'s final stage do; 'space' keeps the space's setting")
+    p.add_argument("--embedding-init", choices=("torchrec", "nasrec"), default="torchrec",
+                   help="--arch: embedding tables uniform +-sqrt(1/rows) as TorchRec and the baselines "
+                        "(default, as the final stage) or Xavier-normal as NASRec")
     from ctrnas.distributed.commands import add_distributed_args
 
     add_distributed_args(p)  # --distributed / --sharding / --dist-backend (torchrun -m ctrnas train ...)
@@ -126,10 +129,10 @@ def _arch_model(args, schema, cfg):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         supernet = Supernet(schema, space, emb_dim=cfg.embedding_dim, row_cap=cfg.row_cap)
-    model = export(supernet, arch, init="fresh", seed=cfg.seed)
+    model = export(supernet, arch, init="fresh", seed=cfg.seed, embedding_init=args.embedding_init)
     del supernet
     return model, f"arch-{arch.key()}", {"arch": arch.to_json(), "space": args.space,
-                                                "layernorm": space.layernorm}
+                                                "layernorm": space.layernorm, "embedding_init": args.embedding_init}
 
 
 def _print_metrics(m: dict, out: str) -> None:

@@ -45,3 +45,16 @@ def test_null_keeps_the_search_supernet():
     assert final_template(recipe, data, supernet) is supernet
     recipe, data, supernet = _setup({"layernorm": True})
     assert final_template(recipe, data, supernet) is supernet
+
+
+def test_final_models_draw_tables_as_final_embedding_init_says():
+    from ctrnas.pipeline.final import job_model
+
+    for init in ("torchrec", "nasrec"):
+        recipe, data, supernet = _setup({"embedding_init": init} if init == "nasrec" else {})
+        assert recipe.final.embedding_init == init  # torchrec is the default
+        template = final_template(recipe, data, supernet)
+        arch = supernet.space.sample(np.random.default_rng(3))
+        got = job_model(recipe, data, template, ("arch", arch))
+        want = export(template, arch, init="fresh", seed=recipe.final_train.seed, embedding_init=init)
+        assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))

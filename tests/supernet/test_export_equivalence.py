@@ -232,3 +232,26 @@ def test_layernorm_off_changes_the_function_and_on_is_the_default(schema):
     dense, kjt, _ = make_batch(schema, seed=5)
     a = space_on.sample(np.random.default_rng(5))
     assert not torch.allclose(net_on(dense, kjt, a), net_off(dense, kjt, a))
+
+
+def test_fresh_export_draws_tables_with_the_chosen_embedding_init():
+    schema = make_schema(cards=(5000, 40))
+    net = Supernet(schema, tiny_space("nasrec-small"))
+    arch = net.space.sample(np.random.default_rng(0))
+    tr = export(net, arch, init="fresh", seed=3, embedding_init="torchrec")
+    nr = export(net, arch, init="fresh", seed=3, embedding_init="nasrec")
+    dense = lambda m: {n: p for n, p in m.named_parameters() if "embedding_bags" not in n}  # noqa: E731
+    tables = lambda m: [p for n, p in sorted(m.named_parameters()) if "embedding_bags" in n]  # noqa: E731
+    # only the tables differ; the dense weights are the same Xavier draws
+    assert all(torch.equal(p, dense(nr)[n]) for n, p in dense(tr).items())
+    for t_tr, t_nr in zip(tables(tr), tables(nr)):
+        rows, dim = t_tr.shape
+        bound = (1.0 / rows) ** 0.5  # TorchRec's EmbeddingBagConfig default: U(-sqrt(1/rows), sqrt(1/rows))
+        assert t_tr.abs().max() <= bound and t_tr.abs().max() > 0.9 * bound
+        assert t_tr.std().item() == pytest.approx(bound / 3 ** 0.5, rel=0.1)
+        assert t_nr.std().item() == pytest.approx((2.0 / (rows + dim)) ** 0.5, rel=0.1)  # Xavier-normal
+    # the same seed gives the same model
+    again = export(net, arch, init="fresh", seed=3, embedding_init="torchrec")
+    assert all(torch.equal(a, b) for a, b in zip(tr.state_dict().values(), again.state_dict().values()))
+    with pytest.raises(ValueError, match="embedding_init"):
+        export(net, arch, init="fresh", embedding_init="glorot")
