@@ -126,7 +126,7 @@ def summary_markdown(metrics: dict) -> str:
                      f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
                      f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} |")
     cpu = metrics.get("cpu_seconds") or {}
-    lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (this process) |", "|---|---|---|"]
+    lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (with joined workers) |", "|---|---|---|"]
     lines += [f"| {k} | {v:.1f} | {_fmt(cpu.get(k), 1)} |" for k, v in metrics["timings"].items()]
     lines += ["", "Files: `search/history.csv`, `best_arch.json`, `model/`, `metrics.json`, `plots/*.png`, "
               "`recipe.yaml`, `environment.json`.", ""]

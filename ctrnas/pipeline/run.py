@@ -21,24 +21,35 @@ from ctrnas.recipe import Recipe
 log = logging.getLogger("ctrnas.pipeline")
 
 
+def cpu_time() -> float:
+    """CPU seconds of this process plus its finished child processes (worker pools are joined at the end of
+    the stage that starts them, so a stage's workers count in that stage)."""
+    try:
+        import resource
+    except ImportError:  # not on Unix: this process only
+        return time.process_time()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
 class StageClock:
-    """Wall seconds per stage (as the stages report them) and CPU seconds of this process per stage: on a
-    shared machine wall time says more about the neighbours (scoring worker processes are not included)."""
+    """Wall seconds per stage (as the stages report them) and CPU seconds per stage of this process and the
+    worker processes it has joined: on a shared machine wall time says more about the neighbours."""
 
     def __init__(self):
         self.timings: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
-        self._c0 = self._c_all = time.process_time()
+        self._c0 = self._c_all = cpu_time()
         self._t_all = time.perf_counter()
 
     def lap(self, stage: str, wall: float) -> None:
         self.timings[stage] = wall
-        self.cpu[stage] = time.process_time() - self._c0
-        self._c0 = time.process_time()
+        now = cpu_time()
+        self.cpu[stage], self._c0 = now - self._c0, now
 
     def total(self) -> None:
         self.timings["total"] = time.perf_counter() - self._t_all
-        self.cpu["total"] = time.process_time() - self._c_all
+        self.cpu["total"] = cpu_time() - self._c_all
 
 
 def sayer(recipe: Recipe, echo):

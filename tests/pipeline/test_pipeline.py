@@ -174,3 +174,16 @@ def test_gap_closed_is_the_share_of_the_lr_to_bayes_gap():
     assert gap_closed(0.43, lr=0.47, bayes=0.43) == pytest.approx(1.0)
     assert gap_closed(0.48, lr=0.47, bayes=0.43) == pytest.approx(-0.25)
     assert gap_closed(0.45, lr=None, bayes=0.43) is None and gap_closed(0.45, lr=0.43, bayes=0.43) is None
+
+
+def test_stage_clock_counts_the_cpu_of_joined_worker_processes():
+    import subprocess
+    import sys
+
+    from ctrnas.pipeline.run import StageClock
+
+    clock = StageClock()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"],
+                   check=True)
+    clock.lap("work", 0.0)
+    assert clock.cpu["work"] >= 0.45  # the child's busy loop, not this process's idle wait
