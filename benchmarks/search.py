@@ -184,7 +184,12 @@ def _truth_text(args) -> str:
     a = json.loads(path.read_text())
     how = next(iter(a.values())).get("how")
     loss = sorted(v["test"]["logloss"] for v in a.values())
-    text = (f"Truth: each subnet trained {json.dumps(how)}; test log loss {loss[0]:.4f} (best) / "
+    t, rows = how["train"], how["train_rows"]
+    text = (f"Truth: each subnet trained as the final stage trains: {t['epochs']} epoch(s)"
+            f"{', ending on the better val epoch' if t['restore_best'] else ''}, lr {t['lr']}, batch "
+            f"{t['batch_size']}, training seed {t['seed']}, {'all' if rows is None else format(rows, ',')} training "
+            f"rows, LayerNorm {'off' if how['layernorm'] is False else 'as the space'}, embedding init "
+            f"{how.get('embedding_init', 'nasrec')}; test log loss {loss[0]:.4f} (best) / "
             f"{statistics.median(loss):.4f} (median) / {loss[-1]:.4f} (worst).")
     b_path = run / "study-seed1" / "trained.json"
     if b_path.exists():
@@ -196,6 +201,30 @@ def _truth_text(args) -> str:
                      f"rank alike with Kendall τ {stats.kendalltau(x, y).statistic:.2f}, Spearman ρ "
                      f"{stats.spearmanr(x, y).statistic:.2f} (the ceiling for any proxy).")
     return text + "\n"
+
+
+def _paired_text(args) -> str:
+    """The goal's comparisons as paired bootstrap differences of Spearman ρ (the same subnets resampled for
+    both sides): SiGeo after each warm-up against itself at 0, and SiGeo against ZiCo at 0.01."""
+    import csv
+
+    from ctrnas.vision.stats import spearman_difference
+
+    path = OUT / f"bench-{args.rows // 1000}k" / "study" / "scores.csv"
+    if not path.exists():
+        return ""
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    truth = [-float(r["test_logloss"]) for r in rows]
+    col = lambda c: [float(r[c]) for r in rows]  # noqa: E731
+    pairs = [("sigeo@sub-one-shot-0.01", "sigeo@zero-shot"), ("sigeo@one-shot", "sigeo@zero-shot"),
+             ("sigeo@sub-one-shot-0.01", "zico@sub-one-shot-0.01")]
+    out = []
+    for a, b in pairs:
+        if a in rows[0] and b in rows[0]:
+            d, (lo, hi), share = spearman_difference(col(a), col(b), truth)
+            out.append(f"ρ({a}) − ρ({b}) = {d:+.3f} [{lo:+.3f}, {hi:+.3f}] ({share:.0%} of resamples > 0)")
+    return ("Paired bootstrap differences (1000 resamples of the subnets): " + "; ".join(out) + ".\n") if out else ""
 
 
 def report(args) -> str:
@@ -269,7 +298,8 @@ def report(args) -> str:
                   f"({'all' if rows is None else format(rows, ',')} training rows each)", "",
                   _truth_text(args),
                   "Correlation of each proxy with the negated test log loss (higher = ranks better), 95% "
-                  "bootstrap intervals.", "", correlation_table(ranking["correlations"]), ""]
+                  "bootstrap intervals.", "", correlation_table(ranking["correlations"]), "",
+                  _paired_text(args)]
     if not (found or settings or ranking):
         lines.append("No part has finished yet.")
     text = "\n".join(lines) + "\n"
