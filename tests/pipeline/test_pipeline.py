@@ -187,3 +187,24 @@ def test_stage_clock_counts_the_cpu_of_joined_worker_processes():
                    check=True)
     clock.lap("work", 0.0)
     assert clock.cpu["work"] >= 0.45  # the child's busy loop, not this process's idle wait
+
+
+def test_study_cache_reuses_only_models_trained_the_same_way(tests_recipe_path, data_dir, tests_data, tmp_path):
+    from ctrnas.pipeline.stages import new_supernet
+    from ctrnas.pipeline.study import _train_all, sample_archs
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}")
+    a = sample_archs(recipe, 1)
+    cache = tmp_path / "t.json"
+    first = _train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)
+    entry = first[a[0].key()]
+    assert entry["how"]["embedding_init"] == "torchrec"
+    # an entry from before the embedding_init key was trained with NASRec's init: reused for `nasrec` only
+    old = {**entry, "how": {k: v for k, v in entry["how"].items() if k != "embedding_init"}, "test": {"logloss": -1.0}}
+    cache.write_text(json.dumps({a[0].key(): old}))
+    nasrec = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}",
+                             "final.embedding_init=nasrec")
+    kept = _train_all(nasrec, tests_data, a, new_supernet(nasrec, tests_data), cache, False)
+    assert kept[a[0].key()]["test"]["logloss"] == -1.0  # not retrained
+    redone = _train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)
+    assert redone[a[0].key()]["test"] == entry["test"]  # retrained with the torchrec init, same numbers as before
