@@ -258,8 +258,13 @@ def zero_grads(params: Sequence[nn.Parameter]) -> None:
         p.grad = None
 
 
+def dense_grad(g: torch.Tensor) -> torch.Tensor:
+    """A row-sparse embedding gradient (tables trained with sparse updates) as a dense tensor."""
+    return g.to_dense() if g.is_sparse else g
+
+
 def grad_or_zero(p: nn.Parameter) -> torch.Tensor:
-    return p.grad if p.grad is not None else torch.zeros_like(p)
+    return dense_grad(p.grad) if p.grad is not None else torch.zeros_like(p)
 
 
 @contextlib.contextmanager
@@ -283,7 +288,7 @@ def loss_grads(model: nn.Module, batch: Batch, loss_fn: LossFn, params: Sequence
     """(loss, d loss / d params) for one batch without touching `.grad`; unused parameters get zeros."""
     loss = batch_loss(model, batch, loss_fn)
     gs = torch.autograd.grad(loss, list(params), allow_unused=True, create_graph=create_graph)
-    return loss, [torch.zeros_like(p) if g is None else g for p, g in zip(params, gs)]
+    return loss, [torch.zeros_like(p) if g is None else dense_grad(g) for p, g in zip(params, gs)]
 
 
 def mean_grad_score(model: nn.Module, batches, loss_fn: LossFn, params: list[tuple[str, nn.Parameter]],

@@ -69,7 +69,8 @@ def collect(model: nn.Module, batches, loss_fn, groups: dict[str, list[tuple[str
             if p.grad is not None:
                 used[n] = None
         if theta and update_lr is None:
-            dot = sum(float(t @ p.grad.detach().double().flatten()) for _, p, t in theta if p.grad is not None)
+            dot = sum(float(t @ grad_or_zero(p).detach().double().flatten()) for _, p, t in theta
+                      if p.grad is not None)
             stats.fr_dots.append(dot)
         elif theta:
             fr_grads.append([grad_or_zero(p).detach().double().flatten() for _, p, _ in theta])

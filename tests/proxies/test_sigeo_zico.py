@@ -169,3 +169,13 @@ def test_sigeo_update_between_batches_follows_sgd_iterates_and_restores_weights(
     assert res.terms["fr"] == pytest.approx(np_fr(P, gs), rel=1e-5)        # θ_k = the last iterate
     assert res.terms["loss"] == pytest.approx(float(np.mean(losses)), rel=1e-5)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_sigeo_with_embeddings_accepts_row_sparse_table_gradients(ctr, h):
+    model, batches, _ = ctr
+    dense = get_proxy("sigeo", embeddings=True, fr_embeddings=True).score(model, batches, h.bce)
+    for bag in model.ebc.embedding_bags.values():
+        bag.sparse = True  # as after the trainer's use_sparse_gradients(): backward gives sparse COO grads
+    sparse = get_proxy("sigeo", embeddings=True, fr_embeddings=True).score(model, batches, h.bce)
+    for k in ("zico", "fr", "loss"):
+        assert sparse.terms[k] == pytest.approx(dense.terms[k], rel=1e-9)
