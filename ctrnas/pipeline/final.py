@@ -127,8 +127,9 @@ def run_job(job: tuple[str, object], keep_state: bool) -> dict:
 
 def worker_pool(recipe: Recipe, data: DataResult, template, workers: int) -> ProcessPoolExecutor:
     """A pool of `workers` spawned processes that train jobs (`submit(run_job, job, keep_state)`) with the
-    final stage's settings. Every training is seeded on its own, so results equal one process's, as long as
-    that process also uses `recipe.threads` (default 1) torch threads."""
+    final stage's settings, each with `recipe.threads` torch threads (1 when unset). Every training is
+    seeded on its own, so results equal a one-process run that uses the same thread count (recipes that
+    leave `threads` unset let torch use one per core in one process: close, not bit-equal, numbers)."""
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
                                initargs=(recipe, data, template, recipe.threads or 1))
 
@@ -205,23 +206,30 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
     from ctrnas.space import Arch
 
     archs = [Arch.from_json(rec.arch) for rec in top]
-    with worker_pool(quiet, data, template, workers) as pool:
+    pool = worker_pool(quiet, data, template, workers)
+    try:
         arch_jobs = [pool.submit(run_job, ("arch", a), True) for a in archs]
         base_jobs = [pool.submit(run_job, ("baseline", n), False) for n in recipe.final.baselines]
         candidates, best_rank, best_state = [], None, None
-        for rank, (rec, arch, fut) in enumerate(tqdm(list(zip(top, archs, arch_jobs)), desc="retrain top-k",
-                                                     unit="model", disable=not progress)):
-            r = fut.result()
-            cand = TrainedModel(f"rank {rank}", arch, r["val"], r["test"], rec.params, rec.flops, r["seconds"],
-                                score=rec.value, history_index=rec.index)
+        for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
+            r = arch_jobs[rank].result()
+            arch_jobs[rank] = None  # hold at most the best model's weights, as the serial path does
+            rec = top[rank]
+            cand = TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], rec.params, rec.flops,
+                                r["seconds"], score=rec.value, history_index=rec.index)
             candidates.append(cand)
             if best_rank is None or _val_loss(cand) < _val_loss(candidates[best_rank]):
                 best_rank, best_state = rank, r["state"]
+            del r
         baselines = []
         for name, fut in zip(recipe.final.baselines, base_jobs):
             r = fut.result()
             baselines.append(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]), math.nan,
                                           r["seconds"]))
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # fail now, not after every queued training
+        raise
+    pool.shutdown(wait=True)
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(best_state)
     return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, True, t0, None)

@@ -82,12 +82,17 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, 
             keep(a, *train_from_scratch(job_model(quiet, data, template, ("arch", a)), quiet, data, a.key()))
             bar.update()
     else:
-        with worker_pool(quiet, data, template, min(workers, len(todo))) as pool:
+        pool = worker_pool(quiet, data, template, min(workers, len(todo)))
+        try:
             futures = {pool.submit(run_job, ("arch", a), False): a for a in todo}
             for fut in as_completed(futures):  # cached as each finishes, so a stopped study resumes
                 r = fut.result()
                 keep(futures[fut], r["val"], r["test"], r["seconds"])
                 bar.update()
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     bar.close()
     return cache
 
@@ -104,6 +109,9 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.search.ranking import rank_correlations
 
+    from ctrnas.pipeline.run import set_threads
+
+    set_threads(recipe)  # as `ctrnas run` does: the serial trainings use the recipe's thread count
     out = recipe.output_dir / "study"
     out.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
