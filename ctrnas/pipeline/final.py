@@ -9,6 +9,7 @@ one-process run); only rank 0 shows progress, gathers the best model and exports
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import multiprocessing
@@ -115,6 +116,11 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     return build_baseline(what, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
 
 
+def dense_params(model) -> int:
+    """Parameters outside the embedding tables (what the report lists as params)."""
+    return sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)
+
+
 def run_job(job: tuple[str, object], keep_state: bool) -> dict:
     """Train one job in a `worker_pool` process: its metrics, seconds, dense parameter count and, with
     `keep_state`, its trained weights."""
@@ -122,17 +128,24 @@ def run_job(job: tuple[str, object], keep_state: bool) -> dict:
     model = job_model(recipe, data, template, job)
     val, test, sec, _ = _train(model, recipe, data)
     return {"val": val, "test": test, "seconds": sec, "state": model.state_dict() if keep_state else None,
-            "dense_params": sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)}
+            "dense_params": dense_params(model)}
 
 
-def worker_pool(recipe: Recipe, data: DataResult, template, workers: int) -> ProcessPoolExecutor:
+@contextlib.contextmanager
+def worker_pool(recipe: Recipe, data: DataResult, template, workers: int):
     """A pool of `workers` spawned processes that train jobs (`submit(run_job, job, keep_state)`) with the
     final stage's settings, each with `recipe.threads` torch threads (1 when unset). Every training is
     seeded on its own, so results equal a one-process run that uses the same thread count (recipes that
-    leave `threads` unset let torch use one per core in one process: close, not bit-equal, numbers)."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+    leave `threads` unset let torch use one per core in one process: close, not bit-equal, numbers).
+    An error inside the block cancels the queued jobs instead of waiting for them."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
                                initargs=(recipe, data, template, recipe.threads or 1))
-
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _val_loss(m: TrainedModel) -> float:
@@ -194,9 +207,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     for name in tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
                      not recipe.final.baselines):
         model = job_model(recipe, data, template, ("baseline", name))
-        n = sum(p.numel() for n_, p in model.named_parameters() if "embedding_bags" not in n_)
         val, test, sec = train_from_scratch(model, quiet, data, name, distributed=distributed)
-        baselines.append(TrainedModel(name, None, val, test, float(n), math.nan, sec))
+        baselines.append(TrainedModel(name, None, val, test, float(dense_params(model)), math.nan, sec))
     return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, main, t0, distributed)
 
 
@@ -206,8 +218,7 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
     from ctrnas.space import Arch
 
     archs = [Arch.from_json(rec.arch) for rec in top]
-    pool = worker_pool(quiet, data, template, workers)
-    try:
+    with worker_pool(quiet, data, template, workers) as pool:
         arch_jobs = [pool.submit(run_job, ("arch", a), True) for a in archs]
         base_jobs = [pool.submit(run_job, ("baseline", n), False) for n in recipe.final.baselines]
         candidates, best_rank, best_state = [], None, None
@@ -226,10 +237,6 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
             r = fut.result()
             baselines.append(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]), math.nan,
                                           r["seconds"]))
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)  # fail now, not after every queued training
-        raise
-    pool.shutdown(wait=True)
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(best_state)
     return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, True, t0, None)

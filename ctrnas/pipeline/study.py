@@ -82,17 +82,12 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, 
             keep(a, *train_from_scratch(job_model(quiet, data, template, ("arch", a)), quiet, data, a.key()))
             bar.update()
     else:
-        pool = worker_pool(quiet, data, template, min(workers, len(todo)))
-        try:
+        with worker_pool(quiet, data, template, min(workers, len(todo))) as pool:
             futures = {pool.submit(run_job, ("arch", a), False): a for a in todo}
             for fut in as_completed(futures):  # cached as each finishes, so a stopped study resumes
                 r = fut.result()
                 keep(futures[fut], r["val"], r["test"], r["seconds"])
                 bar.update()
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
     bar.close()
     return cache
 
@@ -105,11 +100,10 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     A proxy named "oneshot" is the inherited-weight validation log loss (negated, so higher is better).
     `workers` > 1 trains the subnets in that many processes (same results as one).
     """
+    from ctrnas.pipeline.run import set_threads
     from ctrnas.search import plots
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.search.ranking import rank_correlations
-
-    from ctrnas.pipeline.run import set_threads
 
     set_threads(recipe)  # as `ctrnas run` does: the serial trainings use the recipe's thread count
     out = recipe.output_dir / "study"
