@@ -70,12 +70,13 @@ class RawData:
 class DataSection:
     """Where the prepared dataset folder is. With `raw` or `synthetic`, it is made at `path` (default
     `<output>/data`) unless a complete folder from the same source is already there; with neither, `path`
-    must be a prepared folder."""
+    must be a prepared folder. A complete folder made from another source is an error unless `overwrite`."""
 
     path: str | None = None
     raw: RawData | None = None
     synthetic: SyntheticData | None = None
     prepare: PrepareConfig = PrepareConfig()
+    overwrite: bool = False  # replace a prepared folder made from another source (else: an error naming it)
 
     def __post_init__(self):
         if self.raw is not None and self.synthetic is not None:

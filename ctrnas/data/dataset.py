@@ -22,6 +22,22 @@ from ctrnas.errors import CtrnasError
 
 FORMAT = "ctrnas-dataset/1"
 SPLITS = ("train", "val", "test")
+SOURCE_FILE = "ctrnas-source.json"  # what the folder was made from, so a recipe run knows it may reuse it
+
+
+def raw_source(kind: str, inputs, prepare_settings: dict) -> dict:
+    """The source record of a folder prepared from raw files: the same from `ctrnas prepare` and a recipe,
+    so a run reuses a folder prepared by hand with the recipe's settings."""
+    settings = {k: v for k, v in prepare_settings.items() if k != "progress"}
+    return {"raw": {"kind": kind, "inputs": [os.path.abspath(p) for p in inputs]}, "prepare": settings}
+
+
+def synthetic_source(profile: str, rows: int, seed: int, settings: dict) -> dict:
+    return {"synthetic": {"profile": profile, "rows": rows, "seed": seed, "settings": dict(settings)}}
+
+
+def write_source(path: str | Path, record: dict) -> None:
+    atomic_write_text(Path(path) / SOURCE_FILE, json.dumps(record, indent=1))
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -10,22 +10,21 @@ from pathlib import Path
 import torch
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import atomic_write_text, read_meta
+from ctrnas.data.dataset import SOURCE_FILE, raw_source, read_meta, synthetic_source, write_source
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
 from ctrnas.search.ctr_fitness import TensorRows
 
-SOURCE_FILE = "ctrnas-source.json"  # what the folder was made from, so a re-run can reuse it
-
 
 def _source_of(recipe: Recipe) -> dict | None:
     d = recipe.data
     if d.synthetic is not None:
-        return {"synthetic": to_dict(d.synthetic)}
+        s = d.synthetic
+        return json.loads(json.dumps(synthetic_source(s.profile, s.rows, s.seed, s.settings)))
     if d.raw is not None:
-        return {"raw": to_dict(d.raw), "prepare": {k: v for k, v in to_dict(d.prepare).items() if k != "progress"}}
+        return json.loads(json.dumps(raw_source(d.raw.kind, d.raw.inputs, to_dict(d.prepare))))
     return None
 
 
@@ -37,6 +36,30 @@ def _complete(path: Path) -> bool:
         return False
 
 
+def _differences(old, new, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two source records."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new)):
+            out += _differences(old.get(k), new.get(k), f"{prefix}{k}.")
+        return out
+    return [] if old == new else [f"{prefix[:-1]}: {old!r} -> {new!r}"]
+
+
+def _check_replaceable(path: Path, marker: Path, source: dict, overwrite: bool) -> None:
+    """Refuse to replace a complete dataset folder made from something else: it may hold hours of preparing."""
+    if overwrite or not _complete(path):
+        return  # nothing there, or an interrupted run: (re)make it
+    if not marker.exists():
+        why = f"it has no {SOURCE_FILE} saying what it was made from (another tool or an older ctrnas made it)"
+    else:
+        diff = _differences(json.loads(marker.read_text()), source)
+        why = "it was made from another source: " + "; ".join(diff[:5]) + (" ..." if len(diff) > 5 else "")
+    raise CtrnasError(f"data.path {str(path)!r} already holds a prepared dataset and {why}. Point data.path at "
+                      "another folder, use it as is (data.path alone, no data.raw/synthetic), or replace it "
+                      "with data.overwrite=true")
+
+
 def prepare_data(recipe: Recipe) -> DataResult:
     """The recipe's dataset folder, made from raw files or a synthetic profile unless an identical one exists."""
     t0 = time.perf_counter()
@@ -45,8 +68,9 @@ def prepare_data(recipe: Recipe) -> DataResult:
     reused = True
     if source is not None:
         marker = path / SOURCE_FILE
-        same = _complete(path) and marker.exists() and json.loads(marker.read_text()) == json.loads(json.dumps(source))
+        same = _complete(path) and marker.exists() and json.loads(marker.read_text()) == source
         if not same:
+            _check_replaceable(path, marker, source, recipe.data.overwrite)
             reused = False
             d = recipe.data
             if d.synthetic is not None:
@@ -58,7 +82,7 @@ def prepare_data(recipe: Recipe) -> DataResult:
                 from ctrnas.data.prepare import prepare
 
                 prepare(d.raw.kind, list(d.raw.inputs), path, d.prepare)
-            atomic_write_text(path / SOURCE_FILE, json.dumps(source, indent=1))
+            write_source(path, source)
     elif not _complete(path):
         raise CtrnasError(f"data.path {str(path)!r} is not a prepared dataset folder (no meta.json); "
                           "prepare it with `ctrnas prepare` or give data.synthetic / data.raw in the recipe")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import math
 import multiprocessing
 import time
@@ -97,9 +98,25 @@ def _arch_model(recipe: Recipe, template, arch):
 _WORKER: tuple | None = None
 
 
-def _init_worker(recipe, data, template, threads: int) -> None:
+def _pack(obj) -> bytes:
+    """Tensors as plain bytes: multiprocessing would pass them through /dev/shm, which containers often cap
+    at 64 MB (Docker's default), too small for full-size embedding tables."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes):
+    import torch
+
+    return torch.load(io.BytesIO(blob), weights_only=False)
+
+
+def _init_worker(recipe, data, template: bytes, threads: int) -> None:
     global _WORKER
-    _WORKER = (recipe, data, template)
+    _WORKER = (recipe, data, _unpack(template))
     import torch
 
     torch.set_num_threads(threads)  # N workers with torch's default thread count would oversubscribe the cores
@@ -127,7 +144,7 @@ def run_job(job: tuple[str, object], keep_state: bool) -> dict:
     recipe, data, template = _WORKER
     model = job_model(recipe, data, template, job)
     val, test, sec, _ = _train(model, recipe, data)
-    return {"val": val, "test": test, "seconds": sec, "state": model.state_dict() if keep_state else None,
+    return {"val": val, "test": test, "seconds": sec, "state": _pack(model.state_dict()) if keep_state else None,
             "dense_params": dense_params(model)}
 
 
@@ -139,7 +156,7 @@ def worker_pool(recipe: Recipe, data: DataResult, template, workers: int):
     leave `threads` unset let torch use one per core in one process: close, not bit-equal, numbers).
     An error inside the block cancels the queued jobs instead of waiting for them."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-                               initargs=(recipe, data, template, recipe.threads or 1))
+                               initargs=(recipe, data, _pack(template), recipe.threads or 1))
     try:
         yield pool
     except BaseException:
@@ -230,7 +247,7 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
                                 r["seconds"], score=rec.value, history_index=rec.index)
             candidates.append(cand)
             if best_rank is None or _val_loss(cand) < _val_loss(candidates[best_rank]):
-                best_rank, best_state = rank, r["state"]
+                best_rank, best_state = rank, _unpack(r["state"])
             del r
         baselines = []
         for name, fut in zip(recipe.final.baselines, base_jobs):

@@ -1,0 +1,79 @@
+"""The data stage reuses a folder made from the same source and refuses to replace one made from another."""
+
+import json
+
+import numpy as np
+import pytest
+
+from ctrnas.data.dataset import read_meta
+from ctrnas.errors import CtrnasError
+from ctrnas.pipeline.data import SOURCE_FILE, prepare_data
+from ctrnas.recipe import load_recipe
+
+
+def _recipe(path, tests_recipe_path, rows, *more):
+    return load_recipe(tests_recipe_path, [f"data.path={path}", f"data.synthetic.rows={rows}", *more])
+
+
+def _rows(path):
+    return sum(s["rows"] for s in read_meta(path)["splits"].values())
+
+
+def test_a_folder_from_another_source_is_kept_unless_overwrite(tests_recipe_path, tmp_path):
+    path = tmp_path / "d"
+    first = prepare_data(_recipe(path, tests_recipe_path, 2000))
+    assert not first.reused and _rows(path) == 2000
+    assert prepare_data(_recipe(path, tests_recipe_path, 2000)).reused
+
+    with pytest.raises(CtrnasError) as e:
+        prepare_data(_recipe(path, tests_recipe_path, 3000))
+    msg = str(e.value)
+    assert str(path) in msg and "synthetic.rows: 2000 -> 3000" in msg and "data.overwrite=true" in msg
+    assert _rows(path) == 2000  # untouched
+
+    again = prepare_data(_recipe(path, tests_recipe_path, 3000, "data.overwrite=true"))
+    assert not again.reused and _rows(path) == 3000
+    assert json.loads((path / SOURCE_FILE).read_text())["synthetic"]["rows"] == 3000
+
+
+def test_a_hand_prepared_folder_is_kept_and_an_interrupted_one_is_remade(tests_recipe_path, tmp_path):
+    path = tmp_path / "d"
+    prepare_data(_recipe(path, tests_recipe_path, 2000))
+    (path / SOURCE_FILE).unlink()  # as a folder made by other tools (or before the record existed)
+    with pytest.raises(CtrnasError, match="has no ctrnas-source.json"):
+        prepare_data(_recipe(path, tests_recipe_path, 2000))
+
+    (path / "meta.json").unlink()  # an interrupted run writes meta.json last
+    remade = prepare_data(_recipe(path, tests_recipe_path, 2000))
+    assert not remade.reused and _rows(path) == 2000
+
+
+def _criteo_file(path, n=300):
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(n):
+        dense = [str(int(x)) for x in rng.integers(0, 100, 13)]
+        sparse = [f"{int(x):08x}" for x in rng.integers(0, 50, 26)]
+        lines.append("\t".join([str(int(rng.random() < 0.3))] + dense + sparse))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_run_reuses_a_folder_prepared_by_hand_with_the_recipe_settings(tests_recipe_path, tmp_path, monkeypatch):
+    from ctrnas.cli import main
+
+    monkeypatch.chdir(tmp_path)  # relative input paths, as in the README
+    _criteo_file(tmp_path / "train.txt")
+    assert main(["prepare", "criteo", "-i", "train.txt", "-o", "data/criteo", "--hash-buckets", "77",
+                 "--no-progress"]) == 0
+
+    def recipe(buckets):
+        return load_recipe(tests_recipe_path, ["data.path=data/criteo", "data.synthetic=null",
+                                               "data.raw={kind: criteo, inputs: [train.txt]}",
+                                               f"data.prepare={{hash_buckets: {buckets}}}"])
+
+    stamp = (tmp_path / "data/criteo/meta.json").stat().st_mtime_ns
+    assert prepare_data(recipe(77)).reused
+    with pytest.raises(CtrnasError, match=r"prepare\.hash_buckets: 77 -> 78"):
+        prepare_data(recipe(78))
+    assert (tmp_path / "data/criteo/meta.json").stat().st_mtime_ns == stamp
