@@ -122,3 +122,4 @@ class StudyResult:
     correlations: list[dict]  # rows: fraction, proxy, kendall, low, high, spearman, low, high, n
     output_dir: Path
     seconds: dict[str, float] = field(default_factory=dict)
+    features: list[dict] = field(default_factory=list)  # rows: feature, target, spearman, p, n (what follows what)

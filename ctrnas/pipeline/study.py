@@ -103,7 +103,8 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     from ctrnas.pipeline.run import set_threads
     from ctrnas.search import plots
     from ctrnas.search.fitness import candidate_seed
-    from ctrnas.search.ranking import rank_correlations
+    from ctrnas.search.ranking import feature_correlations, rank_correlations
+    from ctrnas.space.features import feature_matrix
 
     set_threads(recipe)  # as `ctrnas run` does: the serial trainings use the recipe's thread count
     out = recipe.output_dir / "study"
@@ -147,10 +148,13 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
             plots.plot_score_vs_metric(vals, test_loss, out / "plots" / f"{name}-{float(f):g}.png",
                                        xlabel=f"{name} score", ylabel="test log loss (from scratch)",
                                        title=f"{name} after warm-up {float(f):g}")
-    _write(out, recipe, archs, trained, scores, rows, resource_counters(recipe, data)[0])
+    targets = {"test logloss": test_loss, **{f"{p}@{lab}": scores[lab][p] for lab in scores for p in scores[lab]}}
+    names, matrix = feature_matrix(archs)
+    features = feature_correlations(names, matrix, targets)
+    _write(out, recipe, archs, trained, scores, rows, resource_counters(recipe, data)[0], (names, matrix, features))
     if echo is not None:
-        echo("\n" + correlation_table(rows))
-    return StudyResult(archs, test_loss, scores, rows, out, seconds)
+        echo("\n" + correlation_table(rows) + "\n\n" + feature_table(features))
+    return StudyResult(archs, test_loss, scores, rows, out, seconds, features)
 
 
 def _fmt_ci(est: float, lo: float, hi: float) -> str:
@@ -168,7 +172,22 @@ def correlation_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _write(out: Path, recipe, archs, trained, scores, rows, count_params) -> None:
+def feature_table(features: list[dict], top: int = 8) -> str:
+    """The `top` architecture features by |rho| with the test log loss, with each proxy's rho beside it."""
+    loss = sorted((r for r in features if r["target"] == "test logloss" and math.isfinite(r["spearman"])),
+                  key=lambda r: -abs(r["spearman"]))[:top]
+    cols = list(dict.fromkeys(r["target"] for r in features if r["target"] != "test logloss"))
+    by = {(r["feature"], r["target"]): r["spearman"] for r in features}
+    lines = ["What the trained loss and the scores follow (Spearman rho over the subnets; rho > 0 with the loss: "
+             "the feature makes models worse, so a proxy that ranks well has the opposite sign there):", "",
+             "| feature | test logloss (p) | " + " | ".join(cols) + " |", "|---" * (len(cols) + 2) + "|"]
+    for r in loss:
+        vals = " | ".join(f"{by.get((r['feature'], c), math.nan):+.2f}" for c in cols)
+        lines.append(f"| {r['feature']} | {r['spearman']:+.2f} ({r['p']:.3f}) | {vals} |")
+    return "\n".join(lines)
+
+
+def _write(out: Path, recipe, archs, trained, scores, rows, count_params, feats) -> None:
     cols = [f"{p}@{lab}" for lab in scores for p in scores[lab]]
     with open(out / "scores.csv", "w", newline="") as fh:
         w = csv.writer(fh)
@@ -179,7 +198,18 @@ def _write(out: Path, recipe, archs, trained, scores, rows, count_params) -> Non
                         *[scores[lab][p][i] for lab in scores for p in scores[lab]], json.dumps(a.to_json())])
     clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in rows]
     atomic_write_text(out / "correlations.json", json.dumps(clean, indent=1))
+    names, matrix, features = feats
+    with open(out / "features.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arch_key", *names])
+        w.writerows([a.key(), *m] for a, m in zip(archs, matrix))
+    with open(out / "feature_correlations.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, ["feature", "target", "spearman", "p", "n"])
+        w.writeheader()
+        w.writerows(features)
     text = (f"# Proxy-ranking study `{recipe.name}`\n\n{len(archs)} random subnets of `{recipe.space.name}` trained "
             "from scratch; correlation of each proxy with the negated test log loss (higher = ranks better).\n\n"
-            + correlation_table(rows) + "\n\nScatter plots: `plots/<proxy>-<fraction>.png`; data: `scores.csv`.\n")
+            + correlation_table(rows) + "\n\n" + feature_table(features)
+            + "\n\nScatter plots: `plots/<proxy>-<fraction>.png`; data: `scores.csv`, `features.csv`, "
+            "`feature_correlations.csv`.\n")
     atomic_write_text(out / "summary.md", text)

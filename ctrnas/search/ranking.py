@@ -97,3 +97,21 @@ def rank_correlations(
         m: rank_correlation(scores, metrics, m, n_boot=n_boot, confidence=confidence, seed=seed)
         for m in ("kendall", "spearman")
     }
+
+
+def feature_correlations(names: Sequence[str], matrix: Sequence[Sequence[float]],
+                         targets: dict[str, Sequence[float]]) -> list[dict]:
+    """Spearman rho (with its p-value) of every feature column of `matrix` (one row per item) against every
+    target (a metric or a proxy score per item): what the targets follow. Constant features are left out."""
+    x = np.asarray(matrix, dtype=float).reshape(len(matrix), len(names))
+    rows = []
+    for j, name in enumerate(names):
+        col = x[:, j]
+        if np.all(col == col[0]):
+            continue
+        for target, vals in targets.items():
+            a, b = _finite_pairs(col, vals)
+            rho = _point(a, b, "spearman")
+            p = float(stats.spearmanr(a, b).pvalue) if math.isfinite(rho) else math.nan
+            rows.append({"feature": name, "target": target, "spearman": rho, "p": p, "n": len(a)})
+    return rows

@@ -137,6 +137,16 @@ def test_ranking_study_correlations_match_scipy_on_its_own_scores(tests_recipe_p
         assert c["kendall"] == pytest.approx(stats.kendalltau(s, -loss).statistic, nan_ok=True)
         assert c["spearman"] == pytest.approx(stats.spearmanr(s, -loss).statistic, nan_ok=True)
     assert (result.output_dir / "plots" / "params-0.png").is_file()
+    # the attribution table: architecture features (features.csv) against the trained loss, as scipy has it
+    with open(result.output_dir / "features.csv") as fh:
+        feats = list(csv.DictReader(fh))
+    assert [f["arch_key"] for f in feats] == [r["arch_key"] for r in rows]
+    on_loss = [f for f in result.features if f["target"] == "test logloss"]
+    assert on_loss
+    for f in on_loss:
+        col = np.array([float(r[f["feature"]]) for r in feats])
+        assert f["spearman"] == pytest.approx(stats.spearmanr(col, loss).statistic)
+    assert "| feature | test logloss (p) |" in (result.output_dir / "summary.md").read_text()
 
 
 def test_study_trains_in_worker_processes_with_the_serial_results(tests_recipe_path, data_dir, tests_data, tmp_path):

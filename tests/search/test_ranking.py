@@ -56,3 +56,22 @@ def test_degenerate_inputs_give_nan_not_errors():
     assert math.isnan(rank_correlation([1.0], [2.0]).low)
     with pytest.raises(ValueError):
         rank_correlation([1, 2], [1, 2, 3])
+
+
+def test_feature_correlations_match_scipy_and_skip_constant_features():
+    from ctrnas.search.ranking import feature_correlations
+
+    rng = np.random.default_rng(3)
+    m = np.column_stack([rng.integers(0, 3, 30), np.ones(30), rng.normal(size=30)])
+    loss = rng.normal(size=30)
+    score = rng.normal(size=30)
+    score[4] = np.nan  # a diverged proxy drops that pair only
+    rows = feature_correlations(["a", "const", "b"], m.tolist(), {"loss": loss, "score": score})
+    assert {r["feature"] for r in rows} == {"a", "b"} and len(rows) == 4
+    for r in rows:
+        col = m[:, 0 if r["feature"] == "a" else 2]
+        y = loss if r["target"] == "loss" else score
+        keep = np.isfinite(y)
+        ref = stats.spearmanr(col[keep], y[keep])
+        assert r["spearman"] == pytest.approx(ref.statistic) and r["p"] == pytest.approx(ref.pvalue)
+        assert r["n"] == keep.sum()
