@@ -58,10 +58,9 @@ def _load(name: str):
 def part_found(args) -> dict:
     """The full pipeline, random search with the same number of trained models, and seed noise."""
     from ctrnas import api
-    from ctrnas.pipeline.final import final_template, job_model, train_from_scratch
-    from ctrnas.pipeline.study import sample_archs
+    from ctrnas.pipeline.final import final_template, run_job, worker_pool
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.train.baselines import build_baseline
+    from ctrnas.pipeline.study import sample_archs
 
     recipe = base_recipe(args)
     t0 = time.perf_counter()
@@ -73,10 +72,11 @@ def part_found(args) -> dict:
     supernet = final_template(recipe, data, new_supernet(recipe, data))  # the final stage's models
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
-    trained = []
-    for a in sample_archs(rnd, recipe.top_k):
-        val, test, sec = train_from_scratch(job_model(quiet, data, supernet, ("arch", a)), quiet, data, a.key())
-        trained.append({"arch_key": a.key(), "val": val, "test": test, "seconds": sec})
+    archs = sample_archs(rnd, recipe.top_k)
+    with worker_pool(quiet, data, supernet, args.workers) as pool:  # same numbers as one process
+        futs = [pool.submit(run_job, ("arch", a), False) for a in archs]
+        trained = [{"arch_key": a.key(), "val": f.result()["val"], "test": f.result()["test"],
+                    "seconds": f.result()["seconds"]} for a, f in zip(archs, futs)]
     best_rnd = min(trained, key=lambda r: r["val"]["logloss"])
     out["random_search"] = {"models": trained, "best": best_rnd}
     # seed-to-seed noise: the found architecture and LR retrained with more training seeds
@@ -84,12 +84,11 @@ def part_found(args) -> dict:
     for s in range(1, args.noise_seeds + 1):
         r_s = dataclasses.replace(quiet, final=dataclasses.replace(
             quiet.final, train=dataclasses.replace(quiet.final_train, seed=s)))
-        _, test, _ = train_from_scratch(job_model(r_s, data, supernet, ("arch", run.final.best.arch)), r_s, data,
-                                        "found")
-        noise["found"].append(test["logloss"])
-        _, test, _ = train_from_scratch(build_baseline("lr", data.schema, seed=s,
-                                                       row_cap=recipe.final_train.row_cap), r_s, data, "lr")
-        noise["lr"].append(test["logloss"])
+        with worker_pool(r_s, data, supernet, args.workers) as pool:
+            found = pool.submit(run_job, ("arch", run.final.best.arch), False)
+            lr = pool.submit(run_job, ("baseline", "lr"), False)
+            noise["found"].append(found.result()["test"]["logloss"])
+            noise["lr"].append(lr.result()["test"]["logloss"])
     lr0 = next((b["test_logloss"] for b in run.metrics["baselines"] if b["label"] == "lr"), None)
     if lr0 is not None:
         noise["lr"].insert(0, lr0)
@@ -227,6 +226,21 @@ def _paired_text(args) -> str:
     return ("Paired bootstrap differences (1000 resamples of the subnets): " + "; ".join(out) + ".\n") if out else ""
 
 
+def _features_text(args) -> str:
+    """What the trained loss and the scores at warm-up 0.01 follow, from the study's attribution table."""
+    import csv
+
+    from ctrnas.pipeline.study import feature_table
+
+    path = OUT / f"bench-{args.rows // 1000}k" / "study" / "feature_correlations.csv"
+    if not path.exists():
+        return ""
+    with open(path) as fh:
+        rows = [{**r, "spearman": float(r["spearman"]), "p": float(r["p"])} for r in csv.DictReader(fh)]
+    keep = [r for r in rows if r["target"] == "test logloss" or r["target"].endswith("@sub-one-shot-0.01")]
+    return feature_table(keep, top=6) + "\n"
+
+
 def report(args) -> str:
     lines = ["## Search (issue 6): found model, settings, proxy ranking", "",
              f"Synthetic Criteo profile ({args.rows:,} rows, seed 0), recipe `recipes/synthetic.yaml` "
@@ -299,7 +313,7 @@ def report(args) -> str:
                   _truth_text(args),
                   "Correlation of each proxy with the negated test log loss (higher = ranks better), 95% "
                   "bootstrap intervals.", "", correlation_table(ranking["correlations"]), "",
-                  _paired_text(args)]
+                  _paired_text(args), _features_text(args)]
     if not (found or settings or ranking):
         lines.append("No part has finished yet.")
     text = "\n".join(lines) + "\n"
@@ -322,7 +336,7 @@ def main() -> int:
     ap.add_argument("--archs", type=int, default=50)
     ap.add_argument("--study-train-rows", type=int, default=None,
                     help="rows per study model training (default all, like the final stage)")
-    ap.add_argument("--workers", type=int, default=1, help="study models trained in N processes at once")
+    ap.add_argument("--workers", type=int, default=1, help="models trained in N processes at once (study subnets, random search, seed noise)")
     ap.add_argument("--train-only", action="store_true",
                     help="ranking part: only train the study models (e.g. on a many-core machine), no scoring")
     ap.add_argument("--wait-warmups", type=float, default=0.0,
