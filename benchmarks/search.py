@@ -42,7 +42,7 @@ def base_recipe(args):
 
     return load_recipe(ROOT / "recipes/synthetic.yaml", [
         f"name=bench-{args.rows // 1000}k", f"output={OUT}/{{name}}", f"data.path={OUT}/data-{args.rows // 1000}k",
-        f"data.synthetic.rows={args.rows}", "train.progress=false",
+        f"data.synthetic.rows={args.rows}", "train.progress=false", f"threads={args.threads}",
         f"final.train_rows={'null' if args.train_rows is None else args.train_rows}",
         f"final.baselines=[{args.baselines}]", f"search.top_k={args.top_k}", *args.set])
 

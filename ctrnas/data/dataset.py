@@ -25,11 +25,26 @@ SPLITS = ("train", "val", "test")
 SOURCE_FILE = "ctrnas-source.json"  # what the folder was made from, so a recipe run knows it may reuse it
 
 
+_NOT_DATA = ("progress", "block_size", "rows_per_shard", "max_rejects")  # change how, not what, is prepared
+
+
 def raw_source(kind: str, inputs, prepare_settings: dict) -> dict:
     """The source record of a folder prepared from raw files: the same from `ctrnas prepare` and a recipe,
     so a run reuses a folder prepared by hand with the recipe's settings."""
-    settings = {k: v for k, v in prepare_settings.items() if k != "progress"}
-    return {"raw": {"kind": kind, "inputs": [os.path.abspath(p) for p in inputs]}, "prepare": settings}
+    return normalize_source({"raw": {"kind": kind, "inputs": list(inputs)}, "prepare": dict(prepare_settings)})
+
+
+def normalize_source(record: dict) -> dict:
+    """A source record in comparable form: file paths absolute (records before this form kept them as given,
+    relative to the run's directory) and settings that do not change the data left out."""
+    record = json.loads(json.dumps(record))  # a copy with JSON types (tuples as lists)
+    if "raw" in record:
+        record["raw"]["inputs"] = [os.path.abspath(p) for p in record["raw"]["inputs"]]
+        prep = {k: v for k, v in record.get("prepare", {}).items() if k not in _NOT_DATA}
+        if isinstance(prep.get("kdd_profile"), str):
+            prep["kdd_profile"] = os.path.abspath(prep["kdd_profile"])
+        record["prepare"] = prep
+    return record
 
 
 def synthetic_source(profile: str, rows: int, seed: int, settings: dict) -> dict:
@@ -123,6 +138,7 @@ class DatasetWriter:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "meta.json").unlink(missing_ok=True)  # mark incomplete before touching shards
+        (self.out / SOURCE_FILE).unlink(missing_ok=True)  # the new source is recorded after meta.json
         for split in SPLITS:
             d = self.out / split
             if d.exists():

@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import SOURCE_FILE, raw_source, read_meta, synthetic_source, write_source
+from ctrnas.data.dataset import (SOURCE_FILE, normalize_source, raw_source, read_meta, synthetic_source,
+                                 write_source)
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.results import DataResult
@@ -24,7 +25,7 @@ def _source_of(recipe: Recipe) -> dict | None:
         s = d.synthetic
         return json.loads(json.dumps(synthetic_source(s.profile, s.rows, s.seed, s.settings)))
     if d.raw is not None:
-        return json.loads(json.dumps(raw_source(d.raw.kind, d.raw.inputs, to_dict(d.prepare))))
+        return raw_source(d.raw.kind, d.raw.inputs, to_dict(d.prepare))
     return None
 
 
@@ -46,18 +47,28 @@ def _differences(old, new, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix[:-1]}: {old!r} -> {new!r}"]
 
 
-def _check_replaceable(path: Path, marker: Path, source: dict, overwrite: bool) -> None:
+def _recorded_source(marker: Path) -> dict | None:
+    """The folder's source record in comparable form; None if missing or unreadable (treated as unknown)."""
+    try:
+        return normalize_source(json.loads(marker.read_text()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _check_replaceable(path: Path, recorded: dict | None, source: dict, overwrite: bool) -> None:
     """Refuse to replace a complete dataset folder made from something else: it may hold hours of preparing."""
     if overwrite or not _complete(path):
         return  # nothing there, or an interrupted run: (re)make it
-    if not marker.exists():
-        why = f"it has no {SOURCE_FILE} saying what it was made from (another tool or an older ctrnas made it)"
+    if recorded is None:
+        why = (f"it has no readable {SOURCE_FILE} saying what it was made from (another tool or an older ctrnas "
+               "made it)")
     else:
-        diff = _differences(json.loads(marker.read_text()), source)
+        diff = _differences(recorded, source)
         why = "it was made from another source: " + "; ".join(diff[:5]) + (" ..." if len(diff) > 5 else "")
+    key = "data.raw" if "raw" in source else "data.synthetic"
     raise CtrnasError(f"data.path {str(path)!r} already holds a prepared dataset and {why}. Point data.path at "
-                      "another folder, use it as is (data.path alone, no data.raw/synthetic), or replace it "
-                      "with data.overwrite=true")
+                      f"another folder, use the folder as it is (--set {key}=null), or replace it "
+                      "(--set data.overwrite=true)")
 
 
 def prepare_data(recipe: Recipe) -> DataResult:
@@ -67,10 +78,9 @@ def prepare_data(recipe: Recipe) -> DataResult:
     source = _source_of(recipe)
     reused = True
     if source is not None:
-        marker = path / SOURCE_FILE
-        same = _complete(path) and marker.exists() and json.loads(marker.read_text()) == source
-        if not same:
-            _check_replaceable(path, marker, source, recipe.data.overwrite)
+        recorded = _recorded_source(path / SOURCE_FILE)
+        if not (_complete(path) and recorded == source):
+            _check_replaceable(path, recorded, source, recipe.data.overwrite)
             reused = False
             d = recipe.data
             if d.synthetic is not None:

@@ -32,7 +32,9 @@ def new_supernet(recipe: Recipe, data: DataResult):
 def _warmup_fingerprint(recipe: Recipe, data: DataResult) -> dict:
     return {"seed": recipe.seed, "space": to_dict(recipe.space), "warmup": to_dict(recipe.warmup),
             "train": numeric_settings(recipe.train),
-            "data": str(data.path), "train_rows": split_rows(data, "train")}
+            "data": str(data.path), "train_rows": split_rows(data, "train"),
+            # which rows are where: a folder re-prepared in place (another split seed) must not reuse the warm-up
+            "split_ctr": {s: v.get("ctr") for s, v in data.meta["splits"].items()}}
 
 
 def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) -> WarmupResult:

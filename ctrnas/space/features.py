@@ -1,38 +1,45 @@
-"""Readable features of an architecture (op counts, first/last block ops, widths), to see what a trained
-metric or a proxy score follows across sampled subnets (the ranking study's attribution table)."""
+"""Readable features of an architecture (op counts, first/last ops, widths), to see what a trained metric
+or a proxy score follows across sampled subnets (the ranking study's attribution table).
+
+Only the parts the output depends on count (`Arch.live_parts`): two encodings of the same network get the
+same features."""
 
 from __future__ import annotations
 
-from ctrnas.space.arch import Arch
-
-_BINARY = ("sum", "gating")  # dense ops that read dense_left_idx / dense_right_idx instead of dense_idx
-
-
-def _reads_stem_dense(b) -> bool:
-    srcs = (b.dense_left_idx, b.dense_right_idx) if b.dense_op in _BINARY else b.dense_idx
-    return 0 in srcs
+from ctrnas.space.arch import BINARY_OPS, Arch
 
 
 def arch_features(arch: Arch) -> dict[str, float]:
     """Named numeric features of `arch`; absent op names simply do not appear (treat them as 0)."""
-    blocks = arch.blocks
-    f: dict[str, float] = {}
+    f: dict[str, float] = {name: 0.0 for name in (
+        "blocks with fm", "blocks with dense-sparse merge", "blocks reading the raw dense input",
+        "blocks reading the embeddings", "total dense width", "total sparse tokens")}
 
     def add(name: str, v: float = 1.0) -> None:
         f[name] = f.get(name, 0.0) + float(v)
 
-    for b in blocks:
-        add(f"blocks with dense {b.dense_op}")
-        add(f"blocks with sparse {b.sparse_op}")
-    add(f"block 1 dense {blocks[0].dense_op}")
-    add(f"last block dense {blocks[-1].dense_op}")
-    f["blocks with fm"] = float(sum(b.fm for b in blocks))
-    f["blocks with dense-sparse merge"] = float(sum(b.dense_sparse_merge for b in blocks))
-    f["blocks reading the raw dense input"] = float(sum(_reads_stem_dense(b) for b in blocks))
-    f["blocks reading the embeddings"] = float(sum(0 in b.sparse_idx for b in blocks))
-    f["total dense width"] = float(sum(b.dense_dim for b in blocks))
-    f["total sparse tokens"] = float(sum(b.sparse_tokens for b in blocks))
-    f["last block dense width"] = float(blocks[-1].dense_dim)
+    first = None
+    for i, parts in sorted(arch.live_parts().items()):
+        b = arch.blocks[i - 1]
+        reads_emb = parts.sparse and 0 in b.sparse_idx
+        if parts.dense:
+            first = first or b.dense_op
+            add(f"blocks with dense {b.dense_op}")
+            add("total dense width", b.dense_dim)
+            add("blocks with fm", b.fm)
+            srcs = (b.dense_left_idx, b.dense_right_idx) if b.dense_op in BINARY_OPS else b.dense_idx
+            add("blocks reading the raw dense input", 0 in srcs)
+            reads_emb = reads_emb or (b.dense_op == "dot" and 0 in b.sparse_idx)
+        if parts.sparse:
+            add(f"blocks with sparse {b.sparse_op}")
+            add("total sparse tokens", b.sparse_tokens)
+        add("blocks reading the embeddings", reads_emb)
+        add("blocks with dense-sparse merge", parts.merge)
+    if first is not None:
+        add(f"first dense op {first}")
+    last = arch.blocks[-1]  # the head reads both outputs of the last block: always computed
+    add(f"last block dense {last.dense_op}")
+    f["last block dense width"] = float(last.dense_dim)
     return f
 
 

@@ -28,7 +28,7 @@ def test_a_folder_from_another_source_is_kept_unless_overwrite(tests_recipe_path
     with pytest.raises(CtrnasError) as e:
         prepare_data(_recipe(path, tests_recipe_path, 3000))
     msg = str(e.value)
-    assert str(path) in msg and "synthetic.rows: 2000 -> 3000" in msg and "data.overwrite=true" in msg
+    assert str(path) in msg and "synthetic.rows: 2000 -> 3000" in msg and "--set data.overwrite=true" in msg
     assert _rows(path) == 2000  # untouched
 
     again = prepare_data(_recipe(path, tests_recipe_path, 3000, "data.overwrite=true"))
@@ -40,7 +40,7 @@ def test_a_hand_prepared_folder_is_kept_and_an_interrupted_one_is_remade(tests_r
     path = tmp_path / "d"
     prepare_data(_recipe(path, tests_recipe_path, 2000))
     (path / SOURCE_FILE).unlink()  # as a folder made by other tools (or before the record existed)
-    with pytest.raises(CtrnasError, match="has no ctrnas-source.json"):
+    with pytest.raises(CtrnasError, match="has no readable ctrnas-source.json"):
         prepare_data(_recipe(path, tests_recipe_path, 2000))
 
     (path / "meta.json").unlink()  # an interrupted run writes meta.json last
@@ -77,3 +77,47 @@ def test_a_run_reuses_a_folder_prepared_by_hand_with_the_recipe_settings(tests_r
     with pytest.raises(CtrnasError, match=r"prepare\.hash_buckets: 77 -> 78"):
         prepare_data(recipe(78))
     assert (tmp_path / "data/criteo/meta.json").stat().st_mtime_ns == stamp
+
+
+def test_records_from_before_absolute_paths_still_match(tests_recipe_path, tmp_path, monkeypatch):
+    from ctrnas.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    _criteo_file(tmp_path / "train.txt")
+    assert main(["prepare", "criteo", "-i", "train.txt", "-o", "d", "--no-progress"]) == 0
+    marker = tmp_path / "d" / SOURCE_FILE
+    rec = json.loads(marker.read_text())
+    # the old form: inputs as given (relative) and the settings that only change how files are cut
+    rec["raw"]["inputs"] = ["train.txt"]
+    rec["prepare"].update(block_size=1024, rows_per_shard=7, progress=False)
+    marker.write_text(json.dumps(rec))
+    recipe = load_recipe(tests_recipe_path, ["data.path=d", "data.synthetic=null",
+                                             "data.raw={kind: criteo, inputs: [train.txt]}"])
+    assert prepare_data(recipe).reused
+
+    marker.write_text("{not json")  # unreadable: unknown source, refused (not a traceback)
+    with pytest.raises(CtrnasError, match=r"no readable ctrnas-source.json.*--set data.raw=null"):
+        prepare_data(recipe)
+
+
+def test_rewriting_a_folder_drops_its_old_source_record(tmp_path):
+    from ctrnas.data.synthetic import generate
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / SOURCE_FILE).write_text(json.dumps({"synthetic": {"rows": 1}}))
+    generate("criteo", 1000, 0, tmp_path / "d")  # direct API call: writes no record of its own
+    assert not (tmp_path / "d" / SOURCE_FILE).exists() and _rows(tmp_path / "d") == 1000
+
+
+def test_warmup_cache_key_changes_when_the_split_changes(tests_data, tests_recipe_path):
+    import dataclasses
+    import copy
+
+    from ctrnas.pipeline.stages import _warmup_fingerprint
+
+    recipe = load_recipe(tests_recipe_path)
+    meta = copy.deepcopy(tests_data.meta)
+    meta["splits"]["train"]["ctr"] += 1e-6  # same rows, other rows in each split
+    other = dataclasses.replace(tests_data, meta=meta)
+    assert _warmup_fingerprint(recipe, tests_data) == _warmup_fingerprint(recipe, tests_data)
+    assert _warmup_fingerprint(recipe, other) != _warmup_fingerprint(recipe, tests_data)

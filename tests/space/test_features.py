@@ -23,11 +23,27 @@ def test_features_of_a_hand_built_arch():
     f = arch_features(ARCH)
     assert f == {
         "blocks with dense fc": 1, "blocks with dense sum": 1, "blocks with sparse efc": 1,
-        "blocks with sparse attention": 1, "block 1 dense fc": 1, "last block dense sum": 1,
+        "blocks with sparse attention": 1, "first dense op fc": 1, "last block dense sum": 1,
         "blocks with fm": 1, "blocks with dense-sparse merge": 1, "blocks reading the raw dense input": 2,
         "blocks reading the embeddings": 1, "total dense width": 96, "total sparse tokens": 24,
         "last block dense width": 32,
     }
+
+
+def test_parts_the_output_does_not_read_do_not_count():
+    # block 2 reads nothing of block 1 (stem only) and block 3 reads only block 2's dense output, so block 1
+    # is dead and block 2's sparse part (attention) is dead; block 3 is the last block, always computed
+    dead = Arch.from_json({"format": "ctrnas-arch/1", "blocks": [
+        _block(dense_op="dot", dense_dim=256),
+        _block(sparse_op="attention", fm=False, dense_dim=16),
+        _block(dense_idx=[2], sparse_idx=[0], fm=False, dense_dim=32),
+    ]})
+    assert set(dead.live_parts()) == {2, 3} and not dead.live_parts()[2].sparse
+    f = arch_features(dead)
+    assert "blocks with dense dot" not in f and "blocks with sparse attention" not in f
+    assert f["blocks with dense fc"] == 2 and f["first dense op fc"] == 1 and f["blocks with sparse efc"] == 1
+    assert f["total dense width"] == 48 and f["total sparse tokens"] == 8 and f["blocks with fm"] == 0
+    assert f["blocks reading the raw dense input"] == 1 and f["blocks reading the embeddings"] == 1
 
 
 def test_feature_matrix_fills_absent_features_with_zero():
