@@ -117,6 +117,55 @@ def scoring(args) -> dict:
     return out
 
 
+def big_tables(args) -> dict:
+    """Seconds per inherited-weight proxy score with full-size tables: the subnet sharing the supernet's
+    tables (now) vs a per-candidate copy of them (before), interleaved in one process."""
+    import numpy as np
+    import torch
+
+    from ctrnas.search.ctr_fitness import ProxyFitness, TensorRows
+    from ctrnas.search.fitness import candidate_seed
+    from ctrnas.space import get_space
+    from ctrnas.supernet import Supernet, export
+    from ctrnas.supernet.testing import make_schema
+
+    class CopyingFitness(ProxyFitness):  # the behaviour before: every candidate copies the tables
+        def model(self, arch, seed):
+            return export(self.supernet, arch, init=self.init, seed=seed)
+
+    torch.set_num_threads(1)
+    cards = (args.table_rows,) * args.tables
+    schema = make_schema(13, cards)
+    rng = np.random.default_rng(0)
+    n = 1024
+    rows = TensorRows(torch.as_tensor(rng.normal(size=(n, 13)), dtype=torch.float32),
+                      torch.as_tensor(np.stack([rng.integers(0, c, n) for c in cards], 1)),
+                      torch.as_tensor(rng.integers(0, 2, n), dtype=torch.float32), tuple(schema.sparse_names))
+    torch.manual_seed(0)
+    supernet = Supernet(schema, "nasrec-small")
+    shared = ProxyFitness(supernet, args.proxy, None, rows, batch_size=512, num_batches=2)
+    copying = CopyingFitness(supernet, args.proxy, None, rows, batch_size=512, num_batches=2)
+    space = get_space("nasrec-small")
+    srng = np.random.default_rng(1)
+    t = {"shared": [], "copy": []}
+    same = True
+    for i in range(args.candidates):
+        arch, seed = space.sample(srng), candidate_seed(0, i)
+        vals = {}
+        for name, fit in (("shared", shared), ("copy", copying)) if i % 2 else (("copy", copying), ("shared", shared)):
+            t0 = time.perf_counter()
+            vals[name] = fit(arch, seed).value
+            t[name].append(time.perf_counter() - t0)
+        same = same and vals["shared"] == vals["copy"]
+    gb = sum(p.numel() for p in supernet.stem.parameters()) * 4 / 2**30
+    out = {"proxy": args.proxy, "tables": args.tables, "table_rows": args.table_rows, "table_gib": gb,
+           "candidates": args.candidates, "shared_s": float(np.median(t["shared"])),
+           "copy_s": float(np.median(t["copy"])), "identical": same, "loadavg_1min": os.getloadavg()[0]}
+    print(f"{gb:.2f} GiB of tables: shared {out['shared_s']:.2f} s, copied {out['copy_s']:.2f} s per candidate "
+          f"(median of {args.candidates}); same scores: {same}", flush=True)
+    return out
+
+
 def step_time(args) -> dict:
     """Median training-step seconds: plain 1-process trainer, and DMP on 1 and 2 ranks."""
     import numpy as np
@@ -149,7 +198,7 @@ def step_time(args) -> dict:
 
 
 def report() -> str:
-    sc, st = _load("scoring"), _load("step_time")
+    sc, st, bt = _load("scoring"), _load("step_time"), _load("big_tables")
     lines = ["## Scale-out (issue 8): scoring backends and sharded training", "",
              f"{platform.machine()}, {os.cpu_count()} CPU cores (shared with other jobs), no GPU, torch threads 1 "
              "per process; `benchmarks/scale.py`.", ""]
@@ -166,6 +215,17 @@ def report() -> str:
                 lines.append(f"| {name} | {r['startup_s']:.1f} | {r['cand_per_s']:.2f} | "
                              f"{r.get('job_s_mean', float('nan')):.2f} | {'yes' if r['identical_to_serial'] else 'NO'} |")
         lines.append("")
+    if bt:
+        lines += [f"**Scoring with full-size tables** ({bt['tables']} tables x {bt['table_rows']:,} rows x dim 16 = "
+                  f"{bt['table_gib']:.2f} GiB, nasrec-small, proxy `{bt['proxy']}` on 2 batches of 512, inherited "
+                  f"weights, 1 process, median of {bt['candidates']} candidates, the two ways interleaved; 1-min "
+                  f"load average {bt['loadavg_1min']:.1f}):", "",
+                  "| subnet tables | s per candidate | ratio |", "|---|---|---|",
+                  f"| copied per candidate (before) | {bt['copy_s']:.2f} | 1.00 |",
+                  f"| shared with the supernet (now) | {bt['shared_s']:.2f} | {bt['shared_s'] / bt['copy_s']:.2f} |",
+                  "", f"Same scores both ways: {'yes' if bt['identical'] else 'NO'}. Command: `.venv/bin/python "
+                  f"benchmarks/scale.py --parts big_tables --table-rows {bt['table_rows']} --candidates "
+                  f"{bt['candidates']}`.", ""]
     if st:
         lines += [f"**Training step** (DLRM, {st['tables']} tables x {st['table_rows']:,} rows x dim {st['dim']}, "
                   f"global batch {st['global_batch']}, fused EXACT_ADAGRAD tables, median of the timed steps"
@@ -194,7 +254,7 @@ def main() -> None:
     args = ap.parse_args()
     if not args.report_only:
         for part in args.parts.split(","):
-            _save(part, {"scoring": scoring, "step_time": step_time}[part](args))
+            _save(part, {"scoring": scoring, "step_time": step_time, "big_tables": big_tables}[part](args))
     text = report()
     SECTION.write_text(text)
     print(text)

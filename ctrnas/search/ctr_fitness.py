@@ -110,10 +110,13 @@ class ProxyFitness(_Cached):
         return self._batches
 
     def model(self, arch, seed: int) -> nn.Module:
-        """The standalone subnet that is scored: the supernet's slices, or fresh weights from `seed`."""
+        """The subnet that is scored: the supernet's slices, or fresh weights from `seed`. Inherited weights
+        share the supernet's embedding tables instead of copying them per candidate (full-size tables make
+        the copy cost more than the score); proxies leave every parameter as they found it
+        (`proxies.base.preserved_state`)."""
         from ctrnas.supernet import export
 
-        return export(self.supernet, arch, init=self.init, seed=seed)
+        return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=self.init == "fresh")
 
     def __call__(self, arch, seed: int) -> FitnessResult:
         model = self.model(arch, seed)
@@ -183,13 +186,20 @@ class OneShotFitness(_Cached):
     def __call__(self, arch, seed: int) -> FitnessResult:
         from ctrnas.supernet import export
 
-        model = export(self.supernet, arch, init="inherit")
-        for p in model.parameters():
+        # The subnet shares the supernet's tables (no per-candidate copy of full-size tables): nothing here
+        # writes them, fine-tuning reads the body without grad, and the stem's mode is put back.
+        model = export(self.supernet, arch, init="inherit", copy_stem=False)
+        for p in model.net.parameters():
             p.requires_grad_(False)
         for p in model.net.head.parameters():
             p.requires_grad_(True)
-        if self.finetune_steps > 0:
-            self.finetune(model)
-        logloss, auc = self.evaluate(model)
+        training = [(m, m.training) for m in model.stem.modules()]
+        try:
+            if self.finetune_steps > 0:
+                self.finetune(model)
+            logloss, auc = self.evaluate(model)
+        finally:
+            for m, mode in training:
+                m.training = mode
         return FitnessResult(logloss, {"val_logloss": logloss, "val_auc": auc},
                              {"finetune_steps": self.finetune_steps, "eval_rows": len(self.eval_rows)})

@@ -36,6 +36,27 @@ def test_proxy_fitness_equals_the_proxy_on_the_exported_subnet(setup, tests_data
         assert got.value == pytest.approx(want, rel=1e-9) and got.terms
 
 
+@pytest.mark.parametrize("proxy,options", [("sigeo", {"embeddings": True}), ("synflow", {}), ("snip", {})])
+def test_inherited_scoring_shares_the_tables_and_leaves_the_supernet_as_it_was(setup, tests_data, proxy, options):
+    recipe, supernet, archs = setup
+    rows = load_rows(tests_data, "train", 100, 2 * 64)
+    fit = ProxyFitness(supernet, proxy, options, rows, batch_size=64, num_batches=2, init="inherit")
+    assert fit.model(archs[0], 0).stem is supernet.stem  # no per-candidate copy of the tables
+    before = {k: v.clone() for k, v in supernet.state_dict().items()}
+    batches = [((d, k), y) for d, k, y in rows.batches(64)]
+
+    def on_a_copy(arch):  # the proxy on a standalone export with its own tables, RNG pinned as the fitness does
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(5)
+            return fit.proxy.score(export(supernet, arch), batches, bce_loss).value
+
+    for arch in archs + archs[:1]:  # the repeat: nothing of an earlier score leaks into a later one
+        assert fit(arch, seed=5).value == pytest.approx(on_a_copy(arch), rel=1e-9)
+    after = supernet.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(p.grad is None for p in supernet.parameters())
+
+
 def test_proxy_fitness_pickles_and_scores_identically(setup, tests_data):
     recipe, supernet, archs = setup
     rows = load_rows(tests_data, "train", 0, 2 * 64)
@@ -72,6 +93,8 @@ def test_oneshot_fitness_is_the_validation_log_loss_of_inherited_weights(setup, 
 def test_oneshot_finetuning_lowers_training_loss_and_leaves_the_supernet_alone(setup, tests_data):
     recipe, supernet, archs = setup
     before = {k: v.clone() for k, v in supernet.state_dict().items()}
+    flags = [p.requires_grad for p in supernet.parameters()]
+    supernet.train()
     train = load_rows(tests_data, "train", warmup_rows(tests_data, 0.05), 2048)
     # evaluating on the fine-tuning rows themselves: fitting only the head must lower their loss
     plain = OneShotFitness(supernet, None, train, finetune_steps=0)
@@ -79,6 +102,9 @@ def test_oneshot_finetuning_lowers_training_loss_and_leaves_the_supernet_alone(s
     assert tuned(archs[0], 0).value < plain(archs[0], 0).value
     after = supernet.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+    # the subnets share the supernet's tables: their flags and mode are the supernet's again afterwards
+    assert [p.requires_grad for p in supernet.parameters()] == flags
+    assert all(m.training for m in supernet.modules())
     clone = pickle.loads(pickle.dumps(tuned))
     assert clone(archs[0], 0).value == tuned(archs[0], 0).value
 
