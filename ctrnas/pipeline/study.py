@@ -153,7 +153,13 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     features = feature_correlations(names, matrix, targets)
     _write(out, recipe, archs, trained, scores, rows, resource_counters(recipe, data)[0], (names, matrix, features))
     if echo is not None:
-        echo("\n" + correlation_table(rows) + "\n\n" + feature_table(features))
+        # on the console, only the scores at the recipe's own warm-up (summary.md has every setting)
+        own = f"@{setting_label(float(recipe.warmup.fraction))}"
+        if any(r["target"].endswith(own) for r in features):
+            features_shown = [r for r in features if r["target"] == "test logloss" or r["target"].endswith(own)]
+        else:
+            features_shown = features
+        echo("\n" + correlation_table(rows) + "\n\n" + feature_table(features_shown, top=5))
     return StudyResult(archs, test_loss, scores, rows, out, seconds, features)
 
 
