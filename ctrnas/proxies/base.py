@@ -107,6 +107,12 @@ class Proxy:
     # "train" follows ZiCo's code (network.train()); proxies that need per-sample independence use "eval".
     default_mode: ClassVar[str] = "train"
 
+    @property
+    def writes_weights(self) -> bool:
+        """True when scoring steps the weights in place (restored afterwards): the model it scores must own
+        its tensors, not share them with a supernet other scorers read at the same time."""
+        return False
+
     def score(self, model: nn.Module, batches: Sequence[Batch], loss_fn: LossFn | None = None) -> ProxyResult:
         """Score `model` on `batches`; the model is left exactly as it was found."""
         if len(batches) == 0:
@@ -146,8 +152,9 @@ class Proxy:
 def preserved_state(model: nn.Module) -> Iterator[None]:
     """Keep parameters, buffers, grads, requires_grad and train/eval modes as they were.
 
-    Proxies never write parameter values in place (SynFlow uses `functional_call` on copies), so the
-    parameter tensors are kept by reference, not cloned: cloning every embedding table on every score
+    Proxies write parameter values in place only when `writes_weights` says so (SiGeo's optional
+    `update_lr` steps, restored by the proxy itself; SynFlow uses `functional_call`), so the parameter
+    tensors are kept by reference, not cloned: cloning every embedding table on every score
     would dominate the cost. Existing `.grad`s are detached from the parameters on entry (a backward pass
     would accumulate into them in place) and put back on exit. Buffers (BatchNorm running statistics,
     updated in place in train mode) are cloned.

@@ -56,32 +56,34 @@ def collect(model: nn.Module, batches, loss_fn, groups: dict[str, list[tuple[str
     fr_grads: list[list[torch.Tensor]] = []
     for p in all_params:
         p.grad = None
-    for i, batch in enumerate(batches):
-        if not accumulate:
-            for p in all_params:
-                p.grad = None
-        loss = batch_loss(model, batch, loss_fn)
-        loss.backward()
-        stats.losses.append(float(loss.detach()))
-        for g, ps in groups.items():
-            rows[g].append(torch.cat([grad_or_zero(p).detach().flatten() for _, p in ps]))
-        for n, p in list(_named(groups)) + [(n, p) for n, p, _ in theta]:
-            if p.grad is not None:
-                used[n] = None
-        if theta and update_lr is None:
-            dot = sum(float(t @ grad_or_zero(p).detach().double().flatten()) for _, p, t in theta
-                      if p.grad is not None)
-            stats.fr_dots.append(dot)
-        elif theta:
-            fr_grads.append([grad_or_zero(p).detach().double().flatten() for _, p, _ in theta])
-        if update_lr is not None:
-            with torch.no_grad():
+    try:
+        for i, batch in enumerate(batches):
+            if not accumulate:
                 for p in all_params:
-                    if p.grad is not None:
-                        p.sub_(update_lr * p.grad)
-    if originals:
-        theta_k = [p.detach().double().flatten() for _, p, _ in theta]
-        stats.fr_dots = [sum(float(t @ g) for t, g in zip(theta_k, gs)) for gs in fr_grads]
+                    p.grad = None
+            loss = batch_loss(model, batch, loss_fn)
+            loss.backward()
+            stats.losses.append(float(loss.detach()))
+            for g, ps in groups.items():
+                rows[g].append(torch.cat([grad_or_zero(p).detach().flatten() for _, p in ps]))
+            for n, p in list(_named(groups)) + [(n, p) for n, p, _ in theta]:
+                if p.grad is not None:
+                    used[n] = None
+            if theta and update_lr is None:
+                dot = sum(float(t @ grad_or_zero(p).detach().double().flatten()) for _, p, t in theta
+                          if p.grad is not None)
+                stats.fr_dots.append(dot)
+            elif theta:
+                fr_grads.append([grad_or_zero(p).detach().double().flatten() for _, p, _ in theta])
+            if update_lr is not None:
+                with torch.no_grad():
+                    for p in all_params:
+                        if p.grad is not None:
+                            p.sub_(update_lr * p.grad)
+        if originals:
+            theta_k = [p.detach().double().flatten() for _, p, _ in theta]
+            stats.fr_dots = [sum(float(t @ g) for t, g in zip(theta_k, gs)) for gs in fr_grads]
+    finally:  # the SGD steps are undone even when a batch fails
         with torch.no_grad():
             for p, orig in originals:
                 p.copy_(orig)

@@ -61,6 +61,10 @@ class SiGeo(Proxy):
         given = (self.lam1, self.lam2, self.lam3)
         return tuple(float(b if g is None else g) for b, g in zip(base, given))
 
+    @property
+    def writes_weights(self) -> bool:
+        return self.update_lr is not None  # SGD steps between batches, in place
+
     def _compute(self, model, batches, loss_fn):
         lam1, lam2, lam3 = self.lambdas()
         check_choice(self.name, "variant", self.variant, ["module", "neuron"])

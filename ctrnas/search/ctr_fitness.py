@@ -1,7 +1,8 @@
 """Fitness functions for CTR subnets of a NASRec supernet: a zero-cost proxy, or one-shot evaluation.
 
 Both are plain picklable objects holding the (warmed-up) supernet and in-memory rows, so the search's
-spawned scoring workers each receive one copy (pool initializer) and give results identical to serial.
+spawned scoring workers get them through the pool initializer and give results identical to serial
+(torch hands the tensors over in shared memory: the workers read one supernet, so scoring must not write it).
 
 - `ProxyFitness`: the subnet (exported with inherited or freshly drawn weights) is scored by a registry
   proxy on a fixed list of k training batches. The pipeline draws those rows once per search, right after
@@ -112,11 +113,13 @@ class ProxyFitness(_Cached):
     def model(self, arch, seed: int) -> nn.Module:
         """The subnet that is scored: the supernet's slices, or fresh weights from `seed`. Inherited weights
         share the supernet's embedding tables instead of copying them per candidate (full-size tables make
-        the copy cost more than the score); proxies leave every parameter as they found it
-        (`proxies.base.preserved_state`)."""
+        the copy cost more than the score): proxies leave every parameter as they found it
+        (`proxies.base.preserved_state`), except those that step the weights in place (`writes_weights`),
+        which get their own copy, since scoring workers may share the supernet's memory."""
         from ctrnas.supernet import export
 
-        return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=self.init == "fresh")
+        copy = self.init == "fresh" or self.proxy.writes_weights
+        return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=copy)
 
     def __call__(self, arch, seed: int) -> FitnessResult:
         model = self.model(arch, seed)

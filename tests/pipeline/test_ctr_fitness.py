@@ -122,3 +122,43 @@ def test_search_with_two_worker_processes_equals_serial(setup, tests_data):
     serial = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=1)
     parallel = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=2)
     assert serial.history.same_as(parallel.history)
+
+
+@pytest.mark.slow
+def test_sigeo_sgd_steps_in_workers_leave_the_shared_supernet_alone(setup, tests_data):
+    """`update_lr` steps weights in place: each candidate gets its own tables, so workers (which share the
+    supernet's memory) give the serial history and the supernet is unchanged."""
+    from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
+
+    recipe, supernet, archs = setup
+    before = {k: v.clone() for k, v in supernet.state_dict().items()}
+    rows = load_rows(tests_data, "train", 0, 2 * 64)
+    fit = ProxyFitness(supernet, "sigeo", {"update_lr": 0.5, "embeddings": True}, rows, 64, 2, init="inherit")
+    assert fit.proxy.writes_weights and fit.model(archs[0], 0).stem is not supernet.stem
+    cfg = EvolutionConfig(population_size=6, generations=1, tournament_size=2, children_per_generation=4)
+    space = get_space(recipe.space)
+    serial = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=1)
+    parallel = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=3)
+    assert serial.history.same_as(parallel.history)
+    after = supernet.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_sigeo_sgd_steps_are_undone_when_a_batch_fails(setup, tests_data):
+    recipe, supernet, archs = setup
+    model = export(supernet, archs[0])
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    rows = load_rows(tests_data, "train", 0, 3 * 64)
+    batches = [((d, k), y) for d, k, y in rows.batches(64)]
+    calls = []
+
+    def failing_loss(logits, labels):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("third batch fails")
+        return bce_loss(logits, labels)
+
+    with pytest.raises(RuntimeError, match="third batch"):
+        get_proxy("sigeo", k=3, update_lr=0.5).score(model, batches, failing_loss)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
