@@ -64,28 +64,36 @@ def _load(name: str):
     return _results.load(OUT, name)
 
 
+def _random_rows_and_supernet(dense: int, cards: tuple[int, ...], n: int):
+    """n random rows of a toy schema and a seeded nasrec-small supernet over it."""
+    import numpy as np
+    import torch
+
+    from ctrnas.search.ctr_fitness import TensorRows
+    from ctrnas.supernet import Supernet
+    from ctrnas.supernet.testing import make_schema
+
+    schema = make_schema(dense, cards)
+    rng = np.random.default_rng(0)
+    rows = TensorRows(torch.as_tensor(rng.normal(size=(n, dense)), dtype=torch.float32),
+                      torch.as_tensor(np.stack([rng.integers(0, c, n) for c in cards], 1)),
+                      torch.as_tensor(rng.integers(0, 2, n), dtype=torch.float32), tuple(schema.sparse_names))
+    torch.manual_seed(0)
+    return rows, Supernet(schema, "nasrec-small")
+
+
 def scoring(args) -> dict:
     """Seconds to score the same candidates with each backend; startup (workers + first job) apart."""
     import numpy as np
     import torch
 
     from ctrnas.distributed.backends import make_backend
-    from ctrnas.search.ctr_fitness import ProxyFitness, TensorRows
+    from ctrnas.search.ctr_fitness import ProxyFitness
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.space import get_space
-    from ctrnas.supernet import Supernet
-    from ctrnas.supernet.testing import make_schema
 
     torch.set_num_threads(1)
-    cards = (1000,) * 8
-    schema = make_schema(4, cards)
-    rng = np.random.default_rng(0)
-    n = 4096
-    rows = TensorRows(torch.as_tensor(rng.normal(size=(n, 4)), dtype=torch.float32),
-                      torch.as_tensor(np.stack([rng.integers(0, c, n) for c in cards], 1)),
-                      torch.as_tensor(rng.integers(0, 2, n), dtype=torch.float32), tuple(schema.sparse_names))
-    torch.manual_seed(0)
-    supernet = Supernet(schema, "nasrec-small")
+    rows, supernet = _random_rows_and_supernet(4, (1000,) * 8, 4096)
     fitness = ProxyFitness(supernet, args.proxy, None, rows, batch_size=256, num_batches=2)
     space = get_space("nasrec-small")
     srng = np.random.default_rng(1)
@@ -123,26 +131,17 @@ def big_tables(args) -> dict:
     import numpy as np
     import torch
 
-    from ctrnas.search.ctr_fitness import ProxyFitness, TensorRows
+    from ctrnas.search.ctr_fitness import ProxyFitness
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.space import get_space
-    from ctrnas.supernet import Supernet, export
-    from ctrnas.supernet.testing import make_schema
+    from ctrnas.supernet import export
 
     class CopyingFitness(ProxyFitness):  # the behaviour before: every candidate copies the tables
         def model(self, arch, seed):
             return export(self.supernet, arch, init=self.init, seed=seed)
 
     torch.set_num_threads(1)
-    cards = (args.table_rows,) * args.tables
-    schema = make_schema(13, cards)
-    rng = np.random.default_rng(0)
-    n = 1024
-    rows = TensorRows(torch.as_tensor(rng.normal(size=(n, 13)), dtype=torch.float32),
-                      torch.as_tensor(np.stack([rng.integers(0, c, n) for c in cards], 1)),
-                      torch.as_tensor(rng.integers(0, 2, n), dtype=torch.float32), tuple(schema.sparse_names))
-    torch.manual_seed(0)
-    supernet = Supernet(schema, "nasrec-small")
+    rows, supernet = _random_rows_and_supernet(13, (args.table_rows,) * args.tables, 1024)
     shared = ProxyFitness(supernet, args.proxy, None, rows, batch_size=512, num_batches=2)
     copying = CopyingFitness(supernet, args.proxy, None, rows, batch_size=512, num_batches=2)
     space = get_space("nasrec-small")
