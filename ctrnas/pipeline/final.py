@@ -256,6 +256,8 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
                                           r["seconds"]))
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(best_state)
+    # as the serial trainer leaves it, so model.pt is the same object either way
+    best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, True, t0, None)
 
 

@@ -121,6 +121,7 @@ def test_final_stage_in_worker_processes_equals_the_serial_run(demo, tmp_path):
     # the exported model carries the trained weights of the serial run's best
     got, want = final.model.state_dict(), serial.model.state_dict()
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+    assert final.model.stem.sparse_gradients == serial.model.stem.sparse_gradients  # the trainer's table setting
     assert (tmp_path / "model").is_dir()
 
 
