@@ -75,8 +75,9 @@ def part_found(args) -> dict:
     archs = sample_archs(rnd, recipe.top_k)
     with worker_pool(quiet, data, supernet, args.workers) as pool:  # same numbers as one process
         futs = [pool.submit(run_job, ("arch", a), False) for a in archs]
-        trained = [{"arch_key": a.key(), "val": f.result()["val"], "test": f.result()["test"],
-                    "seconds": f.result()["seconds"]} for a, f in zip(archs, futs)]
+        results = [f.result() for f in futs]
+    trained = [{"arch_key": a.key(), "val": r["val"], "test": r["test"], "seconds": r["seconds"]}
+               for a, r in zip(archs, results)]
     best_rnd = min(trained, key=lambda r: r["val"]["logloss"])
     out["random_search"] = {"models": trained, "best": best_rnd}
     # seed-to-seed noise: the found architecture and LR retrained with more training seeds
@@ -237,8 +238,7 @@ def _features_text(args) -> str:
         return ""
     with open(path) as fh:
         rows = [{**r, "spearman": float(r["spearman"]), "p": float(r["p"])} for r in csv.DictReader(fh)]
-    keep = [r for r in rows if r["target"] == "test logloss" or r["target"].endswith("@sub-one-shot-0.01")]
-    return feature_table(keep, top=6) + "\n"
+    return feature_table(rows, top=6, setting="sub-one-shot-0.01") + "\n"
 
 
 def report(args) -> str:

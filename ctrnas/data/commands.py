@@ -59,11 +59,10 @@ def _overrides(args) -> dict:
 
 
 def _run_prepare(args) -> int:
-    from ctrnas.data.prepare import prepare, summary
-    from ctrnas.data.prepare_config import load_prepare_config
-
     from ctrnas.config import to_dict
     from ctrnas.data.dataset import raw_source, write_source
+    from ctrnas.data.prepare import prepare, summary
+    from ctrnas.data.prepare_config import load_prepare_config
 
     cfg = load_prepare_config(args.config, _overrides(args))
     meta = prepare(args.kind, args.input, args.out, cfg)
@@ -73,9 +72,8 @@ def _run_prepare(args) -> int:
 
 
 def _run_synthetic(args) -> int:
-    from ctrnas.data.synthetic import generate
-
     from ctrnas.data.dataset import synthetic_source, write_source
+    from ctrnas.data.synthetic import generate
 
     meta = generate(profile=args.profile, rows=args.rows, seed=args.seed, out=args.out,
                     rows_per_shard=args.rows_per_shard)

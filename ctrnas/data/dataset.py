@@ -48,7 +48,8 @@ def normalize_source(record: dict) -> dict:
 
 
 def synthetic_source(profile: str, rows: int, seed: int, settings: dict) -> dict:
-    return {"synthetic": {"profile": profile, "rows": rows, "seed": seed, "settings": dict(settings)}}
+    """The source record of a synthetic folder (the same from `ctrnas prepare synthetic` and a recipe)."""
+    return normalize_source({"synthetic": {"profile": profile, "rows": rows, "seed": seed, "settings": settings}})
 
 
 def write_source(path: str | Path, record: dict) -> None:

@@ -23,7 +23,7 @@ def _source_of(recipe: Recipe) -> dict | None:
     d = recipe.data
     if d.synthetic is not None:
         s = d.synthetic
-        return json.loads(json.dumps(synthetic_source(s.profile, s.rows, s.seed, s.settings)))
+        return synthetic_source(s.profile, s.rows, s.seed, s.settings)
     if d.raw is not None:
         return raw_source(d.raw.kind, d.raw.inputs, to_dict(d.prepare))
     return None

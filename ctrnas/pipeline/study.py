@@ -154,12 +154,8 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     _write(out, recipe, archs, trained, scores, rows, resource_counters(recipe, data)[0], (names, matrix, features))
     if echo is not None:
         # on the console, only the scores at the recipe's own warm-up (summary.md has every setting)
-        own = f"@{setting_label(float(recipe.warmup.fraction))}"
-        if any(r["target"].endswith(own) for r in features):
-            features_shown = [r for r in features if r["target"] == "test logloss" or r["target"].endswith(own)]
-        else:
-            features_shown = features
-        echo("\n" + correlation_table(rows) + "\n\n" + feature_table(features_shown, top=5))
+        own = setting_label(float(recipe.warmup.fraction))
+        echo("\n" + correlation_table(rows) + "\n\n" + feature_table(features, top=5, setting=own))
     return StudyResult(archs, test_loss, scores, rows, out, seconds, features)
 
 
@@ -178,8 +174,11 @@ def correlation_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def feature_table(features: list[dict], top: int = 8) -> str:
-    """The `top` architecture features by |rho| with the test log loss, with each proxy's rho beside it."""
+def feature_table(features: list[dict], top: int = 8, setting: str | None = None) -> str:
+    """The `top` architecture features by |rho| with the test log loss, with each proxy's rho beside it
+    (only the scores after warm-up `setting`, e.g. "sub-one-shot-0.01", when the study has that setting)."""
+    if setting is not None and any(r["target"].endswith(f"@{setting}") for r in features):
+        features = [r for r in features if r["target"] == "test logloss" or r["target"].endswith(f"@{setting}")]
     loss = sorted((r for r in features if r["target"] == "test logloss" and math.isfinite(r["spearman"])),
                   key=lambda r: -abs(r["spearman"]))[:top]
     cols = list(dict.fromkeys(r["target"] for r in features if r["target"] != "test logloss"))
