@@ -10,6 +10,11 @@
     final = api.train_final(recipe, data, found, warm)
     table = api.compare(recipe).table         # zero-shot / sub-one-shot / one-shot side by side
     study = api.ranking_study(recipe, archs=50, fractions=(0, 0.01, 1.0))
+    # single tasks (the CLI verbs), built from the same pieces as a run:
+    api.prepare_folder("criteo", ["train.txt"], "data/criteo")   # or api.generate_synthetic(...)
+    warm = api.warmup_supernet("data/criteo", api.train_config(seed=0), "nasrec-full", 0.01, out_dir="w")
+    scores = api.score_arch("data/criteo", "arch.json", ["sigeo"], supernet="w/supernet.pt")
+    metrics, out = api.train_model("data/criteo", api.train_config(), baseline="dcnv2")
 
 Stage functions write under `recipe.output_dir` unless `out_dir=None` is given (then nothing is written
 but the data folder). Errors are `ctrnas.errors.CtrnasError` subclasses.
@@ -27,7 +32,9 @@ from ctrnas.recipe import Recipe, load_recipe as _load_recipe, override
 _DEFAULT = object()
 
 __all__ = ["load_recipe", "override", "prepare_data", "warmup", "search", "train_final", "run", "compare",
-           "ranking_study", "Recipe", "RunResult", "CompareResult", "StudyResult"]
+           "ranking_study", "prepare_folder", "generate_synthetic", "train_config", "train_model",
+           "warmup_supernet", "score_arch", "list_proxies", "export_arch", "vision_correlate", "vision_search",
+           "demo_recipe_path", "Recipe", "RunResult", "CompareResult", "StudyResult"]
 
 
 def load_recipe(path: str | Path, *overrides: str) -> Recipe:
@@ -94,7 +101,7 @@ def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, ech
         recipe = override(recipe, *overrides)
     if distributed:
         from ctrnas.distributed.dmp import ShardingConfig
-        from ctrnas.distributed.pipeline import run_recipe_distributed
+        from ctrnas.pipeline.distributed import run_recipe_distributed
 
         return run_recipe_distributed(recipe, ShardingConfig(sharding), dist_backend, progress=progress, echo=echo)
     return run_recipe(recipe, progress=progress, echo=echo)
@@ -116,3 +123,104 @@ def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = 
     from ctrnas.pipeline.study import ranking_study as _study
 
     return _study(recipe, archs, fractions, proxies, progress=progress, echo=echo, workers=workers)
+
+
+def demo_recipe_path() -> Path:
+    """recipes/synthetic.yaml of the source checkout (or of the current directory)."""
+    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
+        if (root / "recipes" / "synthetic.yaml").is_file():
+            return root / "recipes" / "synthetic.yaml"
+    from ctrnas.errors import CtrnasError
+
+    raise CtrnasError("recipes/synthetic.yaml not found: run `ctrnas demo` from the ctrnas checkout, or "
+                      "`ctrnas run RECIPE` with a recipe of your own")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Single tasks: what `ctrnas prepare|train|warmup|score|export|vision` do, one call each
+# ------------------------------------------------------------------------------------------------------
+
+
+def prepare_folder(kind: str, inputs: Sequence[str], out: str | Path, config: str | Path | None = None,
+                   overrides: dict | None = None) -> str:
+    """Raw files of `kind` -> a prepared dataset folder (PrepareConfig from `config`, then non-None
+    `overrides`); returns the one-paragraph summary. A recipe run with the same settings reuses the folder."""
+    from ctrnas.config import to_dict
+    from ctrnas.data.dataset import raw_source, write_source
+    from ctrnas.data.prepare import prepare, summary
+    from ctrnas.data.prepare_config import load_prepare_config
+
+    cfg = load_prepare_config(config, overrides or {})
+    meta = prepare(kind, inputs, out, cfg)
+    write_source(out, raw_source(kind, inputs, to_dict(cfg)))
+    return summary(meta, out)
+
+
+def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000) -> dict:
+    """A synthetic dataset folder with a known click model; returns its meta (splits, Bayes log loss)."""
+    from ctrnas.data.dataset import synthetic_source, write_source
+    from ctrnas.data.synthetic import generate
+
+    meta = generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard)
+    write_source(out, synthetic_source(profile, rows, seed, {}))
+    return meta
+
+
+def train_config(recipe_path: str | Path | None = None, **overrides):
+    """TrainConfig from a YAML file (its `train:` section or top level) with the non-None `overrides`."""
+    from ctrnas.pipeline.tasks import train_config as _train_config
+
+    return _train_config(recipe_path, **overrides)
+
+
+def train_model(data_dir, cfg, baseline: str | None = None, arch=None, **options):
+    """(metrics, out_dir) of a baseline or an architecture trained from scratch (options: space, out_dir,
+    train_fraction, layernorm, embedding_init, distributed, sharding, dist_backend)."""
+    from ctrnas.pipeline.tasks import train_model as _train_model
+
+    return _train_model(data_dir, cfg, baseline=baseline, arch=arch, **options)
+
+
+def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,
+                    out_dir=None) -> WarmupResult:
+    """The run's warm-up stage outside a run: same seeded supernet, same `ctrnas-supernet/1` checkpoint."""
+    from ctrnas.pipeline.tasks import warmup_supernet as _warmup
+
+    return _warmup(data_dir, cfg, space, fraction, full_ratio, out_dir)
+
+
+def score_arch(data_dir, arch, proxies: Sequence[str] = ("sigeo", "zico"), options: dict | None = None,
+               **settings) -> dict:
+    """{proxy: ProxyResult} of one architecture, scored as the search scores it (settings: supernet, space,
+    emb_dim, seed, batches, batch_size, offset; see `ctrnas.pipeline.scoring.score_arch`)."""
+    from ctrnas.pipeline.scoring import score_arch as _score
+
+    return _score(data_dir, arch, list(proxies), options, **settings)
+
+
+def list_proxies() -> list[str]:
+    from ctrnas.proxies import list_proxies as _list
+
+    return _list()
+
+
+def export_arch(arch, out_dir, **settings) -> dict:
+    """A standalone model folder of one architecture; the model card (settings: supernet, data_dir, space,
+    emb_dim, row_cap, init, seed, metrics_path, torch_export)."""
+    from ctrnas.pipeline.tasks import export_arch as _export
+
+    return _export(arch, out_dir, **settings)
+
+
+def vision_correlate(**settings) -> dict:
+    """NB201 proxy correlation (`ctrnas.vision.tasks.correlate`)."""
+    from ctrnas.vision.tasks import correlate
+
+    return correlate(**settings)
+
+
+def vision_search(**settings) -> list:
+    """Proxy-driven NB201 searches, one per seed (`ctrnas.vision.tasks.search`)."""
+    from ctrnas.vision.tasks import search
+
+    return search(**settings)

@@ -202,12 +202,6 @@ class Recipe:
         return "oneshot" if self.warmup.fraction >= 1.0 else "proxy"
 
     @property
-    def proxy_init(self) -> str:
-        if self.proxy.init != "auto":
-            return self.proxy.init
-        return "fresh" if self.warmup.fraction == 0 else "inherit"
-
-    @property
     def final_train(self) -> TrainConfig:
         return self.final.train if self.final.train is not None else self.train
 

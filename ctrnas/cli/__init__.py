@@ -1,7 +1,7 @@
-"""The `ctrnas` command line: a thin layer over the Python API.
+"""The `ctrnas` command line: one module per verb, each only parsing arguments and calling `ctrnas.api`.
 
-Each subsystem contributes its subcommands through a `register(subparsers)` function in the module
-listed in COMMANDS; heavy imports (torch, torchrec) happen inside the handlers so `--help` is fast.
+Each module listed in COMMANDS defines `register(subparsers)`; the handlers import `ctrnas.api` (and through
+it torch and torchrec) only when they run, so `ctrnas --help` stays fast.
 """
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ import sys
 from ctrnas import __version__
 from ctrnas.errors import CtrnasError
 
-# One entry per subsystem; each module defines register(subparsers).
+# One entry per verb (in `ctrnas --help` order); each module defines register(subparsers).
 COMMANDS = [
-    "ctrnas.data.commands",
-    "ctrnas.supernet.commands",
-    "ctrnas.train.commands",
-    "ctrnas.proxies.commands",
-    "ctrnas.vision.commands",
-    "ctrnas.pipeline.commands",
+    "ctrnas.cli.prepare",
+    "ctrnas.cli.export",
+    "ctrnas.cli.train",
+    "ctrnas.cli.warmup",
+    "ctrnas.cli.score",
+    "ctrnas.cli.vision",
+    "ctrnas.cli.demo",
+    "ctrnas.cli.run",
+    "ctrnas.cli.compare",
+    "ctrnas.cli.study",
 ]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,59 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _space_arg(value: str):
-    from pathlib import Path
-
-    from ctrnas.config import load_yaml
-
-    if value.endswith((".yaml", ".yml")) or Path(value).is_file():
-        return load_yaml(value)
-    return value
-
-
-def _read_json(path: str, what: str):
-    from ctrnas.errors import CtrnasError
-
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        raise CtrnasError(f"{path}: cannot read {what}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise CtrnasError(f"{path}: {what} is not valid JSON: {e}") from None
-
-
 def _run(args) -> int:
-    from ctrnas.data.dataset import load_schema
-    from ctrnas.errors import ArchValidationError, CtrnasError
-    from ctrnas.space import Arch
-    from ctrnas.supernet.export import export
-    from ctrnas.supernet.io import load_supernet, save_exported
-    from ctrnas.supernet.supernet import Supernet
+    from ctrnas import api
 
-    try:
-        arch = Arch.from_json(_read_json(args.arch, "architecture"))
-    except ArchValidationError as e:
-        raise CtrnasError(f"{args.arch}: {e}") from None
-    schema = load_schema(args.data) if args.data else None
-    if args.supernet:
-        supernet, _ = load_supernet(args.supernet, schema=schema, space=_space_arg(args.space),
-                                    emb_dim=args.emb_dim, row_cap=args.row_cap)
-        init, source = args.init or "inherit", args.supernet
-    elif schema is None:
-        raise CtrnasError("give --supernet (inherited weights) or --data (fresh weights)")
-    elif args.init == "inherit":
-        raise CtrnasError("--init inherit needs --supernet")
-    else:
-        supernet = Supernet(schema, _space_arg(args.space), emb_dim=args.emb_dim, row_cap=args.row_cap)
-        init, source = "fresh", None
-    try:
-        supernet.space.validate(arch)
-    except ArchValidationError as e:
-        raise CtrnasError(f"{args.arch}: {e}") from None
-    metrics = _read_json(args.metrics, "metrics") if args.metrics else None
-    model = export(supernet, arch, init=init, seed=args.seed)
-    card = save_exported(model, args.out, init=init, metrics=metrics, source=source, torch_export=args.torch_export)
+    card = api.export_arch(args.arch, args.out, supernet=args.supernet, data_dir=args.data, space=args.space,
+                           emb_dim=args.emb_dim, row_cap=args.row_cap, init=args.init, seed=args.seed,
+                           metrics_path=args.metrics, torch_export=args.torch_export)
     print(f"exported {card['arch_key']} to {args.out}: {card['params_dense']:,} dense params, "
           f"{card['flops_per_example']:,} FLOPs/example")
     return 0

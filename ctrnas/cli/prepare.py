@@ -59,25 +59,16 @@ def _overrides(args) -> dict:
 
 
 def _run_prepare(args) -> int:
-    from ctrnas.config import to_dict
-    from ctrnas.data.dataset import raw_source, write_source
-    from ctrnas.data.prepare import prepare, summary
-    from ctrnas.data.prepare_config import load_prepare_config
+    from ctrnas import api
 
-    cfg = load_prepare_config(args.config, _overrides(args))
-    meta = prepare(args.kind, args.input, args.out, cfg)
-    write_source(args.out, raw_source(args.kind, args.input, to_dict(cfg)))  # a recipe run with these settings reuses it
-    print(summary(meta, args.out))
+    print(api.prepare_folder(args.kind, args.input, args.out, args.config, _overrides(args)))
     return 0
 
 
 def _run_synthetic(args) -> int:
-    from ctrnas.data.dataset import synthetic_source, write_source
-    from ctrnas.data.synthetic import generate
+    from ctrnas import api
 
-    meta = generate(profile=args.profile, rows=args.rows, seed=args.seed, out=args.out,
-                    rows_per_shard=args.rows_per_shard)
-    write_source(args.out, synthetic_source(args.profile, args.rows, args.seed, {}))
+    meta = api.generate_synthetic(args.profile, args.rows, args.seed, args.out, args.rows_per_shard)
     splits = meta.get("splits", {})
     rows = ", ".join(f"{s} {splits[s].get('rows', 0):,}" for s in ("train", "val", "test") if s in splits)
     print(f"Generated synthetic {args.profile} data (seed {args.seed}) into {args.out}: {rows} rows.")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from ctrnas.errors import RecipeError
 
@@ -58,55 +56,30 @@ def register(sub) -> None:
     vision.set_defaults(func=lambda args: vision.print_help() or 2)
 
 
-def _load(args):
-    import torch
-
-    from ctrnas.vision.cifar import NUM_CLASSES, read_cifar, to_tensor
-    from ctrnas.vision.space import NB201Table
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dataset = "cifar100" if args.truth == "cifar100" else "cifar10"
-    x, y = to_tensor(read_cifar(args.data, "train", dataset), dataset)
-    return x, y, NB201Table.load(args.table), NUM_CLASSES[dataset]
-
-
 def _correlate(args) -> int:
-    from ctrnas.vision.correlate import CorrelateConfig, format_markdown, plot_scatter, read_rows, run_correlation, summarize
+    from ctrnas import api
 
-    x, y, table, num_classes = _load(args)
-    warmups = _floats(args.warmup, "warmup")
-    cfg = CorrelateConfig(archs=args.archs, proxies=tuple(p for p in args.proxies.split(",") if p), warmup=warmups,
-                          warmup_archs=args.warmup_archs, truth=args.truth, num_classes=num_classes,
-                          batch_size=args.batch_size, k=args.k, seed=args.seed)
-    out = Path(args.out)
-    csv_path = run_correlation(cfg, x, y, table, out / "scores.csv")
-    rows = read_rows(csv_path)
-    summary = summarize(rows, table, list(cfg.proxies), list(warmups), args.truth, n_boot=args.n_boot, seed=args.seed)
-    text = format_markdown(summary)
-    (out / "summary.md").write_text(text + "\n")
-    plot_scatter(rows, table, list(cfg.proxies), warmups[0], args.truth, out / "scatter.png")
-    print(text)
-    print(f"scores: {csv_path}; summary: {out / 'summary.md'}; plot: {out / 'scatter.png'}")
+    out = api.vision_correlate(data=args.data, table_path=args.table, out=args.out, archs=args.archs,
+                               proxies=tuple(p for p in args.proxies.split(",") if p),
+                               warmup=_floats(args.warmup, "warmup"), warmup_archs=args.warmup_archs,
+                               truth=args.truth, batch_size=args.batch_size, k=args.k, seed=args.seed,
+                               n_boot=args.n_boot, threads=args.threads)
+    print(out["text"])
+    print(f"scores: {out['scores']}; summary: {out['summary']}; plot: {out['plot']}")
     return 0
 
 
 def _search(args) -> int:
-    from ctrnas.vision.search import ProxyFitness, cache_from_csv, run_search
+    from ctrnas import api
 
-    x, y, table, num_classes = _load(args)
-    fitness = ProxyFitness(args.proxy, x, y, num_classes=num_classes, batch_size=args.batch_size, k=args.k,
-                           seed=args.seed)
-    cache = cache_from_csv(args.scores_csv.split(","), args.proxy) if args.scores_csv else None
-    outcomes = []
-    for s in (int(v) for v in _floats(args.seeds, "seeds")):
-        o = run_search(fitness, table, strategy=args.strategy, seed=s, population=args.population,
-                       generations=args.generations, tournament=args.tournament, children=args.children,
-                       truth=args.truth, cache=cache)
-        outcomes.append(o)
+    def report(s, o):
         print(f"seed {s}: chose {o.chosen} -> {o.chosen_accuracy:.2f}% (best {o.best_accuracy:.2f}%, "
               f"random choice {o.random_choice_accuracy:.2f}%; {o.scored} scored of {o.evaluations})")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "search.json").write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
+
+    api.vision_search(data=args.data, table_path=args.table, out=args.out, proxy=args.proxy, strategy=args.strategy,
+                      seeds=[int(v) for v in _floats(args.seeds, "seeds")], population=args.population,
+                      generations=args.generations, tournament=args.tournament, children=args.children,
+                      truth=args.truth, batch_size=args.batch_size, k=args.k, seed=args.seed,
+                      scores_csv=args.scores_csv.split(",") if args.scores_csv else None, threads=args.threads,
+                      report=report)
     return 0

@@ -5,9 +5,9 @@ Training (every rank runs the same code; `torchrun --nproc_per_node N -m ctrnas 
   trainer = DistributedTrainer(model, cfg, env, ShardingConfig("row_wise"|None=planner), out_dir)
   trainer.fit(global_train_batches, global_val)   trainer.py: equals the 1-process Trainer on the same batches
   state = gather_state_dict(trainer.model)        checkpoint.py: full tensors on rank 0 (export reads them)
-  train_and_test_distributed(...)                 commands.py: the `--distributed` path of `ctrnas train`
-  run_recipe_distributed(recipe, sharding)        pipeline.py: `ctrnas run --distributed` (rank 0 searches,
-                                                  all ranks train the final stage, rank 0 reports)
+  train_and_test_distributed(...)                 run.py: the `--distributed` path of `ctrnas train`
+(`ctrnas run --distributed`, where rank 0 searches and all ranks train the final stage, is
+`ctrnas.pipeline.distributed`: it drives the pipeline's stages, so it sits above this package.)
 Pieces: data.py (rank slices of each global batch), reduce.py (collectives), launch.py (spawn N local
 ranks without torchrun), testing.py (rank functions for tests and benchmarks).
 

@@ -1,4 +1,4 @@
-"""The `--distributed` path of `ctrnas train` (and of the final stage of `ctrnas run`), under torchrun:
+"""One model trained with its tables sharded over the torchrun ranks (the `--distributed` path of `ctrnas train`):
 
     torchrun --nproc_per_node 2 -m ctrnas train --data D --baseline dlrm --distributed [--sharding row_wise]
 
@@ -8,29 +8,6 @@ over all ranks, and rank 0 alone prints, writes `metrics.json` and the gathered 
 """
 
 from __future__ import annotations
-
-import argparse
-
-# dmp.SHARDING_TYPES, repeated so that building the CLI parser does not import torch
-SHARDING_CHOICES = ("auto", "table_wise", "row_wise", "column_wise", "table_column_wise", "data_parallel")
-
-
-def add_distributed_args(p: argparse.ArgumentParser) -> None:
-    """The flags `ctrnas train` / `ctrnas run` add for sharded training."""
-    p.add_argument("--distributed", action="store_true",
-                   help="shard the embedding tables over the torchrun ranks (TorchRec DistributedModelParallel)")
-    p.add_argument("--sharding", choices=SHARDING_CHOICES, default="auto",
-                   help="how tables are split: auto = TorchRec's planner; row_wise is built by hand (on CPU "
-                        "the planner does not offer it)")
-    p.add_argument("--dist-backend", choices=("gloo", "nccl"), default=None,
-                   help="collective backend (default: nccl with GPUs, gloo on CPU)")
-
-
-def sharding_from_args(args):
-    """The ShardingConfig of the parsed flags (auto -> the planner)."""
-    from ctrnas.distributed.dmp import ShardingConfig
-
-    return ShardingConfig(None if args.sharding == "auto" else args.sharding)
 
 
 def train_and_test_distributed(model, data_dir, cfg, out_dir, name: str, sharding=None,

@@ -103,35 +103,10 @@ def step_time_ranks(env, steps: int, rows: int, cards: tuple, sharding: str | No
 def train_command_ranks(env, data_dir: str, out_dir: str, sharding: str | None, baseline: str = "dlrm") -> None:
     """What `torchrun ... ctrnas train --baseline B --distributed` runs on each rank (tests)."""
     from ctrnas.data.dataset import load_schema
-    from ctrnas.distributed.commands import train_and_test_distributed
+    from ctrnas.distributed.run import train_and_test_distributed
     from ctrnas.distributed.dmp import ShardingConfig
     from ctrnas.train.baselines import build_baseline
 
     cfg = toy_config(batch_size=64, eval_batch_size=256)
     model = build_baseline(baseline, load_schema(data_dir), cfg.embedding_dim, cfg.row_cap, cfg.seed)
     train_and_test_distributed(model, data_dir, cfg, out_dir, baseline, ShardingConfig(sharding))
-
-
-def run_recipe_ranks(env, recipe_path: str, overrides: list[str], sharding: str | None) -> None:
-    """What `torchrun ... ctrnas run RECIPE --distributed` runs on each rank (tests); rank 0 writes the
-    results folder, and only rank 0 gets a result."""
-    from ctrnas import api
-
-    result = api.run(recipe_path, *overrides, progress=False, echo=None, distributed=True, sharding=sharding)
-    assert (result is not None) == env.is_main, f"rank {env.rank} got result {result!r}"
-
-
-def run_recipe_ranks_recording_errors(env, recipe_path: str, overrides: list[str], err_dir: str,
-                                      wait_timeout_s: float) -> None:
-    """`run_recipe_ranks`, but each rank writes the error it ends with to `err_dir/rank<r>.txt` and returns
-    normally (so that one rank's failure does not stop the others before they report); ranks 1.. wait for
-    rank 0 at most `wait_timeout_s`, so a rank left waiting fails the test instead of hanging it."""
-    from pathlib import Path
-
-    from ctrnas.distributed import pipeline
-
-    pipeline.WAIT_TIMEOUT_S = wait_timeout_s
-    try:
-        run_recipe_ranks(env, recipe_path, overrides, None)
-    except Exception as e:  # noqa: BLE001 - recorded for the test to read
-        Path(err_dir, f"rank{env.rank}.txt").write_text(f"{type(e).__name__}: {e}")

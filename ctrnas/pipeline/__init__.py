@@ -3,10 +3,12 @@
 Stages (each a module, each returning a typed result from `results`):
   data      the prepared dataset folder (made from raw files or a synthetic profile when needed); rows in memory
   warmup    NASRec supernet training on the first `warmup.fraction` of the training split (0: none)
-  search    proxy or one-shot fitness (`ctrnas.search.ctr_fitness`) driven by the recipe's search strategy
+  search    proxy or one-shot fitness (`ctrnas.pipeline.ctr_fitness`) driven by the recipe's search strategy
   final     the top-k of the history trained from scratch; the best on validation is tested and exported
   report    history CSV/JSON, best arch JSON, metrics JSON, summary.md, PNG plots, resolved recipe, versions
   compare   zero-shot (0) / sub-one-shot (0.01) / one-shot (1.0) side by side on the same data
   study     the proxy-ranking study (Kendall tau / Spearman rho of proxies vs trained test log loss)
-The Python API (`ctrnas.api`) and the CLI (`commands`) are thin layers over these.
+  distributed  `ctrnas run --distributed`: the final stage's trainings sharded over torchrun ranks
+  tasks     one-off tasks outside a run (`ctrnas train`, `warmup`, `export`, `score`) built from the same pieces
+The Python API (`ctrnas.api`) and the CLI (`ctrnas.cli`) are thin layers over these.
 """

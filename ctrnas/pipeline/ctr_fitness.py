@@ -54,6 +54,21 @@ class TensorRows:
         return [self.batch(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
 
 
+def default_init(fraction: float | None) -> str:
+    """How a candidate gets its weights when the recipe says `proxy.init: auto`: re-drawn from its seed after no
+    warm-up (true zero-shot), else the warmed-up supernet's slices."""
+    return "fresh" if fraction == 0 else "inherit"
+
+
+def proxy_options(name: str, options: dict | None, fraction: float | None) -> dict:
+    """A proxy's options as the search uses them: SiGeo without a `preset` gets the one that fits the warm-up
+    (SiGeo App. E: the loss term only carries information once the supernet has been warmed up)."""
+    options = dict(options or {})
+    if name == "sigeo" and "preset" not in options:
+        options["preset"] = "zero_shot" if fraction == 0 else "warmup_recsys"
+    return options
+
+
 def bce_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """The batch-mean binary cross-entropy every CTR proxy and trainer uses."""
     return F.binary_cross_entropy_with_logits(logits.reshape(-1), labels.reshape(-1).float())
@@ -121,12 +136,16 @@ class ProxyFitness(_Cached):
         copy = self.init == "fresh" or self.proxy.writes_weights
         return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=copy)
 
-    def __call__(self, arch, seed: int) -> FitnessResult:
+    def score(self, arch, seed: int):
+        """The proxy's full result (value, terms, meta with options and time) for one candidate."""
         model = self.model(arch, seed)
         # Stochastic proxies draw from torch's global RNG; pin it to the candidate's seed and give it back.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            result = self.proxy.score(model, self.proxy_batches(), bce_loss)
+            return self.proxy.score(model, self.proxy_batches(), bce_loss)
+
+    def __call__(self, arch, seed: int) -> FitnessResult:
+        result = self.score(arch, seed)
         return FitnessResult(result.value, dict(result.terms), {"proxy": self.proxy_name, "init": self.init})
 
 

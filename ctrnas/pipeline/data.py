@@ -16,7 +16,7 @@ from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
-from ctrnas.search.ctr_fitness import TensorRows
+from ctrnas.pipeline.ctr_fitness import TensorRows
 
 
 def _source_of(recipe: Recipe) -> dict | None:
@@ -96,9 +96,14 @@ def prepare_data(recipe: Recipe) -> DataResult:
     elif not _complete(path):
         raise CtrnasError(f"data.path {str(path)!r} is not a prepared dataset folder (no meta.json); "
                           "prepare it with `ctrnas prepare` or give data.synthetic / data.raw in the recipe")
+    return open_data(path, time.perf_counter() - t0, reused)
+
+
+def open_data(path: str | Path, seconds: float = 0.0, reused: bool = True) -> DataResult:
+    """A prepared dataset folder as a DataResult (its meta.json read and checked)."""
     meta = read_meta(path)
-    schema = DatasetSchema.from_json(meta["schema"])
-    return DataResult(path=path, schema=schema, meta=meta, seconds=time.perf_counter() - t0, reused=reused)
+    return DataResult(path=Path(path), schema=DatasetSchema.from_json(meta["schema"]), meta=meta, seconds=seconds,
+                      reused=reused)
 
 
 def split_rows(data: DataResult, split: str) -> int:

@@ -1,7 +1,7 @@
 """Final stage (NASRec `eval_best_candidate_top15`): train the search's top-k from scratch, pick the best on
 validation, report it on test and export it; train the recipe's baselines the same way for comparison.
 
-With `distributed` (a `ctrnas.distributed.pipeline.FinalDistributed`: this rank's DistEnv and the sharding),
+With `distributed` (a `ctrnas.pipeline.distributed.FinalDistributed`: this rank's DistEnv and the sharding),
 every rank runs this same function and each model is trained by the DistributedTrainer (tables sharded
 with DMP, each rank on its slice of every global batch, metrics over all ranks, so the numbers equal the
 one-process run); only rank 0 shows progress, gathers the best model and exports it.
@@ -77,13 +77,11 @@ def final_template(recipe: Recipe, data: DataResult, supernet=None):
     if supernet is not None and supernet.row_cap == recipe.final_train.row_cap and \
             supernet.space.config == config:
         return supernet
-    import torch
-
-    from ctrnas.supernet import Supernet
+    from ctrnas.supernet.io import build_supernet
 
     emb = supernet.emb_dim if supernet is not None else recipe.train.embedding_dim
-    with torch.random.fork_rng(devices=[]):  # its weights are never used; leave the global RNG alone
-        return Supernet(data.schema, config, emb_dim=emb, row_cap=recipe.final_train.row_cap)
+    # its weights are never used (seed None): build_supernet leaves the global RNG alone
+    return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap)
 
 
 def _arch_model(recipe: Recipe, template, arch):

@@ -1,6 +1,6 @@
 """One whole run: data -> warm-up -> search -> final -> report, with wall time per stage.
 
-`run_recipe` is the one-process run. Under torchrun, `ctrnas.distributed.pipeline.run_recipe_distributed`
+`run_recipe` is the one-process run. Under torchrun, `ctrnas.pipeline.distributed.run_recipe_distributed`
 runs the same pieces (`front_stages`, `final_stage`, `finish_run`) with the final stage's trainings
 sharded over the ranks.
 """

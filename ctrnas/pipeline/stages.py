@@ -8,7 +8,6 @@ import time
 from functools import partial
 from pathlib import Path
 
-import torch
 
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text
@@ -21,12 +20,10 @@ from ctrnas.train.config import numeric_settings
 
 def new_supernet(recipe: Recipe, data: DataResult):
     """The recipe's supernet with weights drawn from the recipe seed (the global RNG is left untouched)."""
-    from ctrnas.supernet import Supernet
+    from ctrnas.supernet.io import build_supernet
 
     cfg = recipe.train
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(recipe.seed)
-        return Supernet(data.schema, get_space(recipe.space), emb_dim=cfg.embedding_dim, row_cap=cfg.row_cap)
+    return build_supernet(data.schema, get_space(recipe.space), recipe.seed, cfg.embedding_dim, cfg.row_cap)
 
 
 def _warmup_fingerprint(recipe: Recipe, data: DataResult) -> dict:
@@ -62,7 +59,8 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
                                     record["seconds"], ckpt, {**s, "reused": True})
     supernet = new_supernet(recipe, data)
     fraction = recipe.warmup.fraction
-    summary = {"fraction": fraction, "steps": 0, "rows": 0, "seconds": 0.0}
+    summary = {"fraction": fraction, "steps": 0, "rows": 0, "seconds": 0.0, "full_supernet_steps": 0,
+               "full_supernet_horizon": 0}
     if fraction > 0:
         cfg = recipe.train
         train = dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, fraction=fraction)
@@ -104,7 +102,8 @@ def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = 
     Proxy: k batches right after the warm-up rows; one-shot: fine-tuning rows after the warm-up rows (or
     from the start after a full warm-up) and the first `oneshot.eval_rows` validation rows.
     """
-    from ctrnas.search.ctr_fitness import OneShotFitness, ProxyFitness
+    from ctrnas.pipeline import ctr_fitness
+    from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, default_init
 
     kind = kind or recipe.fitness_kind
     fraction = recipe.warmup.fraction if fraction is None else fraction
@@ -114,12 +113,9 @@ def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = 
         need = p.batches * bs
         start, note = rows_after_warmup(data, fraction, need)
         rows = load_rows(data, "train", start, need)
-        init = p.init if p.init != "auto" else ("fresh" if fraction == 0 else "inherit")
+        init = p.init if p.init != "auto" else default_init(fraction)
         name = proxy or p.name
-        options = dict(p.options if proxy_options is None else proxy_options)
-        if name == "sigeo" and "preset" not in options:
-            # SiGeo App. E: the loss term only carries information once the supernet has been warmed up
-            options["preset"] = "zero_shot" if fraction == 0 else "warmup_recsys"
+        options = ctr_fitness.proxy_options(name, p.options if proxy_options is None else proxy_options, fraction)
         fit = ProxyFitness(supernet, name, options, rows, bs, p.batches, init=init)
         return fit, f"proxy rows [{start}, {start + need}) of train ({note})"
     o = recipe.oneshot

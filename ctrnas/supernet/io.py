@@ -101,6 +101,18 @@ def load_exported(folder: str | Path):
     return torch.load(path, weights_only=False)
 
 
+def build_supernet(schema, space, seed: int | None, emb_dim: int | None = None, row_cap: int | None = None):
+    """A new supernet with weights drawn from `seed` (None: from the global RNG's current state); either way the
+    caller's global RNG is left as it was. Every fresh supernet of ctrnas is made here, so the same seed gives
+    the same weights in the pipeline, the CLI verbs and the final stage's export template."""
+    from ctrnas.supernet.supernet import Supernet
+
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        return Supernet(schema, space, emb_dim=emb_dim, row_cap=row_cap)
+
+
 def save_supernet(supernet, path: str | Path, extra: dict | None = None) -> None:
     """Checkpoint a supernet: schema, space, emb_dim, row_cap and state_dict (plus `extra`, e.g. step)."""
     path = Path(path)
@@ -117,7 +129,8 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
     """Rebuild a supernet from a checkpoint; returns (supernet, extra).
 
     A `save_supernet` file carries its own schema and space. A bare `state_dict()` file (as `ctrnas warmup`
-    writes) needs `schema` and `space` (plus `emb_dim`/`row_cap` if not the defaults) to rebuild the shapes.
+    wrote before it shared the pipeline's warm-up) needs `schema` and `space` (plus `emb_dim`/`row_cap` if not
+    the defaults) to rebuild the shapes.
     """
     from ctrnas.config import from_dict
     from ctrnas.data.schema import DatasetSchema

@@ -187,7 +187,7 @@ def test_cli_prepare_prints_summary_and_reports_bad_line(tmp_path, raw, capsys):
 
 def test_cli_registers_every_kind_and_table_columns_merge_with_config(tmp_path):
     from ctrnas.cli import build_parser
-    from ctrnas.data.commands import _overrides
+    from ctrnas.cli.prepare import _overrides
 
     parser = build_parser()
     for kind in ("criteo", "avazu", "kdd2012", "table"):

@@ -39,11 +39,11 @@ def test_distributed_train_command_equals_one_process(tmp_path):
 def test_cli_flags_offer_every_sharding_type_and_default_to_the_planner():
     import argparse
 
-    from ctrnas.distributed.commands import SHARDING_CHOICES, add_distributed_args, sharding_from_args
+    from ctrnas.cli.common import SHARDING_CHOICES, add_distributed_args, sharding_from_args
     from ctrnas.distributed.dmp import SHARDING_TYPES
 
     assert SHARDING_CHOICES == ("auto", *SHARDING_TYPES)
     p = argparse.ArgumentParser()
     add_distributed_args(p)
-    assert sharding_from_args(p.parse_args(["--distributed"])).sharding_type is None
-    assert sharding_from_args(p.parse_args(["--sharding", "row_wise"])).sharding_type == "row_wise"
+    assert sharding_from_args(p.parse_args(["--distributed"])) is None
+    assert sharding_from_args(p.parse_args(["--sharding", "row_wise"])) == "row_wise"

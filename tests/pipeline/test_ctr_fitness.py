@@ -11,7 +11,7 @@ import torch
 from ctrnas.pipeline.data import load_rows, warmup_rows
 from ctrnas.proxies import get_proxy
 from ctrnas.recipe import load_recipe
-from ctrnas.search.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
+from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
 from ctrnas.space import get_space
 from ctrnas.supernet import Supernet, export
 

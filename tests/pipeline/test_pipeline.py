@@ -69,7 +69,7 @@ def test_rerun_reuses_data_and_warmup_and_resumes_the_finished_search(demo):
 
 
 def test_cli_run_applies_set_overrides(tests_recipe_path, data_dir, tests_data, tmp_path):
-    from ctrnas.pipeline import commands
+    from ctrnas.cli import run as commands
 
     parser = argparse.ArgumentParser()
     commands.register(parser.add_subparsers(dest="command"))

@@ -14,7 +14,7 @@ from ctrnas.errors import RecipeError
 pytest.importorskip("ctrnas.supernet.supernet", reason="the supernet is not available")
 from ctrnas.config import load_yaml  # noqa: E402
 from ctrnas.data.synthetic import generate  # noqa: E402
-from ctrnas.proxies import commands  # noqa: E402
+from ctrnas.cli import score as commands  # noqa: E402
 from ctrnas.space import get_space  # noqa: E402
 
 

@@ -15,7 +15,7 @@ from ctrnas.data.dataset import DatasetWriter
 from ctrnas.errors import CtrnasError
 from ctrnas.space import get_space
 from ctrnas.supernet import Supernet, count_flops, count_params, export
-from ctrnas.supernet.commands import register
+from ctrnas.cli.export import register
 from ctrnas.supernet.io import load_supernet, save_exported, save_supernet
 from ctrnas.supernet.testing import make_batch
 
@@ -143,7 +143,7 @@ def test_export_command_reads_a_bare_state_dict(schema, tmp_path):
     data = write_dataset_folder(schema, tmp_path / "data")
     space = get_space("nasrec-small")
     net = Supernet(schema, space, row_cap=20)
-    torch.save(net.state_dict(), tmp_path / "supernet.pt")  # what `ctrnas warmup` writes
+    torch.save(net.state_dict(), tmp_path / "supernet.pt")  # as `ctrnas warmup` wrote before sharing the run's warm-up
     arch = space.sample(np.random.default_rng(1))
     (tmp_path / "arch.json").write_text(json.dumps(arch.to_json()))
     common = ["--arch", str(tmp_path / "arch.json"), "--supernet", str(tmp_path / "supernet.pt"),

@@ -17,8 +17,8 @@ from ctrnas.train.batches import dataset_batches
 
 @pytest.fixture
 def ctrnas(monkeypatch):
-    if "ctrnas.train.commands" not in cli.COMMANDS:
-        monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "ctrnas.train.commands"])
+    if "ctrnas.cli.train" not in cli.COMMANDS:
+        monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "ctrnas.cli.train"])
     return cli.main
 
 
@@ -64,6 +64,8 @@ def test_warmup_fraction_zero_saves_the_untrained_supernet(ctrnas, synthetic_dir
         torch.manual_seed(4)
         fresh = sn.Supernet(load_schema(synthetic_dir), "nasrec-small")
     saved = torch.load(out / "supernet.pt")
+    assert saved["format"] == "ctrnas-supernet/1"  # the checkpoint `ctrnas run` writes
+    saved = saved["state_dict"]
     for k, v in fresh.state_dict().items():
         assert torch.equal(saved[k], v), k
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctrnas.vision import commands
+from ctrnas.cli import vision as commands
 
 TABLE = Path("../shared/data/nb201/nb201_acc.csv")
 TRAIN = Path("../shared/data/cifar10/cifar10_train_first4000.npz")

@@ -1,0 +1,26 @@
+"""`ctrnas compare`: zero-shot / sub-one-shot / one-shot side by side on the same data."""
+
+from __future__ import annotations
+
+import argparse
+
+from ctrnas.cli.common import add_recipe_args, floats
+
+
+def _compare(args) -> int:
+    from ctrnas import api
+
+    recipe = api.load_recipe(args.recipe, *args.overrides)
+    result = api.compare(recipe, args.fractions, progress=args.progress)
+    print(f"table: {result.output_dir / 'compare.md'}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("compare", help="zero-shot / sub-one-shot / one-shot side by side on the same data",
+                       description="Run the recipe at several warm-up fractions (default 0, 0.01, 1.0; 1.0 uses "
+                                   "inherited-weight evaluation) and print test log loss, AUC and time per stage.")
+    add_recipe_args(c, positional=False)
+    c.add_argument("--fractions", type=floats, default=[0.0, 0.01, 1.0], metavar="F,F,..",
+                   help="warm-up fractions (default 0,0.01,1.0)")
+    c.set_defaults(func=_compare)

@@ -1,0 +1,163 @@
+"""One-off tasks outside a recipe run: one model trained, a supernet warmed up, one architecture exported.
+
+They are built from the pipeline's own pieces (the seeded supernet, the warm-up stage and its checkpoint
+format, the final stage's from-scratch export), so `ctrnas train|warmup|export` give the numbers and files a
+run gives for the same settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from ctrnas.errors import ArchValidationError, CtrnasError
+from ctrnas.pipeline.results import WarmupResult
+
+
+def space_spec(value):
+    """A space given on the command line: a preset name, or a YAML file of SpaceConfig fields."""
+    from ctrnas.config import load_yaml
+
+    if str(value).endswith((".yaml", ".yml")) or Path(value).is_file():
+        return load_yaml(value)
+    return value
+
+
+def read_json(path: str | Path, what: str):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise CtrnasError(f"{path}: cannot read {what}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise CtrnasError(f"{path}: {what} is not valid JSON: {e}") from None
+
+
+def read_arch(path: str | Path, space=None):
+    """The architecture JSON at `path` (checked against `space` when given); errors name the file."""
+    from ctrnas.space import Arch
+
+    try:
+        arch = Arch.from_json(read_json(path, "architecture"))
+    except ArchValidationError as e:
+        raise CtrnasError(f"{path}: {e}") from None
+    if space is not None:
+        check_arch(path, arch, space)
+    return arch
+
+
+def check_arch(path, arch, space) -> None:
+    """`space.validate(arch)` with the error naming the architecture file."""
+    try:
+        space.validate(arch)
+    except ArchValidationError as e:
+        raise CtrnasError(f"{path}: {e}") from None
+
+
+def train_config(recipe_path: str | Path | None = None, **overrides):
+    """TrainConfig from a YAML file (its `train:` section, or the top level) with non-None overrides."""
+    from ctrnas.config import from_dict, load_yaml
+    from ctrnas.train.config import TrainConfig
+
+    data, source = {}, "<defaults>"
+    if recipe_path:
+        data, source = load_yaml(recipe_path), str(recipe_path)
+        if "train" in data and isinstance(data["train"], dict):
+            data = data["train"]
+    cfg = from_dict(TrainConfig, data, source=source)
+    return dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def arch_model(arch_path, schema, cfg, space="nasrec-full", layernorm: str = "off",
+               embedding_init: str = "torchrec"):
+    """(model, name, extra) of an architecture trained from scratch as the final stage trains it: the exported
+    structure with every weight drawn from the training seed (LayerNorm off unless `layernorm` is 'space')."""
+    from ctrnas.space import get_space
+    from ctrnas.supernet.export import export
+    from ctrnas.supernet.io import build_supernet
+
+    config = get_space(space_spec(space)).config
+    if layernorm == "off":
+        config = dataclasses.replace(config, layernorm=False)
+    supernet = build_supernet(schema, config, cfg.seed, cfg.embedding_dim, cfg.row_cap)
+    arch = read_arch(arch_path, supernet.space)
+    model = export(supernet, arch, init="fresh", seed=cfg.seed, embedding_init=embedding_init)
+    extra = {"arch": arch.to_json(), "space": space if isinstance(space, str) else config.name,
+             "layernorm": config.layernorm, "embedding_init": embedding_init}
+    return model, f"arch-{arch.key()}", extra
+
+
+def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | None = None,
+                space="nasrec-full", out_dir=None, train_fraction: float | None = None, layernorm: str = "off",
+                embedding_init: str = "torchrec", distributed: bool = False, sharding: str | None = None,
+                dist_backend: str | None = None) -> tuple[dict | None, Path]:
+    """Train a baseline or an architecture from scratch; (metrics, results folder). With `distributed` (on
+    every torchrun rank) the tables are sharded and only rank 0 gets the metrics (the others None)."""
+    from ctrnas.data.dataset import load_schema
+
+    schema = load_schema(data_dir)
+    if baseline:
+        from ctrnas.train.baselines import build_baseline
+
+        model = build_baseline(baseline, schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
+        name, extra = baseline, {}
+    elif arch:
+        model, name, extra = arch_model(arch, schema, cfg, space, layernorm, embedding_init)
+    else:
+        raise CtrnasError("give a baseline or an architecture to train")
+    out = Path(out_dir or Path("runs") / f"train-{name.replace('+', 'plus')}-seed{cfg.seed}")
+    if distributed:
+        from ctrnas.distributed.dmp import ShardingConfig
+        from ctrnas.distributed.run import train_and_test_distributed
+
+        metrics = train_and_test_distributed(model, data_dir, cfg, out, name, ShardingConfig(sharding),
+                                             train_fraction=train_fraction, extra=extra, backend=dist_backend)
+        return metrics, out
+    from ctrnas.train.run import train_and_test
+
+    return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra), out
+
+
+def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,
+                    out_dir=None) -> WarmupResult:
+    """The pipeline's warm-up stage for one supernet (seeded from `cfg.seed`): it writes the same
+    `ctrnas-supernet/1` checkpoint and warmup.json a run writes, and a re-run with the same settings reuses them."""
+    from ctrnas.pipeline.data import open_data
+    from ctrnas.pipeline.stages import warmup_stage
+    from ctrnas.recipe import DataSection, Recipe
+    from ctrnas.space import get_space
+    from ctrnas.train.config import WarmupConfig
+
+    config = get_space(space_spec(space)).config
+    recipe = Recipe(name="warmup", data=DataSection(path=str(data_dir)), seed=cfg.seed, space=config,
+                    warmup=WarmupConfig(fraction=fraction, full_supernet_ratio=full_ratio), train=cfg)
+    out = Path(out_dir or f"runs/warmup-{config.name}-{fraction:g}-seed{cfg.seed}")
+    return warmup_stage(recipe, open_data(data_dir), out)
+
+
+def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir=None, space="nasrec-full",
+                emb_dim: int | None = None, row_cap: int | None = None, init: str | None = None, seed: int = 0,
+                metrics_path=None, torch_export: bool = False) -> dict:
+    """A standalone model folder of one architecture (inherited weights from a supernet checkpoint, or fresh
+    ones from `seed`); returns the model card."""
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.supernet.export import export
+    from ctrnas.supernet.io import build_supernet, load_supernet, save_exported
+
+    arch = read_arch(arch_path)  # a bad file fails before any loading
+    schema = load_schema(data_dir) if data_dir else None
+    if supernet:
+        net, _ = load_supernet(supernet, schema=schema, space=space_spec(space), emb_dim=emb_dim, row_cap=row_cap)
+        init, source = init or "inherit", str(supernet)
+    elif schema is None:
+        raise CtrnasError("give --supernet (inherited weights) or --data (fresh weights)")
+    elif init == "inherit":
+        raise CtrnasError("--init inherit needs --supernet")
+    else:
+        net = build_supernet(schema, space_spec(space), seed, emb_dim, row_cap)
+        init, source = "fresh", None
+    check_arch(arch_path, arch, net.space)
+    metrics = read_json(metrics_path, "metrics") if metrics_path else None
+    model = export(net, arch, init=init, seed=seed)
+    return save_exported(model, out_dir, init=init, metrics=metrics, source=source, torch_export=torch_export)
