@@ -28,6 +28,9 @@ def _convert(value: Any, tp, source: str, key: str):
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        options = [arg for arg in args if arg is not type(None)]
+        if len(options) == 1:  # `X | None`: X's own error (naming the inner key and range) says more
+            return _convert(value, options[0], source, key)
         errors = []
         for arg in args:
             if arg is type(None):
@@ -87,7 +90,13 @@ def from_dict(cls: type[T], data: dict, source: str = "<dict>", prefix: str = ""
             kwargs[name] = _convert(data[name], hints[name], source, prefix + name)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise RecipeError(source, prefix + name, f"missing required key of type {_type_name(hints[name])}")
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except RecipeError as e:  # a range check in __post_init__: name this file and the dotted key
+        if e.source == source:
+            raise
+        absolute = not prefix or e.key == prefix[:-1] or e.key.startswith(prefix)
+        raise RecipeError(source, e.key if absolute else prefix + e.key, e.reason) from None
 
 
 def to_dict(obj) -> dict:

@@ -309,13 +309,29 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
         data["final"] = {**final, "train": deep_merge(data["train"], final["train"])}
     data.setdefault("source", source)
     try:
-        return from_dict(Recipe, data, source=source)
+        return _fitness_direction(from_dict(Recipe, data, source=source), data.get("search"), source)
     except RecipeError as e:
         for text in overrides:  # name the override that put the bad value there
             key = text.split("=", 1)[0].strip()
             if e.key == key or e.key.startswith(key + ".") or key.startswith(e.key + "."):
                 raise RecipeError(f"{source}, override '{text}'", e.key, e.reason) from None
         raise
+
+
+def _fitness_direction(recipe: Recipe, search: Any, source: str) -> Recipe:
+    """The search strategies' `maximize` set from the fitness (a proxy score is maximized, the one-shot
+    validation log loss minimized): a recipe value that disagrees is an error, not silently replaced."""
+    maximize = recipe.fitness_kind == "proxy"
+    for name in ("evolution", "random"):
+        given = search.get(name, {}) if isinstance(search, dict) else {}
+        if isinstance(given, dict) and given.get("maximize", maximize) != maximize:
+            raise RecipeError(source, f"search.{name}.maximize",
+                              f"the {recipe.fitness_kind} fitness is {'maximized' if maximize else 'minimized'}; "
+                              f"expected {str(maximize).lower()} or no key, got {given['maximize']!r}")
+    s = recipe.search
+    return dataclasses.replace(recipe, search=dataclasses.replace(
+        s, evolution=dataclasses.replace(s.evolution, maximize=maximize),
+        random=dataclasses.replace(s.random, maximize=maximize)))
 
 
 def load_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -> Recipe:
@@ -326,12 +342,16 @@ def load_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -
 
 def override(recipe: Recipe, *overrides: str) -> Recipe:
     """A copy of `recipe` with 'a.b=c' overrides applied and checked as strictly as a file."""
-    return recipe_from_dict(to_dict(recipe), source=recipe.source or "<recipe>", overrides=overrides)
+    return recipe_from_dict(recipe_to_dict(recipe), source=recipe.source or "<recipe>", overrides=overrides)
 
 
 def recipe_to_dict(recipe: Recipe) -> dict:
-    """The resolved recipe as plain data (what a results folder records)."""
-    return to_dict(recipe)
+    """The resolved recipe as plain data (what a results folder records), without the search direction: the
+    fitness sets it, so an override of the warm-up or fitness changes it too."""
+    data = to_dict(recipe)
+    for name in ("evolution", "random"):
+        data["search"][name].pop("maximize", None)
+    return data
 
 
 def dump_recipe(recipe: Recipe) -> str:

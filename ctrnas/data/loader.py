@@ -36,6 +36,14 @@ _READ_ROWS = 65_536  # pyarrow record batch size when streaming a row group
 _SLAB_ROWS = 32_768  # rows per message from a window to the consumer (one shared-memory transfer per slab)
 
 
+def fraction_rows(rows: int, fraction: float) -> int:
+    """Rows in the first `fraction` of a split of `rows`: ceil(fraction * rows) (0 for fraction <= 0). The one
+    place this rounding lives: the loader, the in-memory batches and the pipeline's row offsets all use it."""
+    if fraction <= 0.0:
+        return 0
+    return min(rows, math.ceil(fraction * rows - 1e-9))  # guard 0.07 * 100 = 7.000000000000001
+
+
 @dataclass(frozen=True)
 class _Piece:
     """Rows [lo, hi) of one Parquet row group (row numbers within the row group)."""
@@ -84,7 +92,7 @@ class CtrBatchLoader:
             raise CtrnasError(f"loader: limit must be >= 0, got {limit}")
         n = self.split_rows - offset
         if fraction is not None:
-            n = min(n, math.ceil(fraction * self.split_rows - 1e-9))  # guard 0.07*100 = 7.000000000000001
+            n = min(n, fraction_rows(self.split_rows, fraction))
         if limit is not None:
             n = min(n, limit)
         self.rows, self.offset = n, offset

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
@@ -12,11 +11,12 @@ import torch
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import (SOURCE_FILE, normalize_source, raw_source, read_meta, synthetic_source,
                                  write_source)
+from ctrnas.data.loader import fraction_rows
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
+from ctrnas.pipeline.ctr_fitness import TensorRows
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
-from ctrnas.pipeline.ctr_fitness import TensorRows
 
 
 def _source_of(recipe: Recipe) -> dict | None:
@@ -112,10 +112,7 @@ def split_rows(data: DataResult, split: str) -> int:
 
 def warmup_rows(data: DataResult, fraction: float) -> int:
     """Rows of the training split the warm-up reads: the loader's own ceil(fraction * N) (0 for no warm-up)."""
-    if fraction <= 0:
-        return 0
-    n = split_rows(data, "train")
-    return min(n, math.ceil(fraction * n - 1e-9))
+    return fraction_rows(split_rows(data, "train"), fraction)
 
 
 def load_rows(data: DataResult, split: str, offset: int = 0, limit: int | None = None,

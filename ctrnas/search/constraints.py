@@ -32,6 +32,10 @@ class ConstraintConfig:
     mode: Literal["reject", "repair"] = "reject"
     max_tries: int = 100
 
+    def __post_init__(self):  # checked when the recipe is read, not when the search starts
+        if self.max_tries < 1:
+            raise RecipeError("constraints", "max_tries", f"expected >= 1, got {self.max_tries}")
+
 
 class Constraints:
     """Checks budgets with the given counters; counts are cached by arch key (a FLOP count can be costly)."""
@@ -48,8 +52,6 @@ class Constraints:
             raise RecipeError("constraints", "max_flops", "a FLOPs budget needs a count_flops counter")
         if config.mode not in ("reject", "repair"):
             raise RecipeError("constraints", "mode", f"expected 'reject' or 'repair', got {config.mode!r}")
-        if config.max_tries < 1:
-            raise RecipeError("constraints", "max_tries", f"expected >= 1, got {config.max_tries}")
         self.config = config
         self._count_params, self._count_flops = count_params, count_flops
         self._counts: dict[str, tuple[float, float]] = {}

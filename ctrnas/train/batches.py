@@ -16,6 +16,8 @@ import torch
 from torchrec.datasets.utils import Batch
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
+from ctrnas.data.loader import fraction_rows
+
 
 class BatchSource(Protocol):
     rows: int
@@ -23,13 +25,6 @@ class BatchSource(Protocol):
     def __len__(self) -> int: ...
 
     def batches(self, start: int = 0, epoch: int = 0) -> Iterator[Batch]: ...
-
-
-def fraction_rows(rows: int, fraction: float) -> int:
-    """Rows in the first `fraction` of a split: ceil(fraction * rows), as `ctrnas.data.loader` counts them."""
-    if fraction <= 0.0:
-        return 0
-    return min(rows, math.ceil(fraction * rows - 1e-9))  # guard 0.07 * 100 = 7.000000000000001
 
 
 def make_batch(dense: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor, names: Sequence[str]) -> Batch:

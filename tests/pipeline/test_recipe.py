@@ -130,3 +130,37 @@ def test_final_train_inherits_the_train_section_and_overrides_only_its_keys():
     # no final.train: the train section itself; a resolved recipe round-trips unchanged
     assert recipe_from_dict({**MINIMAL, "train": {"lr": 0.3}}).final_train.lr == 0.3
     assert override(r, "seed=3").final_train == f
+
+
+@pytest.mark.parametrize("override_text, key, allowed", [
+    ("search.evolution.population_size=0", "search.evolution.population_size", "expected >= 1, got 0"),
+    ("search.constraints.max_tries=0", "search.constraints.max_tries", "expected >= 1, got 0"),
+    ("final.train.lr=-1", "final.train.lr", "must be > 0"),            # inside an optional section
+    ("data.prepare.min_count=0", "data.prepare.min_count", "must be >= 1, got 0"),
+    ("warmup.fraction=2", "warmup.fraction", "must be in [0, 1], got 2.0"),
+])
+def test_range_errors_name_the_file_the_dotted_key_and_the_allowed_range(tmp_path, override_text, key, allowed):
+    p = write(tmp_path, "r.yaml", MINIMAL)
+    with pytest.raises(RecipeError) as e:
+        load_recipe(p, [override_text])
+    assert e.value.key == key and allowed in e.value.reason
+    assert str(e.value).startswith(f"{p}, override '{override_text}': key '{key}'")
+    q = write(tmp_path, "q.yaml", {**MINIMAL, "search": {"evolution": {"population_size": 0}}})
+    with pytest.raises(RecipeError) as e:
+        load_recipe(q)
+    assert e.value.source == str(q) and e.value.key == "search.evolution.population_size"
+
+
+def test_search_direction_comes_from_the_fitness_and_a_contrary_maximize_is_rejected(tmp_path):
+    proxy = load_recipe(write(tmp_path, "p.yaml", {**MINIMAL, "search": {"evolution": {"maximize": True}}}))
+    assert proxy.search.evolution.maximize and proxy.search.random.maximize
+    oneshot = load_recipe(write(tmp_path, "o.yaml", {**MINIMAL, "warmup": {"fraction": 1.0}}))
+    assert oneshot.fitness_kind == "oneshot"
+    assert not oneshot.search.evolution.maximize and not oneshot.search.random.maximize
+    assert load_recipe(write(tmp_path, "o2.yaml", yaml.safe_load(dump_recipe(oneshot)))) == oneshot
+    with pytest.raises(RecipeError) as e:
+        load_recipe(write(tmp_path, "bad.yaml", {**MINIMAL, "search": {"evolution": {"maximize": False}}}))
+    assert e.value.key == "search.evolution.maximize" and "proxy fitness is maximized" in e.value.reason
+    with pytest.raises(RecipeError) as e:
+        override(oneshot, "search.random.maximize=true")
+    assert e.value.key == "search.random.maximize" and "minimized" in e.value.reason
