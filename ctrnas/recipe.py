@@ -141,7 +141,7 @@ class FinalConfig:
     test_rows: int | None = None
     baselines: tuple[str, ...] = ()
     export: bool = True
-    # NASRec's stand-alone training forces LayerNorm off (main_train.get_model, anchors §1.5) whatever the
+    # NASRec's stand-alone training forces LayerNorm off (main_train.get_model; docs/nasrec.md) whatever the
     # searched supernet used; null keeps the space's setting
     layernorm: bool | None = False
     workers: int = 1  # models trained at once in spawned processes (one torch thread each); same results

@@ -1,6 +1,6 @@
 """Train/val/test assignment of rows, streamed in file order.
 
-stratified  The AutoCTR/NASRec split (anchors-recsys.md §1.6): the test folds of
+stratified  The AutoCTR/NASRec split (docs/nasrec.md, Data): the test folds of
             `sklearn.model_selection.StratifiedKFold(n_splits=10, shuffle=True, random_state=2018)`, folds
             0-7 -> train, 8 -> val, 9 -> test. Reproduced *exactly* without the label vector: sklearn gives
             the i-th row of class k (classes numbered by first appearance) entry i of

@@ -1,6 +1,6 @@
 """Shapes of the synthetic profiles: field names, cardinalities, Zipf skew, missing rates, dense count laws.
 
-Numbers follow the real datasets (anchors-recsys.md §1.6): Criteo Kaggle's 13 counts + 26 categoricals with
+Numbers follow the real datasets (NASRec's split sizes and schemas): Criteo Kaggle's 13 counts + 26 categoricals with
 its raw cardinalities and missing rates, Avazu's 22 categoricals + NASRec's pseudo dense feature (constant 0),
 KDD Cup 2012 track 2's 3 counts + 10 categoricals (with the user-profile join). Cardinalities are the real
 ones; the generator caps them (`cardinality_cap`) so CPU training stays fast.
@@ -72,7 +72,7 @@ _AVAZU = (("hour", 240, 0.3), ("C1", 7, 2.5), ("banner_pos", 7, 2.5), ("site_id"
 
 AVAZU = Profile(
     name="avazu",
-    # NASRec feeds Avazu one pseudo dense feature that is always 0 (anchors §1.6)
+    # NASRec feeds Avazu one pseudo dense feature that is always 0 (docs/nasrec.md, Data)
     dense=(DenseSpec("dense_0", 0.0, 0.0, missing=1.0),),
     sparse=tuple(SparseSpec(n, c, zipf=z) for n, c, z in _AVAZU),
     ctr=0.17,

@@ -1,6 +1,6 @@
 """Feature transforms: dense count transforms and categorical keys -> hashed ids, vectorised over Arrow.
 
-Dense (anchors-recsys.md §1.6, §4, §5.2), missing -> 0 in every case:
+Dense (NASRec, AutoCTR and BARS conventions; docs/nasrec.md, Data), missing -> 0 in every case:
   log1p       x' = ln(max(x, 0) + 1)                      NASRec (`log(max(x,0)+1)`)
   log_square  x' = floor(ln(x)^2) if x > 2 else x         AutoCTR / BARS Criteo_x4 (Kaggle winners' bucketing)
   none        x' = x

@@ -5,7 +5,7 @@ everything else stays a plain replicated module whose gradients `ctrnas.distribu
 The tables use the FBGEMM "fused" kernel with EXACT_ADAGRAD fused into backward, which is the same
 update as the trainer's row-sparse torch Adagrad (momentum += g^2; w -= lr g / (sqrt(momentum) + eps)).
 
-What works on CPU (deps.md §3): the planner offers table_wise, column_wise, table_column_wise and
+What works on CPU (docs/cpu.md): the planner offers table_wise, column_wise, table_column_wise and
 data_parallel; row_wise only works from a hand-built plan, so any explicit `sharding_type` is built by
 hand with `torchrec.distributed.sharding_plan` (deterministic, no communication). The planner runs on every
 rank with `plan()`, never `collective_plan()`: if planning fails on one rank, the collective version

@@ -137,7 +137,7 @@ class Proxy:
         if mode not in ("train", "eval"):
             raise RecipeError(f"proxy {self.name}", "mode", f"got {mode!r}; expected 'train' or 'eval'")
         model.train(mode == "train")
-        # Dropout would make the score depend on the global RNG (spec A10: disable it for determinism).
+        # Dropout would make the score depend on the global RNG (docs/proxies.md, A10).
         for m in model.modules():
             if isinstance(m, nn.modules.dropout._DropoutNd):
                 m.eval()
@@ -190,7 +190,7 @@ def _unique_params(model: nn.Module) -> list[nn.Parameter]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Module / parameter selection (spec A5, A6)
+# Module / parameter selection (docs/proxies.md, A5 and A6)
 # ---------------------------------------------------------------------------------------------------
 
 EMBEDDING_TYPES: tuple[type, ...] = (nn.Embedding, nn.EmbeddingBag)

@@ -4,13 +4,13 @@ B = log(1 + κ), label-free.
 - 1/c_l = σ_min/σ_max of layer l's feature matrix (FMI; 0 when NaN/inf), by `torch.linalg.svdvals`.
 - κ: extrinsic curvature (Eq. 5) of the image h(θ) of an input circle g(θ) = r(o0 cos θ + o1 sin θ):
   κ = (v·v)^{-3/2} sqrt((v·v)(a·a) − (v·a)²), v = ∂h/∂θ, a = ∂²h/∂θ², by nested forward-mode AD
-  (`torch.func.jvp` twice; spec D1), so every coordinate of h comes at ~3 forward passes.
-Modes (spec D1–D3): `parity=True` copies the reference code (hooks on every module incl. containers,
+  (`torch.func.jvp` twice), so every coordinate of h comes at ~3 forward passes.
+Modes (the paper leaves κ's aggregation and the hooked layers open): `parity=True` copies the reference code (hooks on every module incl. containers,
 first-sample matrices, one θ = 0, 10 output coordinates drawn with replacement, radius 1, train mode,
 κ summed); the default "clean" mode hooks leaf modules, skips per-sample scalars and repeated
 outputs, averages κ over `n_theta` evenly spaced θ with all coordinates, eval mode.
 
-CTR adaptation (spec D4; not in the paper, to be validated):
+CTR adaptation (not in the paper, to be validated):
 - FMI: 3-D activations [B, F, d] (field tokens) use the first sample's F×d matrix, as a C×HW conv map;
   2-D activations [B, d] use the batch matrix of the first `fmi_rows` samples (64 by default: the
   sample Gram matrix of Du et al.; an SVD per layer of a 512-row matrix dominated the cost), which needs

@@ -1,4 +1,4 @@
-"""Per-batch gradient statistics shared by ZiCo and SiGeo (spec seed-papers §1.8, §5 item 1).
+"""Per-batch gradient statistics shared by ZiCo and SiGeo (docs/proxies.md).
 
 k batches, the gradient of each batch-mean loss at the *same* weights (no optimizer step between
 batches, A3), float64 statistics, the ZiCo `σ > 0` mask (A4), population std (ddof=0, A2).
@@ -32,8 +32,8 @@ def collect(model: nn.Module, batches, loss_fn, groups: dict[str, list[tuple[str
             update_lr: float | None = None) -> GradStats:
     """Backward each batch at fixed weights and record the selected gradients.
 
-    `accumulate=True` reproduces the official ZiCo code (spec A11): `.grad` is never zeroed, so row i
-    holds the *sum* of the gradients of batches 0..i. `update_lr` (off by default, spec A3) takes a plain
+    `accumulate=True` reproduces the official ZiCo code (docs/proxies.md, A11): `.grad` is never zeroed, so row i
+    holds the *sum* of the gradients of batches 0..i. `update_lr` (off by default, docs/proxies.md, A3) takes a plain
     SGD step on every trainable parameter after each batch, so g_i is taken at the SGD iterate θ_i and
     the FR term uses the final θ_k (SiGeo App. E); the weights are restored before returning.
     """

@@ -1,8 +1,10 @@
-"""Eigen-NAS / NTK trace (Zhu et al. 2022, §3.3; thesis M_Trace Eq. 7.4): trace K = Σ_i ‖∇θ f(x_i)‖²,
+"""Eigen-NAS / NTK trace (Zhu et al. 2022, §3.3; M_Trace, Eq. 7.4 of Shu Yao's PhD thesis
+"Understanding and Improving Neural Architecture Search", NUS 2022): trace K = Σ_i ‖∇θ f(x_i)‖²,
 label-free, with the empirical NTK's λ_min, λ_max and condition number as diagnostics, and KNAS's
 M_KNAS = sqrt|mean K_ij| (thesis D.11) as a term.
 
-K = J Jᵀ over N samples (N·C rows for C outputs: the trace of the full NTK, spec E2; CTR has C = 1).
+K = J Jᵀ over N samples (N·C rows for C outputs: the trace of the full NTK, summed over the logits; CTR
+has C = 1, the paper's single-output setting).
 Per-sample gradients, eval mode (per-sample independence; BatchNorm uses running statistics):
 - `method="layerwise"` (default): Linear layers by the per-sample-gradient identity (one forward, one
   backward per output coordinate, no Jacobian materialised beyond one layer), every other parameter

@@ -1,4 +1,4 @@
-"""SiGeo (Zheng et al. 2023, Definition 1 / Eq. 7) with the resolutions of spec seed-papers §1.9.
+"""SiGeo (Zheng et al. 2023, Definition 1 / Eq. 7) with the choices of docs/proxies.md (A1-A13).
 
     SiGeo = λ1 · Σ_m log ‖μ_m ⊘ σ_m‖₁  +  λ2 · log( (1/k) Σ_i (θᵀ g_i)² )  −  λ3 · ℓ
 

@@ -1,10 +1,10 @@
 """ZiCo (Li et al., ICLR 2023): Σ_m log Σ_j mean_i|g_ij| / std_i(g_ij), SiGeo's first term.
 
-Follows SLDGroup/ZiCo `compute_zico.py` (spec anchors-recsys §2): `.weight` of Conv2d/Linear by default
+Follows SLDGroup/ZiCo `compute_zico.py` (docs/proxies.md, A5): `.weight` of Conv2d/Linear by default
 (`modules="ctr"` adds other ≥2-D weights such as attention in-projections), population std, elements
 with std 0 dropped, modules with ratio sum 0 skipped, natural log. Per-batch gradients by default;
 `official_accumulate=True` reproduces the official code, which never zeroes `.grad`, so batch i's
-"gradient" is the running sum (spec A11). Statistics in float64 (the official code uses float32 numpy).
+"gradient" is the running sum (docs/proxies.md, A11). Statistics in float64 (the official code uses float32 numpy).
 k = 4 batches by default, as SiGeo's comparisons; the official search script pre-loads 2 (`--maxbatch`).
 """
 

@@ -20,7 +20,7 @@ BINARY_OPS = ("sum", "gating")  # dense ops reading dense_left_idx / dense_right
 
 @dataclass(frozen=True)
 class BlockChoice:
-    """Choices of one choice block (NASRec §3.1; anchors §1.2).
+    """Choices of one choice block (NASRec §3.1; docs/nasrec.md).
 
     Source index 0 is the embedding stem (raw dense features, sparse embeddings); index j >= 1 is the
     output of block j. Block i (1-based) may read sources 0..i-1.

@@ -21,7 +21,7 @@ MICRO_FIELDS = ("dense_op", "sparse_op", "dense_dim", "sparse_tokens", "dense_sp
 
 @dataclass(frozen=True)
 class SpaceConfig:
-    """A NASRec-style space (anchors §1.2); every field can be set in a recipe's `space:` mapping."""
+    """A NASRec-style space (docs/nasrec.md); every field can be set in a recipe's `space:` mapping."""
 
     name: str = "custom"
     num_blocks: int = 7
@@ -93,7 +93,7 @@ class SearchSpace:
     def __repr__(self) -> str:
         return f"SearchSpace({self.config!r})"
 
-    # -- sampling (NASRec "single-operator any-connection", anchors §1.3) --------------------------
+    # -- sampling (NASRec "single-operator any-connection", docs/nasrec.md) --------------------------
     def _sample_sources(self, i: int, rng: np.random.Generator) -> tuple[int, ...]:
         c = self.config
         if c.fan_in == "single":

@@ -14,7 +14,7 @@ from torch import nn
 
 
 def init_linear(lin: nn.Linear) -> None:
-    """NASRec's init (anchors §1.3): Xavier-uniform weight, zero bias."""
+    """NASRec's init (docs/nasrec.md): Xavier-uniform weight, zero bias."""
     nn.init.xavier_uniform_(lin.weight)
     if lin.bias is not None:
         nn.init.zeros_(lin.bias)

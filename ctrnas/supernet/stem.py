@@ -16,7 +16,7 @@ class EmbeddingStem(nn.Module):
 
     `row_cap` bounds every table (ids are folded by modulo), as NASRec does for large tables during search.
     The tables start with dense gradients; the trainer switches them to row-sparse gradients with
-    `use_sparse_gradients()` (5-10x faster updates on CPU, deps.md §4) and finds them through
+    `use_sparse_gradients()` (5-10x faster updates on CPU, docs/cpu.md) and finds them through
     `embedding_parameters()` so they get their own (sparse) optimizer.
     """
 

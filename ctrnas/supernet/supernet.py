@@ -1,4 +1,4 @@
-"""The NASRec weight-sharing supernet (anchors §1.2-1.3): every op of every block at maximum width.
+"""The NASRec weight-sharing supernet (docs/nasrec.md): every op of every block at maximum width.
 
 `supernet(dense, kjt, arch)` runs exactly the subnet `arch` (only its live blocks, its ops at its widths,
 reading only its chosen inputs, by weight slicing); `supernet(dense, kjt, full=True)` runs every op of

@@ -1,4 +1,4 @@
-"""Training recipe: a frozen dataclass with NASRec/SiGeo defaults (anchors-recsys.md §1.3, §1.5)."""
+"""Training recipe: a frozen dataclass with NASRec/SiGeo defaults (docs/nasrec.md)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class TrainConfig:
     min_lr: float = 1e-8
     clip_norm: float | None = 5.0        # on the dense (non-embedding) parameters; None = no clipping
     # How embedding tables get their updates: "sparse" = row-sparse gradients + torch's sparse Adagrad
-    # (default; exact Adagrad, 5-10x faster than dense grads on CPU, deps.md §4; measured on par with
+    # (default; exact Adagrad, 5-10x faster than dense grads on CPU, docs/cpu.md; measured on par with
     # torchrec's FusedEmbeddingBagCollection + EXACT_ADAGRAD here, and checkpointable with plain
     # state_dicts); "dense" = dense gradients over whole tables (the slow reference path).
     embedding_update: Literal["sparse", "dense"] = "sparse"
@@ -88,7 +88,7 @@ class WarmupConfig:
     `full_supernet_ratio`: NASRec trains the full supernet with probability 1 - step/S for its first S steps
     (S = 15000 of ~71.6k Criteo steps, i.e. ~21% of an epoch). We set S = ratio x (warm-up steps), so the
     decay is relative to the warm-up length and a 1% warm-up also ends on sampled subnets (the published
-    SiGeo code keeps S = 15000 and trains almost only the full supernet at 1%: anchors-recsys.md §3).
+    SiGeo code keeps S = 15000 and trains almost only the full supernet at 1%: docs/nasrec.md).
     """
 
     fraction: float = 0.01

@@ -1,10 +1,10 @@
 """The one trainer used by supernet warm-up, from-scratch training of an architecture, and baselines.
 
-Optimisation follows NASRec (anchors-recsys.md §1.3): Adagrad on every parameter, LR from `lr_at`
+Optimisation follows NASRec (docs/nasrec.md): Adagrad on every parameter, LR from `lr_at`
 (linear warm-up then cosine), gradient-norm clipping. Embedding tables (every `EmbeddingStem` in the
 model) get row-sparse gradients and their own sparse Adagrad, which is exact Adagrad (rows not looked up
 have zero gradient, so neither their accumulator nor their value changes) at a fraction of the cost of
-dense gradients over the whole table (deps.md §4). Clipping acts on the dense parameters only: sparse
+dense gradients over the whole table (docs/cpu.md). Clipping acts on the dense parameters only: sparse
 Adagrad already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
 """
 

@@ -1,12 +1,12 @@
 """Supernet warm-up (SiGeo's "sub-one-shot" level): NASRec supernet training on the first `fraction` of
 the training split. fraction 0 = zero-shot (no training), 1.0 = one epoch (one-shot).
 
-Per step (NASRec, anchors-recsys.md §1.3): with probability p_full(t) = max(0, 1 - t / S) the full supernet
+Per step (NASRec's released code; docs/nasrec.md): with probability p_full(t) = max(0, 1 - t / S) the full supernet
 (all ops, max widths, all connections) is trained, otherwise one subnet drawn by the space's sampler
 (single operator per block, any connection, binomial fan-in). NASRec fixes S = 15000 steps; we make it
 relative, S = full_supernet_ratio x warm-up steps (default 0.2, close to NASRec's 15000 / 71.6k Criteo
 steps), so a 1% warm-up, like a full one, spends its last 80% on sampled subnets. With a fixed S the
-published SiGeo code trains almost only the full supernet at 1% (p_full >= 0.95 throughout, §3).
+published SiGeo code trains almost only the full supernet at 1% (p_full >= 0.95 throughout).
 
 The per-step choice is drawn from numpy Generator([seed, step]), so a resumed warm-up replays it exactly.
 """

@@ -26,7 +26,7 @@ from ctrnas.vision.space import NUM_CELLS, TRUTH_COLUMNS, NB201Cell, NB201Table
 from ctrnas.vision.stats import Correlation, correlate
 from ctrnas.vision.warmup import WarmupConfig, warm_up
 
-# CLI name -> (library proxy, options). CV parity (spec A5): SiGeo's term 1 on Conv/Linear weights as
+# CLI name -> (library proxy, options). CV parity (docs/proxies.md, A5): SiGeo's term 1 on Conv/Linear weights as
 # ZiCo's code; ZiCo itself with the official gradient accumulation (A11) that produced its NB201 numbers.
 VISION_PROXIES: dict[str, tuple[str, dict]] = {
     "sigeo": ("sigeo", {"modules": "zico"}),

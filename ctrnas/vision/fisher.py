@@ -2,7 +2,7 @@
 
 SiGeo defines the empirical Fisher per sample (§3.3: F̂ = (1/N) Σ_n ∇ℓ_n ∇ℓ_nᵀ) but computes the FR
 norm from batch-mean gradients (App. E: (1/k) Σ_i (θᵀ∇ℓ(D_i))²); the library's `sigeo` follows App. E
-(spec seed-papers A7). This module gives both readings from one pass, as a diagnostic:
+(docs/proxies.md, A7). This module gives both readings from one pass, as a diagnostic:
 
     θᵀ∇ℓ_n = d/dt ℓ_n((1 + t) θ) at t = 0,
 

@@ -1,4 +1,4 @@
-"""2 gloo ranks on CPU train exactly like 1 process on the same global batches (issue 8, deps.md §3).
+"""2 gloo ranks on CPU train exactly like 1 process on the same global batches (issue 8, docs/cpu.md).
 
 The reference is the ordinary 1-process `Trainer` (row-sparse torch Adagrad on unsharded tables): a
 second code path, not the distributed one. One spawn runs every case (each rank pays ~4 s importing

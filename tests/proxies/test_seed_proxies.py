@@ -231,7 +231,7 @@ def test_layerwise_ntk_equals_vmap_on_a_cnn_with_several_outputs(h):
 
 def test_dextr_parity_counts_one_per_module_for_vector_outputs():
     """The reference code hooks every module (root included) and takes the first sample's d×1 matrix
-    of a 1-D per-sample output, whose single singular value gives 1/c = 1 (spec §2.2)."""
+    of a 1-D per-sample output, whose single singular value gives 1/c = 1 (Dextr's reference code)."""
     m = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 3))
     batches = [((torch.randn(6, 4, generator=torch.Generator().manual_seed(0)),), torch.zeros(6))]
     res = get_proxy("dextr", parity=True).score(m, batches)

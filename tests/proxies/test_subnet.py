@@ -1,5 +1,5 @@
 """Proxies on a supernet path: parameters the subnet does not use change nothing (the σ > 0 mask and
-used-parameter rule of spec A4/A6), and the shared supernet weights are left untouched."""
+used-parameter rule of docs/proxies.md, A4 and A6), and the shared supernet weights are left untouched."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Attention: project the token axis to s tokens + LN, multi-head self-attention with residual and LN,
-feed-forward E -> E -> E with residual and LN (NASRec `transformer`, anchors §1.2).
+feed-forward E -> E -> E with residual and LN (NASRec `transformer`, docs/nasrec.md).
 
 With `layernorm: false` only the LN after the projection goes (the identity); the two residual LNs stay,
 as in NASRec's Transformer, whose `use_layernorm` gates only `_proj_ln`."""
@@ -22,7 +22,7 @@ class _Encoder(nn.Module):
         super().__init__()
         self.ln0 = layer_norm(emb, layernorm)  # the op's own LN: the identity when LayerNorm is off
         self.mha = nn.MultiheadAttention(emb, heads, batch_first=True)
-        # NASRec starts this LN's scale at 0.17, "tuned manually" for its data (anchors §1.2); we keep
+        # NASRec starts this LN's scale at 0.17, "tuned manually" for its data (docs/nasrec.md); we keep
         # the standard 1.0 rather than carry a dataset-specific constant.
         self.ln1 = nn.LayerNorm(emb)
         self.ff1, self.ff2 = nn.Linear(emb, emb), nn.Linear(emb, emb)

@@ -1,7 +1,7 @@
 """Sigmoid-Gating: sigmoid(Linear(left)) * right at a common width, then Linear to the chosen width and LN.
 
 NASRec switched (2022-09-24) from right * sigmoid(W left) on the other orientation to this form "for
-better weight sharing"; we follow the released code (anchors §1.2).
+better weight sharing"; we follow the released code (docs/nasrec.md).
 """
 
 from __future__ import annotations
