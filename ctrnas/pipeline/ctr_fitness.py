@@ -41,13 +41,11 @@ class TensorRows:
         return TensorRows(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
 
     def batch(self, start: int, stop: int) -> tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]:
-        """(dense, KJT, labels) of rows [start, stop); KJT values are key-major as TorchRec expects."""
-        ids = self.ids[start:stop]
-        b, f = ids.shape
-        kjt = KeyedJaggedTensor.from_lengths_sync(
-            keys=list(self.names), values=ids.t().reshape(-1).contiguous(),
-            lengths=torch.ones(b * f, dtype=torch.int32))
-        return self.dense[start:stop], kjt, self.labels[start:stop]
+        """(dense, KJT, labels) of rows [start, stop), built as the trainer's in-memory batches are."""
+        from ctrnas.train.batches import make_batch
+
+        b = make_batch(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
+        return b.dense_features, b.sparse_features, b.labels
 
     def batches(self, batch_size: int, limit: int | None = None) -> list[tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]]:
         n = len(self) if limit is None else min(limit, len(self))
