@@ -136,29 +136,37 @@ def _stats(outs: list[dict]) -> str:
     return f"{min(ok):.4f} | {statistics.median(ok):.4f} | {max(ok):.4f}"
 
 
-def section(args, chains: list[dict], subs: list[dict], lr_test: float | None) -> str:
+def _command(a: dict, part: str) -> str:
+    extra = f" --archs {a['archs']} --workers {a['workers']}" if part == "subnets" else \
+        f" --depths {' '.join(str(d) for d in a['depths'])}"
+    return (f"`python benchmarks/numerics.py --parts {part} --rows {a['rows']} --seed {a['seed']}{extra}` "
+            f"(synthetic Avazu profile, {a['rows']} rows split 8:1:1)")
+
+
+def section(chains: dict | None, subs: dict | None) -> str:
     from ctrnas.pipeline.normalise import AUTO_DEGREE
 
     lines = ["## Numerical safety: products of products without LayerNorm (`benchmarks/numerics.py`)", "",
-             f"Command: `python benchmarks/numerics.py --rows {args.rows} --archs {args.archs} --workers "
-             f"{args.workers} --seed {args.seed}`; synthetic Avazu profile ({args.rows} rows, 8:1:1), every "
-             "model trained as the Avazu recipe's final stage (lr 0.16, batch 256, one epoch, clip 5, fresh "
-             "weights, TorchRec-style tables). 'diverged' = stopped by the trainer's divergence test (NaN/inf "
-             "loss, or mean loss over 20 steps > 100 x max(constant log loss, ln 2)).", ""]
+             "Every model trained as the Avazu recipe's final stage trains (lr 0.16, batch 256, one epoch, clip "
+             "5, fresh weights, TorchRec-style tables). 'diverged' = stopped by the trainer's divergence test "
+             "(NaN/inf loss, or mean loss over 20 steps > 100 x max(constant log loss, ln 2)).", ""]
     if chains:
         lines += ["### (1) Chains of one op: dense-output RMS per block at initialisation, and the training", "",
+                  f"Command: {_command(chains['args'], 'chains')}.", "",
                   "| op | depth | LayerNorm | RMS of block 1 .. depth at init | training ends |", "|---|---|---|---|---|"]
-        for c in chains:
+        for c in chains["rows"]:
             end = f"diverged ({c['reason'].split(': ', 1)[-1][:60]}...)" if c["diverged"] \
                 else f"test log loss {c['test_logloss']:.4f}"
             lines.append(f"| {c['op']} | {c['depth']} | {'on' if c['layernorm'] else 'off'} | "
                          f"{', '.join('%.3g' % x for x in c['init_rms'])} | {end} |")
         lines.append("")
     if subs:
+        lr_test, subs_args, subs = subs["lr_test"], subs["args"], subs["rows"]
         for s in subs:
             s["auto"] = s["on"] if s["degree"] >= AUTO_DEGREE else s["off"]
         lines += [f"### (2) {len(subs)} random NASRec-Full subnets: how many diverge, per LayerNorm setting", "",
-                  f"LR on the same rows: test log loss {lr_test:.4f}." if lr_test is not None else "", "",
+                  f"Command: {_command(subs_args, 'subnets')}. LR on the same rows: test log loss {lr_test:.4f}.",
+                  "",
                   "| final.layernorm | diverged | test log loss of the rest: best / median / worst |",
                   "|---|---|---|"]
         for name in ("off", "auto", "on"):
@@ -198,16 +206,18 @@ def main(argv=None) -> int:
 
     base = recipe_for(args, False)
     data = prepare_data(base)
-    parts = args.parts.split(",")
-    chains = part_chains(args, data) if "chains" in parts else []
-    subs = part_subnets(args, data) if "subnets" in parts else []
-    lr_test = None
-    if subs:
+    parts, out = args.parts.split(","), ROOT / "benchmarks/out"
+    # each part's raw results are kept, so a section can be re-rendered after running one part again
+    if "chains" in parts:
+        _results.save(out, "numerics_chains", {"args": vars(args) | {"out": str(args.out)},
+                                               "rows": part_chains(args, data)})
+    if "subnets" in parts:
+        rows = part_subnets(args, data)
         _, test, _ = train_from_scratch(job_model(base, data, None, ("baseline", "lr")), base, data, "lr")
-        lr_test = test.get("logloss")
-    _results.save(ROOT / "benchmarks/out", "numerics", {"args": {k: str(v) for k, v in vars(args).items()},
-                                                       "chains": chains, "subnets": subs, "lr_test": lr_test})
-    text = section(args, chains, subs, lr_test)
+        _results.save(out, "numerics_subnets", {"args": vars(args) | {"out": str(args.out)}, "rows": rows,
+                                                "lr_test": test.get("logloss")})
+    chains, subs = _results.load(out, "numerics_chains"), _results.load(out, "numerics_subnets")
+    text = section(chains, subs)
     args.out.write_text(text)
     print(text)
     return 0

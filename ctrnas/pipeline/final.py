@@ -83,10 +83,23 @@ def final_template(recipe: Recipe, data: DataResult, supernet=None):
     """The supernet to export final models from: the search one, or one with the final stage's table
     sizes (NASRec caps tables during search and trains the final models on full tables) and LayerNorm
     setting (`final.layernorm`). Final models are re-drawn from the training seed, so a new supernet of the
-    right shape serves as well as the search one."""
+    right shape serves as well as the search one. With `final.layernorm: auto`, a dict {False: ..., True:
+    ...} of both shapes (sharing one embedding stem); each arch picks by its product degree."""
+    setting = recipe.final.layernorm
+    if setting != "auto":
+        return _template(recipe, data, supernet, setting)
+    off, on = _template(recipe, data, supernet, False), _template(recipe, data, supernet, True)
+    if on is not supernet:  # never swap the search supernet's own tables
+        on.stem = off.stem
+    else:
+        off.stem = on.stem
+    return {False: off, True: on}
+
+
+def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None):
     config = recipe.space if supernet is None else supernet.space.config
-    if recipe.final.layernorm is not None and recipe.final.layernorm != config.layernorm:
-        config = dataclasses.replace(config, layernorm=recipe.final.layernorm)
+    if layernorm is not None and layernorm != config.layernorm:
+        config = dataclasses.replace(config, layernorm=layernorm)
     if supernet is not None and supernet.row_cap == recipe.final_train.row_cap and \
             supernet.space.config == config:
         return supernet
@@ -102,6 +115,10 @@ def final_template(recipe: Recipe, data: DataResult, supernet=None):
 def _arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
+    if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for products of products
+        from ctrnas.pipeline.normalise import use_layernorm
+
+        template = template[use_layernorm("auto", arch, True)]
     # from scratch: the exported structure with every weight re-drawn from the training seed
     return export(template, arch, init="fresh", seed=recipe.final_train.seed,
                   embedding_init=recipe.final.embedding_init)

@@ -83,6 +83,10 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     }
 
 
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
 def _fmt(x, digits: int = 5) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
@@ -120,8 +124,8 @@ def summary_markdown(metrics: dict) -> str:
               "|---|---|---|---|---|---|---|---|---|"]
     for r in metrics["candidates"] + metrics["baselines"]:
         mark = " (best)" if r["label"] == metrics["best"]["label"] else ""
-        flops = r["flops"] / 1e6 if isinstance(r["flops"], (int, float)) and r["flops"] is not None else None
-        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {_fmt(r['params'] and int(r['params']))} | "
+        flops = r["flops"] / 1e6 if _finite(r["flops"]) else None
+        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {_fmt(int(r['params']) if _finite(r['params']) else None)} | "
                      f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
                      f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} | {r['status']} |")
     cpu = metrics.get("cpu_seconds") or {}
