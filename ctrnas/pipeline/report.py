@@ -19,6 +19,7 @@ from pathlib import Path
 from ctrnas.data.dataset import atomic_write_text, versions
 from ctrnas.pipeline.results import FinalResult, RunResult, TrainedModel
 from ctrnas.recipe import Recipe, dump_recipe
+from ctrnas.search.history import non_finite_reason
 from ctrnas.train.metrics import strict_json
 
 
@@ -66,6 +67,8 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "search": {"evaluations": len(hist), "distinct": len(hist.keys()),
                    "cache_hits": sum(1 for r in hist if r.cached),
                    "non_finite": sum(1 for r in hist if not math.isfinite(r.value)),
+                   "non_finite_candidates": [{"index": r.index, "key": r.key, "reason": non_finite_reason(r)}
+                                             for r in hist if not math.isfinite(r.value)],
                    "best_fitness": search.result.best.value if search.result.best else None},
         "best": {**model_row(best), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,

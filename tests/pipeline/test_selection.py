@@ -104,3 +104,16 @@ def test_attention_resets_the_degree_and_merge_carries_it():
     assert product_degree(dataclasses.replace(a, blocks=(merged, fm2))) == 4
     att = dataclasses.replace(fm2, sparse_op="attention")
     assert product_degree(dataclasses.replace(a, blocks=(merged, att))) == 2
+
+
+def test_an_overflowed_score_is_written_with_its_reason(tmp_path):
+    import csv
+
+    from ctrnas.search.history import History, HistoryRecord
+
+    hist = History([HistoryRecord(0, 0, "a", {}, 1.5, {"x": 1.5}),
+                    HistoryRecord(1, 0, "b", {}, math.inf, {"x": 2.0, "loss": math.inf}, {"error": "overflow"})])
+    hist.to_csv(tmp_path / "h.csv")
+    with open(tmp_path / "h.csv") as fh:
+        notes = [row["note"] for row in csv.DictReader(fh)]
+    assert notes == ["", "score inf; non-finite terms: loss=inf; overflow"]
