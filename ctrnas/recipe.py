@@ -141,9 +141,10 @@ class FinalConfig:
     test_rows: int | None = None
     baselines: tuple[str, ...] = ()
     export: bool = True
-    # NASRec's stand-alone training forces LayerNorm off (main_train.get_model; docs/nasrec.md) whatever the
-    # searched supernet used; null keeps the space's setting
-    layernorm: bool | None = False
+    # "auto": each op's LayerNorm on only in models whose logit is a product of products (product degree
+    # >= 4: Dot on Dot/FM), which diverge without it (ctrnas.pipeline.normalise, benchmarks/RESULTS.md);
+    # false: off for all, as NASRec's stand-alone training (main_train.get_model; docs/nasrec.md); null: the space's setting
+    layernorm: bool | Literal["auto"] | None = "auto"
     workers: int = 1  # models trained at once in spawned processes (one torch thread each); same results
     # how the from-scratch models draw their embedding tables: "torchrec" (uniform +-sqrt(1/rows), the
     # baselines' init; 0.0007-0.0020 lower test log loss on 4 of 4 subnets tried, benchmarks/RESULTS.md)

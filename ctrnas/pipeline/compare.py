@@ -61,7 +61,7 @@ def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.
         best = res.final.best
         rows.append({"setting": label, "fraction": float(f), "fitness": res.search.fitness_name,
                      "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc"),
-                     "val_logloss": best.val.get("logloss"), "arch_key": best.arch.key(),
+                     "val_logloss": best.val.get("logloss"), "arch_key": best.arch.key() if best.arch is not None else None,
                      "evaluations": len(res.search.history),
                      **{f"{s}_s": res.timings.get(s, 0.0) for s in STAGES}})
     with open(out / "compare.csv", "w", newline="") as fh:

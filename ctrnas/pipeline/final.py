@@ -5,6 +5,10 @@ With `distributed` (a `ctrnas.pipeline.distributed.FinalDistributed`: this rank'
 every rank runs this same function and each model is trained by the DistributedTrainer (tables sharded
 with DMP, each rank on its slice of every global batch, metrics over all ranks, so the numbers equal the
 one-process run); only rank 0 shows progress, gathers the best model and exports it.
+
+A model whose training diverges is stopped and gets no metrics; selection (`ctrnas.pipeline.selection`)
+never picks it, nor one worse than the constant predictor on validation, and falls back to the best
+baseline when no candidate is left.
 """
 
 from __future__ import annotations
@@ -22,12 +26,15 @@ from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
+from ctrnas.pipeline.selection import finish, judge, rank_key
 from ctrnas.recipe import Recipe
 
 
 def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
-    """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings."""
+    """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings; a
+    diverged model is not evaluated (its metrics are NaN with the reason, see `trainer.diverged`)."""
     from ctrnas.train.batches import dataset_batches
+    from ctrnas.train.metrics import MetricResult, constant_logloss
     from ctrnas.train.run import selected_val
 
     cfg = recipe.final_train
@@ -45,10 +52,16 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
 
         # the global batch sources above go in whole: the trainer takes this rank's slice of each batch
         trainer = DistributedTrainer(model, cfg, distributed.env, distributed.sharding, out_dir)
+    train_ctr = data.meta["splits"].get("train", {}).get("ctr")
+    if train_ctr is not None:  # the same reference on every rank, so all ranks stop together
+        trainer.guard.constant_loss = constant_logloss(train_ctr)
     # model selection over epochs (restore_best / early_stop_patience) watches the same val rows
     selecting = (cfg.restore_best or cfg.early_stop_patience is not None) and split_rows(data, "val")
     summary = trainer.fit(train, val if selecting else None, resume=out_dir is not None)
     seconds = time.perf_counter() - t0
+    if trainer.diverged:
+        missing = MetricResult.missing(f"diverged: {trainer.diverged['reason']}").to_dict()
+        return missing, dict(missing), seconds, trainer
     if selecting and cfg.eval_rows is None:  # the weights it ended on were evaluated on these val rows
         v = {k: x for k, x in selected_val(summary, cfg).items() if k not in ("step", "epoch")}
     else:
@@ -70,10 +83,23 @@ def final_template(recipe: Recipe, data: DataResult, supernet=None):
     """The supernet to export final models from: the search one, or one with the final stage's table
     sizes (NASRec caps tables during search and trains the final models on full tables) and LayerNorm
     setting (`final.layernorm`). Final models are re-drawn from the training seed, so a new supernet of the
-    right shape serves as well as the search one."""
+    right shape serves as well as the search one. With `final.layernorm: auto`, a dict {False: ..., True:
+    ...} of both shapes (sharing one embedding stem); each arch picks by its product degree."""
+    setting = recipe.final.layernorm
+    if setting != "auto":
+        return _template(recipe, data, supernet, setting)
+    off, on = _template(recipe, data, supernet, False), _template(recipe, data, supernet, True)
+    if on is not supernet:  # never swap the search supernet's own tables
+        on.stem = off.stem
+    else:
+        off.stem = on.stem
+    return {False: off, True: on}
+
+
+def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None):
     config = recipe.space if supernet is None else supernet.space.config
-    if recipe.final.layernorm is not None and recipe.final.layernorm != config.layernorm:
-        config = dataclasses.replace(config, layernorm=recipe.final.layernorm)
+    if layernorm is not None and layernorm != config.layernorm:
+        config = dataclasses.replace(config, layernorm=layernorm)
     if supernet is not None and supernet.row_cap == recipe.final_train.row_cap and \
             supernet.space.config == config:
         return supernet
@@ -87,6 +113,10 @@ def final_template(recipe: Recipe, data: DataResult, supernet=None):
 def _arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
+    if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for products of products
+        from ctrnas.pipeline.normalise import use_layernorm
+
+        template = template[use_layernorm("auto", arch, True)]
     # from scratch: the exported structure with every weight re-drawn from the training seed
     return export(template, arch, init="fresh", seed=recipe.final_train.seed,
                   embedding_init=recipe.final.embedding_init)
@@ -141,9 +171,9 @@ def run_job(job: tuple[str, object], keep_state: bool) -> dict:
     `keep_state`, its trained weights."""
     recipe, data, template = _WORKER
     model = job_model(recipe, data, template, job)
-    val, test, sec, _ = _train(model, recipe, data)
+    val, test, sec, trainer = _train(model, recipe, data)
     return {"val": val, "test": test, "seconds": sec, "state": _pack(model.state_dict()) if keep_state else None,
-            "dense_params": dense_params(model)}
+            "dense_params": dense_params(model), "diverged": trainer.diverged}
 
 
 @contextlib.contextmanager
@@ -163,14 +193,10 @@ def worker_pool(recipe: Recipe, data: DataResult, template, workers: int):
     pool.shutdown(wait=True)
 
 
-def _val_loss(m: TrainedModel) -> float:
-    x = m.val.get("logloss", math.nan)
-    return x if math.isfinite(x) else math.inf
-
-
 def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, supernet,
                 out_dir: Path | None = None, progress: bool = True, distributed=None) -> FinalResult:
-    """Retrain the top-k, choose by validation log loss, export the winner to `out_dir/model`.
+    """Retrain the top-k, choose by validation log loss among the usable ones (`ctrnas.pipeline.selection`),
+    export the winner to `out_dir/model` (or the best baseline when no candidate is usable).
 
     `supernet` may be None (a template of the right shape is built). With `distributed`, every rank calls
     this; rank 0 returns the full result (its `model` the gathered, unsharded best), the others a result
@@ -188,6 +214,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     template = final_template(recipe, data, supernet)
+    has_val = bool(split_rows(data, "val"))
     candidates: list[TrainedModel] = []
     best_rank, best_model, best_state = None, None, None
     workers = min(recipe.final.workers, len(top) + len(recipe.final.baselines)) if distributed is None else 1
@@ -197,13 +224,13 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         arch = Arch.from_json(rec.arch)
         model = _arch_model(recipe, template, arch)
         val, test, sec, trainer = _train(model, quiet, data, distributed=distributed)
-        cand = TrainedModel(f"rank {rank}", arch, val, test, rec.params, rec.flops, sec,
-                            score=rec.value, history_index=rec.index)
+        cand = judge(TrainedModel(f"rank {rank}", arch, val, test, rec.params, rec.flops, sec, score=rec.value,
+                                  history_index=rec.index, diverged=trainer.diverged), data, has_val)
         candidates.append(cand)
-        # keep only the best so far (ties: the earlier one), so at most one trained model is held; with
-        # `distributed` every rank decides alike, since the validation metrics are computed from logits
-        # gathered over all ranks and are the same everywhere
-        if best_rank is None or _val_loss(cand) < _val_loss(candidates[best_rank]):
+        # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
+        # held; with `distributed` every rank decides alike, since the validation metrics are computed from
+        # logits gathered over all ranks and are the same everywhere
+        if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
             best_rank = rank
             if distributed is None:
                 best_model = model
@@ -212,19 +239,24 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
 
                 best_state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
         del model, trainer
-    best = candidates[best_rank]
     if distributed is not None and main:
-        best_model = _arch_model(recipe, template, best.arch)  # unsharded, with the gathered trained weights
+        best_model = _arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
         best_model.load_state_dict(best_state)
         del best_state
 
-    baselines = []
+    baselines, base_models = [], {}
     for name in tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
                      not recipe.final.baselines):
         model = job_model(recipe, data, template, ("baseline", name))
-        val, test, sec = train_from_scratch(model, quiet, data, name, distributed=distributed)
-        baselines.append(TrainedModel(name, None, val, test, float(dense_params(model)), math.nan, sec))
-    return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, main, t0, distributed)
+        val, test, sec, trainer = _train(model, quiet, data, distributed=distributed)
+        m = judge(TrainedModel(name, None, val, test, float(dense_params(model)), math.nan, sec,
+                               diverged=trainer.diverged), data, has_val)
+        baselines.append(m)
+        if distributed is None and candidates[best_rank].status != "ok":  # a fallback may need it
+            base_models[len(baselines) - 1] = model
+        del model, trainer
+    return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
+                   distributed)
 
 
 def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, progress, t0) -> FinalResult:
@@ -233,43 +265,34 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
     from ctrnas.space import Arch
 
     archs = [Arch.from_json(rec.arch) for rec in top]
+    has_val = bool(split_rows(data, "val"))
     with worker_pool(quiet, data, template, workers) as pool:
         arch_jobs = [pool.submit(run_job, ("arch", a), True) for a in archs]
-        base_jobs = [pool.submit(run_job, ("baseline", n), False) for n in recipe.final.baselines]
+        # baselines keep their weights too: one is exported when no candidate is usable
+        base_jobs = [pool.submit(run_job, ("baseline", n), True) for n in recipe.final.baselines]
         candidates, best_rank, best_state = [], None, None
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
             r = arch_jobs[rank].result()
             arch_jobs[rank] = None  # hold at most the best model's weights, as the serial path does
             rec = top[rank]
-            cand = TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], rec.params, rec.flops,
-                                r["seconds"], score=rec.value, history_index=rec.index)
+            cand = judge(TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], rec.params, rec.flops,
+                                      r["seconds"], score=rec.value, history_index=rec.index,
+                                      diverged=r["diverged"]), data, has_val)
             candidates.append(cand)
-            if best_rank is None or _val_loss(cand) < _val_loss(candidates[best_rank]):
+            if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
                 best_rank, best_state = rank, _unpack(r["state"])
             del r
-        baselines = []
+        baselines, base_models = [], {}
         for name, fut in zip(recipe.final.baselines, base_jobs):
             r = fut.result()
-            baselines.append(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]), math.nan,
-                                          r["seconds"]))
+            baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
+                                                math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
+            if candidates[best_rank].status != "ok":
+                model = job_model(quiet, data, template, ("baseline", name))
+                model.load_state_dict(_unpack(r["state"]))
+                base_models[len(baselines) - 1] = model
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(best_state)
     # as the serial trainer leaves it, so model.pt is the same object either way
     best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
-    return _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, True, t0, None)
-
-
-def _finish(recipe, candidates, best_rank, best_model, baselines, out_dir, main, t0, distributed) -> FinalResult:
-    best = candidates[best_rank]
-    export_dir = None
-    if out_dir is not None and recipe.final.export and main:
-        from ctrnas.supernet import save_exported
-
-        export_dir = Path(out_dir) / "model"
-        save_exported(best_model, export_dir, init="fresh+trained", metrics={
-            "val_logloss": best.val.get("logloss"), "val_auc": best.val.get("auc"),
-            "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc")},
-            source=f"top-{len(candidates)} retrain of search history index {best.history_index}")
-    dist_info = distributed.describe() if distributed is not None else None
-    return FinalResult(tuple(candidates), best, tuple(baselines), export_dir, time.perf_counter() - t0,
-                       model=best_model, distributed=dist_info)
+    return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None)

@@ -3,8 +3,8 @@
     recipe.yaml        the resolved recipe (loads back to the same Recipe)
     environment.json   package versions and seeds (FuxiCTR habit)
     search/history.csv every candidate: fitness, score terms, params, FLOPs, time  (+ history.json)
-    best_arch.json     the architecture picked by validation after retraining
-    model/             the exported model (ctrnas.supernet.save_exported)
+    best_arch.json     the architecture picked by validation after retraining (absent after a fallback)
+    model/             the exported model (ctrnas.supernet.save_exported; a baseline after a fallback)
     metrics.json       everything below as data
     summary.md         the tables
     plots/best_so_far.png, plots/score_vs_test.png, plots/pareto.png
@@ -13,44 +13,30 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 
 from ctrnas.data.dataset import atomic_write_text, versions
 from ctrnas.pipeline.results import FinalResult, RunResult, TrainedModel
 from ctrnas.recipe import Recipe, dump_recipe
-
-
-def _num(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
-def _clean(v):
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        try:
-            v = v.item()
-        except (ValueError, AttributeError):
-            pass
-    return _num(v) if isinstance(v, float) else v
+from ctrnas.search.history import non_finite_reason
+from ctrnas.train.metrics import strict_json
 
 
 def write_json(path: Path, obj) -> None:
+    """Strict JSON (NaN/inf written as null), atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(_clean(obj), indent=1, allow_nan=False) + "\n")
+    atomic_write_text(path, strict_json(obj) + "\n")
 
 
 def model_row(m: TrainedModel) -> dict:
+    d = m.diverged or {}
     return {"label": m.label, "arch_key": m.arch.key() if m.arch is not None else None,
             "fitness": m.score, "history_index": m.history_index, "params": m.params, "flops": m.flops,
             "val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
-            "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc"), "train_seconds": m.seconds}
+            "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc"), "train_seconds": m.seconds,
+            "status": m.status, "constant_val_logloss": m.constant_val_logloss,
+            "diverged_step": d.get("step"), "note": d.get("reason") or m.val.get("reason")}
 
 
 def gap_closed(found: float, lr: float | None, bayes: float | None) -> float | None:
@@ -69,6 +55,8 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     lr = next((b.test.get("logloss") for b in final.baselines if b.label.lower() == "lr"), None)
     best = final.best
     hist = search.history
+    found = best.test.get("logloss", math.nan)
+    models = list(final.candidates) + list(final.baselines)
     return {
         "name": recipe.name,
         "setting": {"warmup_fraction": recipe.warmup.fraction, "fitness": search.fitness,
@@ -79,16 +67,27 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "search": {"evaluations": len(hist), "distinct": len(hist.keys()),
                    "cache_hits": sum(1 for r in hist if r.cached),
                    "non_finite": sum(1 for r in hist if not math.isfinite(r.value)),
+                   "non_finite_candidates": [{"index": r.index, "key": r.key, "reason": non_finite_reason(r)}
+                                             for r in hist if not math.isfinite(r.value)],
                    "best_fitness": search.result.best.value if search.result.best else None},
-        "best": {**model_row(best), "arch": best.arch.to_json()},
+        "best": {**model_row(best), "arch": best.arch.to_json() if best.arch is not None else None},
+        "fallback": final.fallback,
+        "diverged": [{"label": m.label, "step": m.diverged["step"], "reason": m.diverged["reason"]}
+                     for m in models if m.diverged],
+        "found_worse_than_lr": (found > lr and best.label.lower() != "lr")
+        if lr is not None and math.isfinite(found) and math.isfinite(lr) else None,
         "candidates": [model_row(m) for m in final.candidates],
         "baselines": [model_row(m) for m in final.baselines],
         "bayes_test_logloss": bayes,
-        "gap_closed_vs_lr": gap_closed(best.test.get("logloss", math.nan), lr, bayes),
+        "gap_closed_vs_lr": gap_closed(found, lr, bayes),
         "timings": timings or {},
         "cpu_seconds": cpu or {},
         **({"final_distributed": final.distributed} if final.distributed is not None else {}),
     }
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def _fmt(x, digits: int = 5) -> str:
@@ -106,8 +105,15 @@ def summary_markdown(metrics: dict) -> str:
              f"{s['rows']}",
              f"- search: {metrics['search']['evaluations']} evaluations ({metrics['search']['distinct']} distinct, "
              f"{metrics['search']['non_finite']} non-finite), best fitness {_fmt(metrics['search']['best_fitness'])}",
-             f"- best (by validation): `{metrics['best']['arch_key']}`, test log loss "
+             f"- {'reported (fallback baseline)' if metrics.get('fallback') else 'best (by validation)'}: "
+             f"`{metrics['best']['arch_key'] or metrics['best']['label']}`, test log loss "
              f"**{_fmt(metrics['best']['test_logloss'])}**, AUC {_fmt(metrics['best']['test_auc'])}"]
+    if metrics.get("fallback"):
+        lines.append(f"- **fallback**: {metrics['fallback']}")
+    for d in metrics.get("diverged") or []:
+        lines.append(f"- **diverged**: {d['label']} stopped at step {d['step']}: {d['reason']}")
+    if metrics.get("found_worse_than_lr"):
+        lines.append("- **the reported model is worse than logistic regression (LR) on test**")
     if metrics.get("final_distributed"):
         d = metrics["final_distributed"]
         lines.append(f"- final stage trained on {d['world_size']} ranks ({d['backend']}; embedding tables "
@@ -117,14 +123,14 @@ def summary_markdown(metrics: dict) -> str:
     if metrics.get("gap_closed_vs_lr") is not None:
         lines.append(f"- share of the LR-to-Bayes gap closed: {metrics['gap_closed_vs_lr']:.1%}")
     lines += ["", "## Retrained top-k and baselines", "",
-              "| model | fitness | params | MFLOPs | val log loss | test log loss | test AUC | train s |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| model | fitness | params | MFLOPs | val log loss | test log loss | test AUC | train s | status |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in metrics["candidates"] + metrics["baselines"]:
         mark = " (best)" if r["label"] == metrics["best"]["label"] else ""
-        flops = r["flops"] / 1e6 if isinstance(r["flops"], (int, float)) and r["flops"] is not None else None
-        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {_fmt(r['params'] and int(r['params']))} | "
+        flops = r["flops"] / 1e6 if _finite(r["flops"]) else None
+        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {_fmt(int(r['params']) if _finite(r['params']) else None)} | "
                      f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
-                     f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} |")
+                     f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} | {r['status']} |")
     cpu = metrics.get("cpu_seconds") or {}
     lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (with joined workers) |", "|---|---|---|"]
     lines += [f"| {k} | {v:.1f} | {_fmt(cpu.get(k), 1)} |" for k, v in metrics["timings"].items()]
@@ -180,7 +186,8 @@ def write_report(out: Path, recipe: Recipe, run_parts: dict) -> dict:
     search.history.to_csv(out / "search" / "history.csv")
     search.history.to_json(out / "search" / "history.json")
     metrics = build_metrics(recipe, **run_parts)
-    write_json(out / "best_arch.json", final.best.arch.to_json())
+    if final.best.arch is not None:
+        write_json(out / "best_arch.json", final.best.arch.to_json())
     write_candidates_csv(out / "final" / "models.csv", metrics["candidates"] + metrics["baselines"])
     metrics["plots"] = write_plots(out / "plots", metrics, search)
     metrics["export_dir"] = str(final.export_dir) if final.export_dir is not None else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,10 @@ class TrainedModel:
     seconds: float
     score: float | None = None  # the search fitness of this architecture
     history_index: int | None = None
+    diverged: dict | None = None  # {"step", "loss", "reason"} when its training was stopped as diverged
+    # set by final-stage selection: "ok", "diverged", "no validation metrics" or "worse than constant"
+    status: str = "ok"
+    constant_val_logloss: float = math.nan  # the constant predictor's log loss on the same validation rows
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,8 @@ class FinalResult:
     seconds: float
     model: Any = None  # the best trained model (an ExportedModel)
     distributed: dict | None = None  # world size, backend and sharding when trained on N ranks
+    # set when no retrained candidate was usable: the one-line message; `best` is then a baseline (arch None)
+    fallback: str | None = None
 
 
 @dataclass(frozen=True)

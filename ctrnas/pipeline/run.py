@@ -100,7 +100,10 @@ def finish_run(recipe: Recipe, data: DataResult, warm: WarmupResult, search: Sea
     clock.total()
     metrics = write_report(out, recipe, {"data": data, "warm": warm, "search": search, "final": final,
                                          "timings": clock.timings, "cpu": clock.cpu})
-    say(f"best by validation: test log loss {final.best.test.get('logloss', float('nan')):.5f}, "
+    if final.fallback:
+        say(f"fallback: {final.fallback}")
+    what = f"reported baseline {final.best.label}" if final.fallback else "best by validation"
+    say(f"{what}: test log loss {final.best.test.get('logloss', float('nan')):.5f}, "
         f"AUC {final.best.test.get('auc', float('nan')):.5f}; report: {Path(out) / 'summary.md'}")
     return RunResult(out, data, warm, search, final, clock.timings, metrics)
 

@@ -56,6 +56,16 @@ def _json_safe(v: Any) -> Any:
     return v
 
 
+def non_finite_reason(record: HistoryRecord) -> str:
+    """Why a candidate's score is NaN/inf ("" when it is finite): the value, its non-finite score terms and
+    any error its fitness reported in `meta["error"]`."""
+    if math.isfinite(record.value):
+        return ""
+    bad = [f"{k}={v}" for k, v in record.terms.items() if not math.isfinite(v)]
+    why = f"score {record.value}" + (f"; non-finite terms: {', '.join(bad)}" if bad else "")
+    return why + (f"; {record.meta['error']}" if record.meta.get("error") else "")
+
+
 def _plain(record: HistoryRecord) -> dict:
     return _json_safe({f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
 
@@ -138,9 +148,10 @@ class History:
         base = ["index", "generation", "key", "value", "params", "flops", "time_s", "seed", "cached", "parent_key"]
         with open(path, "w", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(base + [f"term_{t}" for t in term_names] + ["arch", "meta"])
+            writer.writerow(base + [f"term_{t}" for t in term_names] + ["arch", "meta", "note"])
             for r in self.records:
                 row = [getattr(r, name) for name in base]
                 row += [r.terms.get(t, "") for t in term_names]
-                row += [json.dumps(_json_safe(r.arch), sort_keys=True), json.dumps(_json_safe(r.meta), sort_keys=True)]
+                row += [json.dumps(_json_safe(r.arch), sort_keys=True), json.dumps(_json_safe(r.meta), sort_keys=True),
+                        non_finite_reason(r)]
                 writer.writerow(row)

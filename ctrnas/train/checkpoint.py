@@ -36,3 +36,17 @@ def load_checkpoint(path: str | Path) -> dict:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CtrnasError(f"{path}: not a ctrnas checkpoint (expected format {FORMAT!r})")
     return state
+
+
+def state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    """The model's state as plain local tensors that share storage with it (sharded tables: this rank's
+    shards), so a copy can be written back in place."""
+    out = []
+    for v in model.state_dict().values():
+        if hasattr(v, "local_shards"):      # torch ShardedTensor (TorchRec's sharded tables)
+            out.extend(sh.tensor for sh in v.local_shards())
+        elif hasattr(v, "to_local"):        # DTensor
+            out.append(v.to_local())
+        elif isinstance(v, torch.Tensor):
+            out.append(v)
+    return out

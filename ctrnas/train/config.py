@@ -18,7 +18,8 @@ def numeric_settings(cfg: "TrainConfig | dict") -> dict:
     """The settings that decide a run's numbers (a TrainConfig, or its dict as stored in a checkpoint)."""
     from ctrnas.config import to_dict
 
-    d = cfg if isinstance(cfg, dict) else to_dict(cfg)
+    # a dict from an older checkpoint lacks keys added since: they held their defaults then
+    d = {**to_dict(TrainConfig()), **cfg} if isinstance(cfg, dict) else to_dict(cfg)
     return {k: v for k, v in d.items() if k not in RUN_ONLY_KEYS}
 
 
@@ -54,6 +55,9 @@ class TrainConfig:
     restore_best: bool = False
     early_stop_patience: int | None = None
     checkpoint_every: int = 0            # steps between checkpoints; 0 = only at the end
+    # Stop a training whose mean loss over 20 steps exceeds this x max(constant predictor's log loss, ln 2),
+    # or at once on a NaN/inf loss, and mark it diverged (ctrnas.train.divergence); null: only NaN/inf.
+    divergence_factor: float | None = 100.0
     log_every: int = 50
     progress: bool = True
     threads: int | None = None           # torch.set_num_threads; None = leave as is
@@ -75,6 +79,8 @@ class TrainConfig:
             ("early_stop_patience", self.early_stop_patience is None or self.early_stop_patience >= 1,
              "must be >= 1 or null"),
             ("checkpoint_every", self.checkpoint_every >= 0, "must be >= 0"),
+            ("divergence_factor", self.divergence_factor is None or self.divergence_factor > 1,
+             "must be > 1 or null"),
         ]
         for key, ok, why in checks:
             if not ok:

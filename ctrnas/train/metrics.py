@@ -8,11 +8,18 @@ predicted probabilities (`bins` equal-width bins on [0, 1]), memory O(bins) what
 Ranking inside a bin is unknown; the histogram counts within-bin positive/negative pairs as ties (half
 a concordant pair), so its error is at most half the fraction of positive-negative pairs that share a
 bin, `auc_max_error` = sum_b pos_b * neg_b / (2 * P * N). That bound is computed and reported.
+
+A model that outputs NaN or infinite logits has no meaningful metrics: those rows are counted, kept out of
+the sums (so nothing overflows or crashes scikit-learn), and the result's numbers are NaN with a `reason`;
+JSON writers turn them into null (`strict_json`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import json
+import math
 
 import numpy as np
 import torch
@@ -21,7 +28,8 @@ from sklearn.metrics import roc_auc_score
 
 @dataclass(frozen=True)
 class MetricResult:
-    """Metrics of one split; `auc_max_error` is 0 when AUC was computed exactly."""
+    """Metrics of one split; `auc_max_error` is 0 when AUC was computed exactly. `reason` says why the
+    numbers are missing (NaN) when the model's predictions were not finite."""
 
     rows: int
     logloss: float
@@ -29,10 +37,18 @@ class MetricResult:
     auc_max_error: float
     ctr: float
     mean_prediction: float
+    reason: str | None = None
 
     def to_dict(self) -> dict:
-        return {"rows": self.rows, "logloss": self.logloss, "auc": self.auc, "auc_max_error": self.auc_max_error,
-                "ctr": self.ctr, "mean_prediction": self.mean_prediction}
+        d = {"rows": self.rows, "logloss": self.logloss, "auc": self.auc, "auc_max_error": self.auc_max_error,
+             "ctr": self.ctr, "mean_prediction": self.mean_prediction}
+        return {**d, "reason": self.reason} if self.reason else d
+
+    @classmethod
+    def missing(cls, reason: str, rows: int = 0) -> "MetricResult":
+        """No metrics (e.g. the model diverged and was not evaluated): every number NaN, with `reason`."""
+        nan = math.nan
+        return cls(rows, nan, nan, nan, nan, nan, reason)
 
 
 class StreamingMetrics:
@@ -44,6 +60,7 @@ class StreamingMetrics:
         self.loss_sum = 0.0
         self.label_sum = 0.0
         self.pred_sum = 0.0
+        self.non_finite = 0  # rows whose logit was NaN or infinite
         self._probs: list[np.ndarray] | None = []
         self._labels: list[np.ndarray] | None = []
         self._pos = self._neg = None  # histogram, allocated only once the buffer overflows
@@ -52,9 +69,13 @@ class StreamingMetrics:
         z = np.asarray(logits.detach().cpu() if isinstance(logits, torch.Tensor) else logits, dtype=np.float64)
         y = np.asarray(labels.detach().cpu() if isinstance(labels, torch.Tensor) else labels, dtype=np.float64)
         z, y = z.reshape(-1), y.reshape(-1)
+        ok = np.isfinite(z)
+        if not ok.all():
+            self.non_finite += int(z.size - ok.sum())
+            z, y = z[ok], y[ok]
         # BCE from logits, softplus(z) - y z, written to stay finite for large |z|.
         self.loss_sum += float(np.sum(np.logaddexp(0.0, z) - y * z))
-        p = 1.0 / (1.0 + np.exp(-z))
+        p = _sigmoid(z)
         self.rows += z.size
         self.label_sum += float(y.sum())
         self.pred_sum += float(p.sum())
@@ -78,6 +99,9 @@ class StreamingMetrics:
         self._neg += np.bincount(idx[~pos], minlength=self.bins)
 
     def result(self) -> MetricResult:
+        if self.non_finite:
+            total = self.rows + self.non_finite
+            return MetricResult.missing(f"non-finite predictions on {self.non_finite} of {total} rows", total)
         n = self.rows
         if n == 0:
             nan = float("nan")
@@ -93,6 +117,11 @@ class StreamingMetrics:
         else:
             auc, err = histogram_auc(self._pos, self._neg)
         return MetricResult(n, self.loss_sum / n, auc, err, self.label_sum / n, self.pred_sum / n)
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-z) without overflow warnings for large negative z (e^-z is capped; the result is 0 either way)."""
+    return 1.0 / (1.0 + np.exp(-np.maximum(z, -700.0)))
 
 
 def histogram_auc(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
@@ -115,3 +144,21 @@ def constant_logloss(ctr: float) -> float:
     if ctr <= 0.0 or ctr >= 1.0:
         return 0.0
     return float(-(ctr * np.log(ctr) + (1 - ctr) * np.log(1 - ctr)))
+
+
+def finite_or_none(v):
+    """`v` with every non-finite float (also inside dicts, lists, numpy scalars) replaced by None."""
+    if isinstance(v, dict):
+        return {str(k): finite_or_none(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [finite_or_none(x) for x in v]
+    if isinstance(v, (np.floating, np.integer, np.bool_)):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def strict_json(obj, indent: int | None = 1) -> str:
+    """JSON text with NaN/inf written as null, so strict readers (and other languages) can load it."""
+    return json.dumps(finite_or_none(obj), indent=indent, allow_nan=False)

@@ -3,7 +3,6 @@ and a metrics JSON beside the checkpoint (FuxiCTR habit: recipe, seeds and versi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -13,7 +12,7 @@ from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text, read_meta, versions
 from ctrnas.train.batches import dataset_batches, fraction_rows
 from ctrnas.train.config import TrainConfig
-from ctrnas.train.metrics import constant_logloss
+from ctrnas.train.metrics import MetricResult, constant_logloss, strict_json
 from ctrnas.train.trainer import Trainer
 
 
@@ -39,6 +38,8 @@ def split_batches(data_dir: str | Path, cfg: TrainConfig, train_fraction: float 
 def selected_val(summary: dict, cfg: TrainConfig) -> dict | None:
     """The val metrics of the weights the run ended on: the best evaluation's with restore_best."""
     hist = summary["val_history"]
+    if summary.get("diverged"):  # it ended on the diverged weights, whatever was evaluated before
+        return MetricResult.missing(f"diverged: {summary['diverged']['reason']}").to_dict()
     if cfg.restore_best and summary.get("best"):
         return next(h for h in hist if h["step"] == summary["best"]["step"])
     return hist[-1] if hist else None
@@ -58,6 +59,7 @@ def metrics_record(name: str, data_dir: str | Path, meta: dict, params: dict, su
                                                                                   train_fraction),
         "val_history": summary["val_history"],
         "val": selected_val(summary, cfg),
+        "diverged": summary.get("diverged"),
         "test": test_result.to_dict() if test_result is not None else None,
         # the optimum any model can reach on synthetic data (mean binary entropy of p_true), and the
         # log loss of always predicting the training CTR: a model must land between the two
@@ -70,13 +72,13 @@ def metrics_record(name: str, data_dir: str | Path, meta: dict, params: dict, su
 
 
 def write_results(out_dir: str | Path | None, state_dict: dict, metrics: dict) -> None:
-    """model.pt and metrics.json (atomic) under `out_dir`."""
+    """model.pt and metrics.json (atomic, strict JSON: NaN/inf become null) under `out_dir`."""
     if out_dir is None:
         return
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.save(state_dict, out / "model.pt")
-    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2))
+    atomic_write_text(out / "metrics.json", strict_json(metrics, indent=2))
 
 
 def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None,
@@ -85,8 +87,16 @@ def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out
     during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`."""
     meta, train, val, test = split_batches(data_dir, cfg, train_fraction)
     trainer = Trainer(model, cfg, out_dir)
+    train_ctr = meta["splits"].get("train", {}).get("ctr")
+    if train_ctr is not None:
+        trainer.guard.constant_loss = constant_logloss(train_ctr)
     summary = trainer.fit(train, val)
-    test_result = trainer.evaluate(test) if test is not None else None
+    if test is None:
+        test_result = None
+    elif trainer.diverged:  # its numbers would be meaningless (or huge): none, with the reason
+        test_result = MetricResult.missing(f"diverged: {trainer.diverged['reason']}")
+    else:
+        test_result = trainer.evaluate(test)
     metrics = metrics_record(name, data_dir, meta, count_parameters(model), summary, test_result, train,
                              train_fraction, cfg, extra)
     write_results(out_dir, model.state_dict(), metrics)

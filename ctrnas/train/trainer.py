@@ -6,10 +6,15 @@ model) get row-sparse gradients and their own sparse Adagrad, which is exact Ada
 have zero gradient, so neither their accumulator nor their value changes) at a fraction of the cost of
 dense gradients over the whole table (docs/cpu.md). Clipping acts on the dense parameters only: sparse
 Adagrad already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
+
+Clipping bounds the step, not the forward values: a model whose loss turns NaN or runs far above the
+constant predictor's is stopped and marked `diverged` (ctrnas.train.divergence) instead of training on.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 import warnings
 from pathlib import Path
@@ -25,13 +30,16 @@ from ctrnas.config import to_dict
 from ctrnas.errors import CtrnasError
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import BatchSource
-from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
+from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint, state_tensors
 from ctrnas.train.config import TrainConfig, lr_at, numeric_settings
+from ctrnas.train.divergence import DivergenceGuard
 from ctrnas.train.metrics import MetricResult, StreamingMetrics
 
 # torch warns once that sparse-tensor invariant checks are off when Adagrad builds its sparse update; the
 # gradients come from embedding_bag and are valid by construction, so the warning is noise here.
 warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
+
+log = logging.getLogger("ctrnas.train")
 
 ForwardFn = Callable[[nn.Module, Batch, int], torch.Tensor]
 
@@ -89,6 +97,9 @@ class Trainer:
         self.bad_evals = 0                 # evaluations since the last improvement
         self._best_weights: list | None = None
         self.stopped_early = False
+        # set `guard.constant_loss` when the training CTR is known; else it is estimated from the labels
+        self.guard = DivergenceGuard(cfg.divergence_factor)
+        self.diverged: dict | None = None  # {"step", "loss", "reason"} once training blew up
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -113,12 +124,13 @@ class Trainer:
 
     def selection_state(self) -> dict:
         return {"best": self.best, "bad_evals": self.bad_evals, "stopped_early": self.stopped_early,
-                "weights": self._best_weights}
+                "weights": self._best_weights, "diverged": self.diverged}
 
     def load_selection_state(self, sel: dict | None) -> None:
         if sel:
             self.best, self.bad_evals = sel["best"], sel["bad_evals"]
             self.stopped_early, self._best_weights = sel["stopped_early"], sel["weights"]
+            self.diverged = sel.get("diverged")
 
     def save(self) -> None:
         if self.checkpoint_path is not None:
@@ -157,7 +169,7 @@ class Trainer:
         total = per_epoch * cfg.epochs
         stop = total if max_steps is None else min(total, max_steps)
         selecting = val is not None and (cfg.restore_best or cfg.early_stop_patience is not None)
-        if self.stopped_early:
+        if self.stopped_early or self.diverged:
             stop = self.step
         self.model.train()
         bar = tqdm(total=total, initial=self.step, disable=not cfg.progress, unit="step", dynamic_ncols=True,
@@ -170,6 +182,11 @@ class Trainer:
                 ended = False
                 for batch in train.batches(offset, epoch):
                     loss = self.train_step(batch, total)
+                    self.guard.observe_labels(batch.labels)
+                    self.diverged = self.guard.check(self.step, loss, last=self.step >= stop)
+                    if self.diverged:
+                        stop = self.step
+                        log.warning("training stopped, diverged: %s", self.diverged["reason"])
                     rows = batch.labels.shape[0]
                     self.loss_sum += loss * rows
                     self.rows_seen += rows
@@ -178,7 +195,7 @@ class Trainer:
                     if cfg.progress and self.step % max(cfg.log_every, 1) == 0:
                         elapsed = self.train_seconds + time.perf_counter() - t0
                         bar.set_postfix(loss=f"{ema:.4f}", samples_s=f"{self.rows_seen / max(elapsed, 1e-9):.0f}")
-                    want_eval = val is not None and (
+                    want_eval = val is not None and not self.diverged and (
                         (cfg.eval_every and self.step % cfg.eval_every == 0) or self.step == total
                         or (selecting and self.step % per_epoch == 0))
                     want_ckpt = (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0) or self.step == stop
@@ -201,14 +218,14 @@ class Trainer:
         finally:
             bar.close()
         if selecting and cfg.restore_best and self.step >= stop and self.best is not None \
-                and self.best["step"] != self.step:
+                and self.best["step"] != self.step and not self.diverged:
             self._load_weights(self._best_weights)
         return self.summary()
 
     def _select(self) -> bool:
         """Track the lowest val log loss after an evaluation; True when early stopping should stop now."""
         cur = self.history[-1]
-        if self.best is None or cur["logloss"] < self.best["logloss"]:
+        if math.isfinite(cur["logloss"]) and (self.best is None or cur["logloss"] < self.best["logloss"]):
             self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
             if self.cfg.restore_best:
                 self._best_weights = self._copy_weights()
@@ -217,26 +234,13 @@ class Trainer:
         p = self.cfg.early_stop_patience
         return p is not None and self.bad_evals >= p
 
-    def _state_tensors(self) -> list[torch.Tensor]:
-        """The model's state as plain local tensors that share storage with it (sharded tables: this
-        rank's shards), so a copy can be written back in place."""
-        out = []
-        for v in self.model.state_dict().values():
-            if hasattr(v, "local_shards"):      # torch ShardedTensor (TorchRec's sharded tables)
-                out.extend(sh.tensor for sh in v.local_shards())
-            elif hasattr(v, "to_local"):        # DTensor
-                out.append(v.to_local())
-            elif isinstance(v, torch.Tensor):
-                out.append(v)
-        return out
-
     @torch.no_grad()
     def _copy_weights(self) -> list[torch.Tensor]:
-        return [t.detach().clone() for t in self._state_tensors()]
+        return [t.detach().clone() for t in state_tensors(self.model)]
 
     @torch.no_grad()
     def _load_weights(self, weights: list[torch.Tensor]) -> None:
-        tensors = self._state_tensors()
+        tensors = state_tensors(self.model)
         if weights is None or len(weights) != len(tensors):
             raise CtrnasError("restore_best: the best evaluation's weights are not available (a distributed "
                               "run resumed after it?) or do not match the model; re-run in a new output folder")
@@ -244,13 +248,18 @@ class Trainer:
             t.copy_(w)
 
     def train_step(self, batch: Batch, total_steps: int) -> float:
-        """One optimizer step on `batch`; returns its mean loss."""
+        """One optimizer step on `batch`; returns its mean loss. A NaN/inf loss takes no step (the weights stay
+        finite; the caller stops the training)."""
         lr = lr_at(self.cfg, self.step, total_steps)
         for o in self.optimizers:
             for g in o.param_groups:
                 g["lr"] = lr
         logits = self.forward(self.model, batch, self.step)
         loss = F.binary_cross_entropy_with_logits(logits.reshape(-1), batch.labels.reshape(-1))
+        value = float(loss.detach())
+        self.step += 1
+        if not math.isfinite(value):
+            return value
         for o in self.optimizers:
             o.zero_grad(set_to_none=True)
         loss.backward()
@@ -258,8 +267,7 @@ class Trainer:
             nn.utils.clip_grad_norm_(self.dense_params, self.cfg.clip_norm)
         for o in self.optimizers:
             o.step()
-        self.step += 1
-        return float(loss.detach())
+        return value
 
     def _record_eval(self, val: BatchSource, epoch: int) -> None:
         r = self.evaluate(val, max_rows=self.cfg.eval_rows)
@@ -288,4 +296,5 @@ class Trainer:
         return {"steps": self.step, "rows": self.rows_seen, "seconds": sec,
                 "samples_per_s": self.rows_seen / sec if sec > 0 else float("nan"),
                 "train_logloss": self.loss_sum / self.rows_seen if self.rows_seen else float("nan"),
-                "best": self.best, "stopped_early": self.stopped_early, "val_history": self.history}
+                "best": self.best, "stopped_early": self.stopped_early, "diverged": self.diverged,
+                "val_history": self.history}

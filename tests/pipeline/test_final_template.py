@@ -27,8 +27,8 @@ def _layernorms(model: nn.Module) -> int:
     return sum(isinstance(m, nn.LayerNorm) for m in model.modules())
 
 
-def test_default_final_models_have_no_layernorm_and_the_same_arch():
-    recipe, data, supernet = _setup({})
+def test_layernorm_false_final_models_have_no_layernorm_and_the_same_arch():
+    recipe, data, supernet = _setup({"layernorm": False})
     assert recipe.final.layernorm is False and supernet.space.config.layernorm is True
     template = final_template(recipe, data, supernet)
     assert template is not supernet and template.space.config.layernorm is False
@@ -51,10 +51,29 @@ def test_final_models_draw_tables_as_final_embedding_init_says():
     from ctrnas.pipeline.final import job_model
 
     for init in ("torchrec", "nasrec"):
-        recipe, data, supernet = _setup({"embedding_init": init} if init == "nasrec" else {})
+        recipe, data, supernet = _setup({"layernorm": False, **({"embedding_init": init} if init == "nasrec" else {})})
         assert recipe.final.embedding_init == init  # torchrec is the default
         template = final_template(recipe, data, supernet)
         arch = supernet.space.sample(np.random.default_rng(3))
         got = job_model(recipe, data, template, ("arch", arch))
         want = export(template, arch, init="fresh", seed=recipe.final_train.seed, embedding_init=init)
+        assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
+
+
+def test_default_auto_gives_layernorm_to_products_of_products_only():
+    from ctrnas.pipeline.final import job_model
+    from ctrnas.pipeline.normalise import product_degree
+    from tests.helpers.chains import chain_arch
+
+    recipe, data, supernet = _setup({})
+    assert recipe.final.layernorm == "auto"
+    template = final_template(recipe, data, supernet)
+    assert template[True] is supernet and template[False].space.config.layernorm is False
+    assert template[False].stem is supernet.stem  # one set of tables for both shapes
+    plain, products = chain_arch("fc", 2, dense_dim=16), chain_arch("dot", 2, dense_dim=16)
+    assert product_degree(plain) == 2 and product_degree(products) == 4
+    for arch, ln in ((plain, False), (products, True)):
+        got = job_model(recipe, data, template, ("arch", arch))
+        assert (_layernorms(got) > 0) is ln and got.space_config.layernorm is ln
+        want = export(template[ln], arch, init="fresh", seed=recipe.final_train.seed, embedding_init="torchrec")
         assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))

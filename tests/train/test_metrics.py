@@ -8,7 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import log_loss, roc_auc_score
 
-from ctrnas.train.metrics import StreamingMetrics, constant_logloss, histogram_auc
+import json
+import math
+
+from ctrnas.train.metrics import MetricResult, StreamingMetrics, constant_logloss, histogram_auc, strict_json
 
 
 def _feed(m: StreamingMetrics, z: np.ndarray, y: np.ndarray, chunk: int) -> None:
@@ -73,3 +76,36 @@ def test_histogram_auc_is_exact_when_scores_fall_in_distinct_bins():
 def test_constant_logloss_is_label_entropy():
     y = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0, 0], dtype=float)
     assert constant_logloss(y.mean()) == pytest.approx(log_loss(y, np.full(10, y.mean())), rel=1e-12)
+
+
+def _no_constants(name):
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+@pytest.mark.parametrize("exact_limit", [10**6, 4])  # the exact AUC path and the histogram path
+def test_non_finite_predictions_give_no_metrics_and_a_reason(exact_limit):
+    m = StreamingMetrics(exact_limit=exact_limit, bins=64)
+    m.update(np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.0, 1.0]))
+    m.update(np.array([np.nan, np.inf, 3.0, -2.0]), np.array([1.0, 0.0, 1.0, 0.0]))  # sklearn would raise
+    r = m.result()
+    assert r.rows == 7 and math.isnan(r.logloss) and math.isnan(r.auc)
+    assert r.reason == "non-finite predictions on 2 of 7 rows"
+    d = json.loads(strict_json(r.to_dict()), parse_constant=_no_constants)
+    assert d["logloss"] is None and d["auc"] is None and d["reason"] == r.reason
+
+
+def test_huge_finite_logits_keep_exact_log_loss():
+    # softplus(z) - y z for z = +-800: 800 for a wrong sign, 0 for a right one (no overflow to inf)
+    m = StreamingMetrics()
+    m.update(np.array([800.0, -800.0, 800.0]), np.array([0.0, 0.0, 1.0]))
+    r = m.result()
+    assert r.logloss == pytest.approx(800.0 / 3) and r.reason is None
+    assert r.mean_prediction == pytest.approx(2 / 3)
+
+
+def test_strict_json_turns_every_non_finite_number_into_null():
+    obj = {"a": math.nan, "b": [1.5, math.inf, {"c": -math.inf}], "d": np.float32("nan"), "e": np.int64(3),
+           "f": MetricResult.missing("diverged").to_dict()}
+    got = json.loads(strict_json(obj), parse_constant=_no_constants)
+    assert got["a"] is None and got["b"] == [1.5, None, {"c": None}] and got["d"] is None and got["e"] == 3
+    assert got["f"]["logloss"] is None and got["f"]["reason"] == "diverged"

@@ -1,0 +1,115 @@
+"""Which trained model the final stage may report and export, and the baseline fallback.
+
+A retrained candidate is eligible when its training did not diverge, its validation log loss is finite,
+and it beats the constant predictor on the same validation rows (always predicting the training CTR c:
+log loss -(v ln c + (1 - v) ln(1 - c)) on rows of CTR v). Among the eligible the lowest validation log
+loss wins (ties: the earlier rank). When none is eligible the best eligible baseline is reported and
+exported instead, and the run says so in one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+
+from ctrnas.data.dataset import atomic_write_text
+from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
+from ctrnas.train.metrics import strict_json
+
+OK, DIVERGED, NO_METRICS, WORSE = "ok", "diverged", "no validation metrics", "worse than constant"
+
+
+def constant_val_logloss(data: DataResult, val: dict) -> float:
+    """Log loss of always predicting the training CTR on the evaluated validation rows (NaN if unknown)."""
+    c = data.meta["splits"].get("train", {}).get("ctr")
+    v = val.get("ctr")
+    if c is None or v is None or not 0.0 < c < 1.0 or not math.isfinite(v):
+        return math.nan
+    return -(v * math.log(c) + (1.0 - v) * math.log(1.0 - c))
+
+
+def judge(m: TrainedModel, data: DataResult, has_val: bool = True) -> TrainedModel:
+    """`m` with its `status` set (OK, DIVERGED, NO_METRICS or WORSE) and `constant_val_logloss` recorded."""
+    if m.diverged:
+        return dataclasses.replace(m, status=DIVERGED)
+    if not has_val:  # nothing to judge on: only divergence rules a model out
+        return dataclasses.replace(m, status=OK)
+    loss = m.val.get("logloss", math.nan)
+    const = constant_val_logloss(data, m.val)
+    if not math.isfinite(loss):
+        return dataclasses.replace(m, status=NO_METRICS, constant_val_logloss=const)
+    if math.isfinite(const) and loss >= const:
+        return dataclasses.replace(m, status=WORSE, constant_val_logloss=const)
+    return dataclasses.replace(m, status=OK, constant_val_logloss=const)
+
+
+def rank_key(m: TrainedModel) -> float:
+    """Lower is better: the validation log loss of an eligible model, +inf for the others."""
+    x = m.val.get("logloss", math.nan)
+    return x if m.status == OK and math.isfinite(x) else math.inf
+
+
+def best_index(models: list[TrainedModel]) -> int | None:
+    """Index of the eligible model with the lowest validation log loss (ties: the first), None if none."""
+    best = None
+    for i, m in enumerate(models):
+        if math.isfinite(rank_key(m)) and (best is None or rank_key(m) < rank_key(models[best])):
+            best = i
+    return best
+
+
+def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | None) -> str:
+    """The one line a run prints when no retrained candidate may be reported."""
+    why = ", ".join(f"{m.label} {m.status}" for m in candidates)
+    if baseline is None:
+        return (f"no retrained candidate is usable ({why}) and no baseline is either: nothing is exported; "
+                "the reported model is the first candidate, for reference only")
+    return (f"no retrained candidate is usable ({why}): the best baseline, {baseline.label}, is reported and "
+            "exported instead")
+
+
+def export_baseline(model, folder: Path, m: TrainedModel, note: str) -> None:
+    """Write a baseline as the run's model: `model.pt` (the whole module) and a model card saying why."""
+    import torch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(model.cpu(), folder / "model.pt")
+    card = {"kind": "baseline", "baseline": m.label, "fallback": note,
+            "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
+                        "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
+    atomic_write_text(folder / "model_card.md", f"# Baseline {m.label} (fallback)\n\n{note}\n\n```json\n"
+                      f"{strict_json(card['metrics'])}\n```\n")
+    atomic_write_text(folder / "model_card.json", strict_json(card) + "\n")  # last: marks completion
+
+
+def finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
+            distributed) -> FinalResult:
+    """The final stage's result: the chosen candidate, or the best baseline when none is usable, exported
+    to `out_dir/model` on the main process."""
+    best, fallback = candidates[best_rank], None
+    if best.status != "ok":  # no usable candidate: the best usable baseline stands in, said in one line
+        b = best_index(baselines)
+        fallback = fallback_message(candidates, baselines[b] if b is not None else None)
+        if b is not None:
+            best, best_model = baselines[b], base_models.get(b)
+            if best_model is None:
+                fallback += " (not exported: trained on several ranks)"
+        else:
+            best_model = None
+    export_dir = None
+    if out_dir is not None and recipe.final.export and main and best_model is not None:
+        export_dir = Path(out_dir) / "model"
+        if fallback is not None:
+            export_baseline(best_model, export_dir, best, fallback)
+        else:
+            from ctrnas.supernet import save_exported
+
+            save_exported(best_model, export_dir, init="fresh+trained", metrics={
+                "val_logloss": best.val.get("logloss"), "val_auc": best.val.get("auc"),
+                "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc")},
+                source=f"top-{len(candidates)} retrain of search history index {best.history_index}")
+    dist_info = distributed.describe() if distributed is not None else None
+    return FinalResult(tuple(candidates), best, tuple(baselines), export_dir, time.perf_counter() - t0,
+                       model=best_model, distributed=dist_info, fallback=fallback)
