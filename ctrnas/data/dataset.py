@@ -245,6 +245,17 @@ def load_schema(data_dir: str | Path) -> DatasetSchema:
     return DatasetSchema.from_json(read_meta(data_dir)["schema"])
 
 
+def require_rows(data_dir: str | Path, split: str) -> int:
+    """Rows of a split, or a clear error if it has none (training or evaluating on it would give NaN)."""
+    meta = read_meta(data_dir)
+    rows = int(meta.get("splits", {}).get(split, {}).get("rows", 0))
+    if rows == 0:
+        total = sum(int(s.get("rows", 0)) for s in meta.get("splits", {}).values())
+        raise CtrnasError(f"{data_dir}: split {split!r} has 0 rows (of {total:,} in the folder): nothing to "
+                          "train or evaluate on; prepare more rows or change split_ratios")
+    return rows
+
+
 def split_files(data_dir: str | Path, split: str) -> list[Path]:
     """Shard paths of one split, in order."""
     meta = read_meta(data_dir)
