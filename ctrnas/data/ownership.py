@@ -27,6 +27,7 @@ SPLITS = ("train", "val", "test")
 META, SOURCE_FILE, REJECTS_FILE = "meta.json", "ctrnas-source.json", "rejects.tsv"
 # names only a ctrnas writer makes (a temp file before its rename, a staging stream): ours wherever they are
 _TRANSIENT = re.compile(r"\.staging-\d+\.arrows|\..+\.tmp-\d+")
+_OWN_NAMES = {LOCK_FILE, SOURCE_FILE, MANIFEST}  # ctrnas's own names at the top of the folder
 
 
 def _read_json(path: Path):
@@ -69,7 +70,7 @@ def inventory(folder: Path) -> tuple[list[str], list[str]]:
                     ours.append(rel)
                 else:
                     foreign.append(rel)
-        elif entry.name in listed or entry.name == LOCK_FILE or _TRANSIENT.fullmatch(entry.name):
+        elif entry.name in listed or entry.name in _OWN_NAMES or _TRANSIENT.fullmatch(entry.name):
             ours.append(entry.name)
         else:
             foreign.append(entry.name)

@@ -114,3 +114,17 @@ def test_huge_bad_value_is_cut_in_the_error_and_in_rejects(tmp_path, raw):
     too_long = raw.write_text(tmp_path / "u.txt", ["1\t" + "y" * 1_000_000])  # a field-count reject
     prepare("criteo", [str(too_long), str(path)], tmp_path / "u", PrepareConfig(on_error="skip", **QUIET))
     assert max(len(line) for line in (tmp_path / "u" / "rejects.tsv").read_text().splitlines()) < 800
+
+
+def test_unclosed_quote_rejects_its_line_only_and_keeps_line_numbers(tmp_path):
+    # found by tests/fuzz: pyarrow read the lines after an unclosed quote into one value
+    path = tmp_path / "t.csv"
+    path.write_bytes(b'click,a,b\n1,"x,1\n0,2,y\n1,"z"",3\n0,4,w\n1,"q""",8\n1,5,6,7\n')
+    cfg = PrepareConfig(table=TableColumns("click", ("a",), ("b",)), on_error="skip", split="order", **QUIET)
+    meta = prepare("table", [str(path)], tmp_path / "o", cfg)
+    assert meta["rows"]["accepted"] == 2 and meta["rows"]["rejected_by_reason"] == {
+        "field_count": 1, "non_numeric_dense": 1, "unbalanced_quote": 2}
+    rejects = [r.split("\t") for r in (tmp_path / "o" / "rejects.tsv").read_text().splitlines()[1:]]
+    assert [(r[1], r[3]) for r in rejects] == [("2", "unbalanced_quote"), ("4", "unbalanced_quote"),
+                                               ("6", "non_numeric_dense"), ("7", "field_count")]
+    assert rejects[0][5] == '1,"x,1'  # the line as written, not the marker

@@ -13,6 +13,7 @@ handler did not claim (`CsvStream._lines`), plus the lines of earlier chunks. Li
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ctrnas.data.readers import padding
+from ctrnas.data.readers import padding, quotes
 from ctrnas.errors import DataFormatError
 
 
@@ -81,6 +82,19 @@ class LinedBatch:
     padded: np.ndarray | None = None  # rows whose missing trailing fields were filled as empty (pad option)
 
 
+def _quiet_undecodable(hook):
+    """sys.unraisablehook without the UnicodeDecodeError pyarrow prints (with a traceback) when it cannot
+    decode a malformed row for our handler: `CsvStream._locate` then names that line in one message."""
+    def quiet(args):
+        if issubclass(args.exc_type, UnicodeDecodeError) and isinstance(getattr(args.object, "__self__", None),
+                                                                         CsvStream):
+            return
+        hook(args)
+
+    quiet.ctrnas = True
+    return quiet
+
+
 class CsvStream:
     """Streams one delimited text file as string columns, tracking physical line numbers."""
 
@@ -91,10 +105,14 @@ class CsvStream:
         `parse_numbers` would (see `_typed`); saves a string column and a cast per numeric column.
         `pad`: a row with too few fields is read as if its missing trailing fields were empty (padding.py)."""
         self.path, self.names, self.skip_rows, self.pad = str(path), names, skip_rows, pad
+        if not getattr(sys.unraisablehook, "ctrnas", False):
+            sys.unraisablehook = _quiet_undecodable(sys.unraisablehook)
         self.file = Path(path).name
         self._bad: list[Reject] = []
         self.block_size = block_size
         self._offset = 0  # physical lines before the chunk being parsed
+        self.quoting = quoting
+        self._unbalanced: dict[int, str] = {}  # physical line -> text of a line masked by quotes.py
         self._parse = pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quoting else False,
                                          ignore_empty_lines=False, invalid_row_handler=self._on_invalid)
         self._convert = pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
@@ -115,7 +133,11 @@ class CsvStream:
 
     def _on_invalid(self, row) -> str:
         text = row.text.rstrip("\r")
-        if text.strip() == "":
+        line = self._offset + row.number
+        if line in self._unbalanced:
+            self._bad.append(Reject(self.file, line, None, "unbalanced_quote", quotes.DETAIL,
+                                    cut(self._unbalanced[line], 500)))
+        elif text.strip() == "":
             # a whitespace-only line: blank, not malformed
             self._bad.append(Reject(self.file, self._offset + row.number, None, "blank", "blank line", ""))
         elif self.pad and row.actual_columns < row.expected_columns:
@@ -169,6 +191,11 @@ class CsvStream:
         for k, (chunk, raw, size, before) in enumerate(self._chunks()):
             skip = self.skip_rows if k == 0 else 0
             self._offset = before
+            odd = quotes.odd_lines(raw, size) if self.quoting else ()
+            self._unbalanced = {}
+            if len(odd):
+                masked, self._unbalanced = quotes.mask(raw, size, odd, before + 1)
+                chunk = pa.py_buffer(masked)
             read = pacsv.ReadOptions(column_names=self.names, skip_rows=skip, block_size=len(chunk) + 1,
                                      use_threads=False)
             # rows to pad are read as text (a chunk with some is parsed again as text)
