@@ -35,3 +35,15 @@ class ArchValidationError(CtrnasError):
         self.block, self.field, self.value, self.reason = block, field, value, reason
         where = f"block {block}" if block is not None else "architecture"
         super().__init__(f"{where}, field '{field}' = {value!r}: {reason}")
+
+
+class PathError(CtrnasError):
+    """An input or output path that cannot be used as asked (a folder where a file is needed, not writable...)."""
+
+    def __init__(self, path, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class FolderInUseError(CtrnasError):
+    """Another ctrnas process holds the lock of an output folder."""

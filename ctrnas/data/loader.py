@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torchrec.datasets.utils import Batch
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
-from ctrnas.data.dataset import read_meta, split_files
+from ctrnas.data.dataset import read_meta, require_rows, split_files
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
 
@@ -85,7 +85,7 @@ class CtrBatchLoader:
         meta = read_meta(data_dir)
         self.schema = DatasetSchema.from_json(meta["schema"])
         self.files = split_files(data_dir, split)
-        self.split_rows = int(meta["splits"][split]["rows"])
+        self.split_rows = require_rows(data_dir, split)  # an empty split fails here, before any training
         if not 0 <= offset <= self.split_rows:
             raise CtrnasError(f"loader: offset {offset} outside split {split!r} of {self.split_rows} rows")
         if limit is not None and limit < 0:

@@ -30,7 +30,8 @@ import numpy as np
 import pyarrow as pa
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import SPLITS, DatasetWriter, atomic_write_text
+from ctrnas.data.dataset import SPLITS, DatasetWriter, atomic_write_text, check_replaceable, raw_source, write_source
+from ctrnas.data.ownership import REJECTS_FILE
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.readers import make_reader
 from ctrnas.data.readers.base import Reject, input_info
@@ -38,9 +39,8 @@ from ctrnas.data.schema import DatasetSchema, SparseFeature
 from ctrnas.data.split import LabelOrder, Splitter
 from ctrnas.data.transforms import dense_transform, hash_ids
 from ctrnas.data.vocab import KeyCounter, Vocabulary
-from ctrnas.errors import CtrnasError
-
-REJECTS_FILE = "rejects.tsv"
+from ctrnas.errors import CtrnasError, DataFormatError, PathError
+from ctrnas.locks import folder_lock
 
 
 def _progress(cfg: PrepareConfig, desc: str, total: int | None):
@@ -191,7 +191,7 @@ class _Tally:
 
     def __init__(self, cfg: PrepareConfig):
         self.cfg = cfg
-        self.accepted = self.blank = self.written = 0
+        self.accepted = self.blank = self.written = self.padded = 0
         self.by_reason: dict[str, int] = {}
         self.kept: list[Reject] = []
         self.rows = np.zeros(3, dtype=np.int64)
@@ -208,9 +208,12 @@ class _Tally:
 
     def meta(self) -> dict:
         rejected = sum(self.by_reason.values())
-        return {"read": self.accepted + rejected, "accepted": self.accepted, "rejected": rejected,
-                "rejected_by_reason": dict(sorted(self.by_reason.items())), "written": self.written,
-                "blank_lines": self.blank}
+        out = {"read": self.accepted + rejected, "accepted": self.accepted, "rejected": rejected,
+               "rejected_by_reason": dict(sorted(self.by_reason.items())), "written": self.written,
+               "blank_lines": self.blank}
+        if self.cfg.pad_missing_trailing:
+            out["padded"] = self.padded  # accepted rows read with missing trailing fields filled as empty
+        return out
 
 
 class _NoBar:
@@ -222,8 +225,23 @@ def _check_inputs(kind: str, inputs: list[str]) -> None:
     if not inputs:
         raise CtrnasError(f"prepare {kind}: no input files given (--input)")
     for p in inputs:
+        if Path(p).is_dir():
+            raise PathError(p, f"is a folder; prepare {kind} --input takes raw data files")
         if not Path(p).is_file():
-            raise CtrnasError(f"prepare {kind}: input {p}: no such file")
+            raise PathError(p, "no such file (prepare --input)")
+        if not os.access(p, os.R_OK):
+            raise PathError(p, "cannot read this input file: permission denied")
+
+
+def _check_rows(inputs: list[str], out: Path, tally: "_Tally") -> None:
+    """No dataset from no rows: every row of the input was rejected (empty files fail in the reader)."""
+    if tally.accepted:
+        return
+    rows = tally.meta()
+    reasons = ", ".join(f"{k} {v:,}" for k, v in rows["rejected_by_reason"].items())
+    where = f"; the first ones are in {out / REJECTS_FILE}" if tally.kept else ""
+    raise DataFormatError(", ".join(inputs), None, None,
+                          f"no rows left to prepare: all {rows['rejected']:,} rows read were rejected ({reasons}){where}")
 
 
 def _heap_trimmer():
@@ -255,6 +273,7 @@ def _accepted(reader, tally: _Tally, bar):
         tally.rejects(raw.rejects)
         tally.accepted += raw.accepted
         tally.blank += raw.blank
+        tally.padded += raw.padded
         bar.update(raw.accepted + len(raw.rejects))
         if len(raw.labels):
             yield raw
@@ -317,18 +336,33 @@ def _unstaged(encoder: _Encoder, staging: Path, rows: int):
             yield np.asarray(batch.column("label")), batch
 
 
-def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig) -> dict:
-    """Prepare dataset folder `out` from raw files `inputs` of format `kind`; returns its meta.json."""
-    t0 = time.time()
+def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, overwrite: bool = False) -> dict:
+    """Prepare dataset folder `out` from raw files `inputs` of format `kind`; returns its meta.json.
+
+    The folder is locked while written (ctrnas.locks). A complete folder made from other inputs or settings,
+    or one holding files ctrnas did not write, is refused unless `overwrite` (ownership.py); only files
+    ctrnas wrote are ever removed. The folder's source record is written last."""
     inputs = [str(p) for p in inputs]
     _check_inputs(kind, inputs)
-    reader = make_reader(kind, inputs, cfg)
     out = Path(out)
-    writer = DatasetWriter(out, _arrow_schema(reader), cfg.rows_per_shard)  # removes meta.json first
-    (out / REJECTS_FILE).unlink(missing_ok=True)
-    for stale in out.glob(STAGING_GLOB):  # left by a killed run
-        stale.unlink(missing_ok=True)
+    source = raw_source(kind, inputs, to_dict(cfg))
+    with folder_lock(out, f"prepare {kind}"):
+        check_replaceable(out, source, overwrite, f"--out {str(out)!r}",
+                          "Prepare into another folder, or replace it (--overwrite)")
+        reader = make_reader(kind, inputs, cfg)
+        try:
+            meta = _prepare(reader, inputs, out, cfg, overwrite)
+            write_source(out, source)
+        except OSError as e:  # a file or folder in `out` we could not write (names it); others propagate
+            if not e.filename or not Path(os.path.abspath(e.filename)).is_relative_to(out.absolute()):
+                raise
+            raise PathError(e.filename, f"cannot write the dataset: {e.strerror}") from None
+    return meta
 
+
+def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite: bool) -> dict:
+    t0 = time.time()
+    writer = DatasetWriter(out, _arrow_schema(reader), cfg.rows_per_shard, overwrite)  # removes meta.json first
     tally = _Tally(cfg)
     encoder = _Encoder(reader, cfg, [])
     ratios = tuple(cfg.split_ratios)
@@ -353,6 +387,7 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig) -
                            tuple(SparseFeature(n, c) for n, c in zip(reader.sparse_names, encoder.cardinalities())))
     if tally.kept:
         _write_rejects(out, tally.kept)
+    _check_rows(inputs, out, tally)
     meta = {
         "source": {**reader.describe(), "inputs": input_info(inputs)},
         "schema": schema.to_json(),

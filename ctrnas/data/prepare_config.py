@@ -37,6 +37,9 @@ class PrepareConfig:
     rows_per_shard: int = 1_000_000
     block_size: int = 16 << 20  # bytes of raw text parsed per batch
     limit: int | None = None  # stop after this many accepted raw rows (quick looks at huge files)
+    # a row with too few fields is read with the missing trailing fields empty (some Criteo copies strip
+    # trailing tabs); counted in meta.json rows.padded. Off: such a row is a field_count reject
+    pad_missing_trailing: bool = False
     avazu_hour: Literal["raw", "split"] = "raw"  # split: hour -> hour_of_day, weekday, is_weekend (BARS x4)
     avazu_drop_id: bool = False  # BARS x4 drops the per-impression `id`; NASRec keeps it
     avazu_pseudo_dense: bool = True  # NASRec feeds Avazu one dense feature that is always 0
@@ -62,8 +65,8 @@ class PrepareConfig:
         for name in ("max_rejects", "rows_per_shard", "block_size"):
             if getattr(self, name) < (0 if name == "max_rejects" else 1):
                 raise RecipeError(src, name, f"must be positive, got {getattr(self, name)}")
-        if self.limit is not None and self.limit < 0:
-            raise RecipeError(src, "limit", f"must be >= 0, got {self.limit}")
+        if self.limit is not None and self.limit < 1:
+            raise RecipeError(src, "limit", f"must be >= 1 (rows to keep), got {self.limit}")
 
     def buckets(self, feature: str) -> int:
         return self.hash_buckets_per_field.get(feature, self.hash_buckets)

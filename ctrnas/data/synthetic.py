@@ -35,6 +35,7 @@ from ctrnas.data.dataset import SPLITS, DatasetWriter
 from ctrnas.data.schema import DatasetSchema, SparseFeature
 from ctrnas.data.synthetic_profiles import PROFILES, Profile
 from ctrnas.errors import CtrnasError, RecipeError
+from ctrnas.locks import folder_lock
 
 COMPONENTS = ("first_order", "dense", "pairwise", "triple", "mlp", "gate")
 _WRITE_ROWS = 65_536  # rows per Parquet row group: the loader shuffles row groups, so keep them small
@@ -227,22 +228,29 @@ def _arrow_schema(profile: Profile) -> pa.Schema:
 
 
 def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
-             **overrides) -> dict:
+             overwrite: bool = False, **overrides) -> dict:
     """Write a synthetic dataset folder (labels, features, p_true) and return its meta.json.
 
     Rows come in chunks of `chunk_rows`, chunk c drawn from SeedSequence(seed, spawn_key=(1, c)); a chunk is
     always drawn whole, so a dataset of N rows is the first N rows of any larger one with the same seed, and
-    `rows_per_shard` changes only how rows are cut into files.
+    `rows_per_shard` changes only how rows are cut into files. The folder is locked while it is written; one
+    holding files ctrnas did not write is refused unless `overwrite` (see ownership.py).
     """
     if rows < 0 or seed < 0:
         raise CtrnasError(f"synthetic: rows and seed must be >= 0, got rows={rows}, seed={seed}")
+    with folder_lock(out, "prepare synthetic"):
+        return _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides)
+
+
+def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int, overwrite: bool,
+              overrides: dict) -> dict:
     settings = make_settings(**overrides)
     features, model = build(profile, seed, settings)
     prof = features.profile
     schema = DatasetSchema("label", tuple(d.name for d in prof.dense),
                            tuple(SparseFeature(s.name, c) for s, c in zip(prof.sparse, features.cards)))
     arrow = _arrow_schema(prof)
-    writer = DatasetWriter(out, arrow, rows_per_shard)
+    writer = DatasetWriter(out, arrow, rows_per_shard, overwrite)
     moments = _Moments(COMPONENTS + ("logit",))
     acc = {s: np.zeros(4) for s in SPLITS}  # rows, clicks, sum p_true, sum entropy
     bounds = np.cumsum(settings.split)[:-1]

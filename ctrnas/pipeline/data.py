@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import torch
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import (SOURCE_FILE, normalize_source, raw_source, read_meta, synthetic_source,
-                                 write_source)
+from ctrnas.data.dataset import (check_replaceable, complete, raw_source, read_meta, recorded_source,
+                                 synthetic_source, write_source)
 from ctrnas.data.loader import fraction_rows
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
@@ -29,46 +28,11 @@ def _source_of(recipe: Recipe) -> dict | None:
     return None
 
 
-def _complete(path: Path) -> bool:
-    try:
-        read_meta(path)
-        return True
-    except CtrnasError:
-        return False
-
-
-def _differences(old, new, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two source records."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out = []
-        for k in sorted(set(old) | set(new)):
-            out += _differences(old.get(k), new.get(k), f"{prefix}{k}.")
-        return out
-    return [] if old == new else [f"{prefix[:-1]}: {old!r} -> {new!r}"]
-
-
-def _recorded_source(marker: Path) -> dict | None:
-    """The folder's source record in comparable form; None if missing or unreadable (treated as unknown)."""
-    try:
-        return normalize_source(json.loads(marker.read_text()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _check_replaceable(path: Path, recorded: dict | None, source: dict, overwrite: bool) -> None:
-    """Refuse to replace a complete dataset folder made from something else: it may hold hours of preparing."""
-    if overwrite or not _complete(path):
-        return  # nothing there, or an interrupted run: (re)make it
-    if recorded is None:
-        why = (f"it has no readable {SOURCE_FILE} saying what it was made from (another tool or an older ctrnas "
-               "made it)")
-    else:
-        diff = _differences(recorded, source)
-        why = "it was made from another source: " + "; ".join(diff[:5]) + (" ..." if len(diff) > 5 else "")
+def _check_replaceable(path: Path, source: dict, overwrite: bool) -> None:
     key = "data.raw" if "raw" in source else "data.synthetic"
-    raise CtrnasError(f"data.path {str(path)!r} already holds a prepared dataset and {why}. Point data.path at "
-                      f"another folder, use the folder as it is (--set {key}=null), or replace it "
-                      "(--set data.overwrite=true)")
+    check_replaceable(path, source, overwrite, f"data.path {str(path)!r}",
+                      f"Point data.path at another folder, use the folder as it is (--set {key}=null), or "
+                      "replace it (--set data.overwrite=true)")
 
 
 def prepare_data(recipe: Recipe) -> DataResult:
@@ -78,22 +42,21 @@ def prepare_data(recipe: Recipe) -> DataResult:
     source = _source_of(recipe)
     reused = True
     if source is not None:
-        recorded = _recorded_source(path / SOURCE_FILE)
-        if not (_complete(path) and recorded == source):
-            _check_replaceable(path, recorded, source, recipe.data.overwrite)
+        if not (complete(path) and recorded_source(path) == source):
+            _check_replaceable(path, source, recipe.data.overwrite)
             reused = False
             d = recipe.data
             if d.synthetic is not None:
                 from ctrnas.data.synthetic import generate
 
                 s = d.synthetic
-                generate(s.profile, s.rows, s.seed, path, **s.settings)
+                generate(s.profile, s.rows, s.seed, path, overwrite=recipe.data.overwrite, **s.settings)
             else:
                 from ctrnas.data.prepare import prepare
 
-                prepare(d.raw.kind, list(d.raw.inputs), path, d.prepare)
+                prepare(d.raw.kind, list(d.raw.inputs), path, d.prepare, overwrite=recipe.data.overwrite)
             write_source(path, source)
-    elif not _complete(path):
+    elif not complete(path):
         raise CtrnasError(f"data.path {str(path)!r} is not a prepared dataset folder (no meta.json); "
                           "prepare it with `ctrnas prepare` or give data.synthetic / data.raw in the recipe")
     return open_data(path, time.perf_counter() - t0, reused)

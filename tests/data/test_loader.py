@@ -111,8 +111,9 @@ def test_drop_last_and_len(data):
     assert len(sizes) == len(ld) == N // 64 and set(sizes) == {64}
     assert len(CtrBatchLoader(data, batch_size=64)) == math.ceil(N / 64)
     assert len(CtrBatchLoader(data, "val", batch_size=2)) == 3
-    empty = CtrBatchLoader(data, "test", batch_size=2, shuffle=True, num_workers=2)  # a split with no rows
-    assert len(empty) == 0 and list(empty) == []
+    with pytest.raises(CtrnasError, match="split 'test' has 0 rows"):  # before any training, not NaN after it
+        CtrBatchLoader(data, "test", batch_size=2, shuffle=True, num_workers=2)
+    assert len(CtrBatchLoader(data, "val", batch_size=2, offset=5)) == 0  # rows selected away: no error
 
 
 def test_workers_yield_the_same_batches(data):

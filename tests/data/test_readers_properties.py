@@ -73,9 +73,16 @@ def test_known_malformed_rows_are_named_and_counted(rows, crlf, gz):
         write(path, lines, crlf, gz)
         try:
             meta = prepare("criteo", [str(path)], Path(d) / "o", PrepareConfig(**CFG))
-            assert not bad and meta["rows"]["written"] == good
+            assert not bad and meta["rows"]["written"] == good > 0
         except DataFormatError as e:
-            assert bad and (e.file, e.line) == ("train.txt", bad[0])
+            if bad:
+                assert (e.file, e.line) == ("train.txt", bad[0])
+            else:  # only blank lines: an error naming the file, not an empty dataset
+                assert good == 0 and e.line is None and e.file == str(path) and "no data rows" in str(e)
+        if good == 0:  # nothing accepted: an error even when skipping bad rows
+            with pytest.raises(DataFormatError, match="no data rows" if not bad else "all .* rows read were rejected"):
+                prepare("criteo", [str(path)], Path(d) / "s", PrepareConfig(on_error="skip", **CFG))
+            return
         meta = prepare("criteo", [str(path)], Path(d) / "s", PrepareConfig(on_error="skip", **CFG))
         rows_ = meta["rows"]
         assert rows_["read"] == good + len(bad) == rows_["written"] + rows_["rejected"]
@@ -104,9 +111,16 @@ def test_arbitrary_text_never_crashes_without_a_line_and_every_row_is_counted(li
         try:
             prepare("criteo", [str(path)], Path(d) / "o", PrepareConfig(**CFG))
         except DataFormatError as e:
-            assert isinstance(e.line, int) and 1 <= e.line <= len(lines)
-            assert not is_blank(lines[e.line - 1])
-        meta = prepare("criteo", [str(path)], Path(d) / "s", PrepareConfig(on_error="skip", **CFG))
+            if e.line is None:  # no row was accepted (the skip run below says the same)
+                assert "no data rows" in str(e) or "were rejected" in str(e)
+            else:
+                assert isinstance(e.line, int) and 1 <= e.line <= len(lines)
+                assert not is_blank(lines[e.line - 1])
+        try:
+            meta = prepare("criteo", [str(path)], Path(d) / "s", PrepareConfig(on_error="skip", **CFG))
+        except DataFormatError as e:
+            assert e.line is None and ("no data rows" in str(e) or "were rejected" in str(e))
+            return
         rows = meta["rows"]
         assert rows["read"] == rows["written"] + rows["rejected"]
         assert rows["read"] == sum(not is_blank(l) for l in lines)
@@ -159,7 +173,10 @@ def test_arbitrary_bytes_fail_only_with_a_named_line(lines, on_error):
         try:
             meta = prepare("criteo", [str(path)], Path(d) / "o", PrepareConfig(on_error=on_error, **CFG))
         except DataFormatError as e:
-            assert isinstance(e.line, int) and 1 <= e.line <= len(lines)
+            if e.line is None:  # nothing accepted: the error names the file instead
+                assert e.file == str(path) and ("no data rows" in str(e) or "were rejected" in str(e))
+            else:
+                assert isinstance(e.line, int) and 1 <= e.line <= len(lines)
         else:
             rows = meta["rows"]
             assert rows["read"] == rows["written"] + rows["rejected"]

@@ -13,6 +13,7 @@ handler did not claim (`CsvStream._lines`), plus the lines of earlier chunks. Li
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ctrnas.data.readers import padding, quotes
 from ctrnas.errors import DataFormatError
 
 
@@ -51,6 +53,7 @@ class RawBatch:
     accepted: int  # raw rows accepted (== n unless rows were expanded, e.g. KDD impressions)
     rejects: list[Reject] = field(default_factory=list)
     blank: int = 0
+    padded: int = 0  # accepted rows whose missing trailing fields were filled (pad_missing_trailing)
 
 
 def open_input(path: str | Path) -> pa.NativeFile:
@@ -76,20 +79,40 @@ class LinedBatch:
     # set when `numeric` columns were parsed as float64 by the CSV reader: returns the same rows with
     # every column as text (for messages that quote a value, and pyarrow's exact cast rules)
     as_text: Callable[[], pa.RecordBatch] | None = None
+    padded: np.ndarray | None = None  # rows whose missing trailing fields were filled as empty (pad option)
+
+
+def _quiet_undecodable(hook):
+    """sys.unraisablehook without the UnicodeDecodeError pyarrow prints (with a traceback) when it cannot
+    decode a malformed row for our handler: `CsvStream._locate` then names that line in one message."""
+    def quiet(args):
+        if issubclass(args.exc_type, UnicodeDecodeError) and isinstance(getattr(args.object, "__self__", None),
+                                                                         CsvStream):
+            return
+        hook(args)
+
+    quiet.ctrnas = True
+    return quiet
 
 
 class CsvStream:
     """Streams one delimited text file as string columns, tracking physical line numbers."""
 
     def __init__(self, path: str, names: list[str], delimiter: str, skip_rows: int = 0,
-                 block_size: int = 16 << 20, quoting: bool = False, numeric: tuple[str, ...] = ()):
+                 block_size: int = 16 << 20, quoting: bool = False, numeric: tuple[str, ...] = (),
+                 pad: bool = False):
         """`numeric`: columns to parse straight to float64 where that gives what a text parse followed by
-        `parse_numbers` would (see `_typed`); saves a string column and a cast per numeric column."""
-        self.path, self.names, self.skip_rows = str(path), names, skip_rows
+        `parse_numbers` would (see `_typed`); saves a string column and a cast per numeric column.
+        `pad`: a row with too few fields is read as if its missing trailing fields were empty (padding.py)."""
+        self.path, self.names, self.skip_rows, self.pad = str(path), names, skip_rows, pad
+        if not getattr(sys.unraisablehook, "ctrnas", False):
+            sys.unraisablehook = _quiet_undecodable(sys.unraisablehook)
         self.file = Path(path).name
         self._bad: list[Reject] = []
         self.block_size = block_size
         self._offset = 0  # physical lines before the chunk being parsed
+        self.quoting = quoting
+        self._unbalanced: dict[int, str] = {}  # physical line -> text of a line masked by quotes.py
         self._parse = pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quoting else False,
                                          ignore_empty_lines=False, invalid_row_handler=self._on_invalid)
         self._convert = pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
@@ -110,13 +133,20 @@ class CsvStream:
 
     def _on_invalid(self, row) -> str:
         text = row.text.rstrip("\r")
-        if text.strip() == "":
+        line = self._offset + row.number
+        if line in self._unbalanced:
+            self._bad.append(Reject(self.file, line, None, "unbalanced_quote", quotes.DETAIL,
+                                    cut(self._unbalanced[line], 500)))
+        elif text.strip() == "":
             # a whitespace-only line: blank, not malformed
             self._bad.append(Reject(self.file, self._offset + row.number, None, "blank", "blank line", ""))
+        elif self.pad and row.actual_columns < row.expected_columns:
+            self._bad.append(padding.short_row(self.file, self._offset + row.number, text,
+                                               row.expected_columns - row.actual_columns))
         else:
             self._bad.append(Reject(self.file, self._offset + row.number, None, "field_count",
                                     f"expected {row.expected_columns} fields, found {row.actual_columns}",
-                                    text[:500]))
+                                    cut(text, 500)))
         return "skip"
 
     def _chunks(self) -> Iterator[tuple[pa.Buffer, bytes, int, int]]:
@@ -161,20 +191,30 @@ class CsvStream:
         for k, (chunk, raw, size, before) in enumerate(self._chunks()):
             skip = self.skip_rows if k == 0 else 0
             self._offset = before
+            odd = quotes.odd_lines(raw, size) if self.quoting else ()
+            self._unbalanced = {}
+            if len(odd):
+                masked, self._unbalanced = quotes.mask(raw, size, odd, before + 1)
+                chunk = pa.py_buffer(masked)
             read = pacsv.ReadOptions(column_names=self.names, skip_rows=skip, block_size=len(chunk) + 1,
                                      use_threads=False)
-            typed = self._typed(raw, size)
+            # rows to pad are read as text (a chunk with some is parsed again as text)
+            typed = self._typed(raw, size) and not padding.pending(self._bad)
             n_bad = len(self._bad)
             try:
-                try:
-                    table = pacsv.read_csv(chunk, read_options=read, parse_options=self._parse,
-                                           convert_options=self._typed_convert if typed else self._convert)
-                except pa.ArrowInvalid as e:
-                    if not typed or "conversion error" not in str(e):
-                        raise
-                    # a value that is no number: parse this chunk as text, which names the row
-                    del self._bad[n_bad:]
-                    typed = False
+                table = None
+                if typed:
+                    try:
+                        table = pacsv.read_csv(chunk, read_options=read, parse_options=self._parse,
+                                               convert_options=self._typed_convert)
+                    except pa.ArrowInvalid as e:
+                        if "conversion error" not in str(e):
+                            raise
+                        # a value that is no number: parse this chunk as text, which names the row
+                    if table is None or padding.pending(self._bad[n_bad:]):
+                        del self._bad[n_bad:]
+                        typed, table = False, None
+                if table is None:
                     table = pacsv.read_csv(chunk, read_options=read, parse_options=self._parse,
                                            convert_options=self._convert)
             except pa.ArrowInvalid as e:
@@ -187,6 +227,9 @@ class CsvStream:
                 next_line = int(lines[-1]) + 1
             bad = [r for r in self._bad if r.line < next_line]
             self._bad = [r for r in self._bad if r.line >= next_line]
+            if padding.pending(bad):
+                yield padding.merge(batch, lines, bad, self._pad_parse, self._parse.delimiter)
+                continue
             as_text = None
             if typed:
                 def as_text(chunk=chunk, read=read):
@@ -194,9 +237,16 @@ class CsvStream:
                                                      parse_options=self._quiet, convert_options=self._convert))
             yield LinedBatch(batch, lines, sorted(bad, key=lambda r: r.line), as_text)
         if self._bad:
-            yield LinedBatch(pa.RecordBatch.from_pylist([], schema=pa.schema([(n, pa.string()) for n in self.names])),
-                             np.zeros(0, np.int64), sorted(self._bad, key=lambda r: r.line))
+            empty = pa.RecordBatch.from_pylist([], schema=pa.schema([(n, pa.string()) for n in self.names]))
+            yield padding.merge(empty, np.zeros(0, np.int64), self._bad, self._pad_parse, self._parse.delimiter)
             self._bad = []
+
+    def _pad_parse(self, text: bytes) -> pa.RecordBatch:
+        """Rows of padded text, parsed as the rows of the file are (as text; lines that still do not fit
+        are dropped: the caller compares counts)."""
+        read = pacsv.ReadOptions(column_names=self.names, use_threads=False, block_size=len(text) + 1)
+        return _one_batch(pacsv.read_csv(pa.py_buffer(text), read_options=read, parse_options=self._quiet,
+                                         convert_options=self._convert))
 
     def _typed(self, raw: bytes, size: int) -> bool:
         """Whether to parse the numeric columns of a chunk (`raw[:size]`) as float64 in the CSV reader. Both
@@ -222,7 +272,7 @@ class CsvStream:
                     return DataFormatError(self.file, number, None,
                                            f"expected {len(self.names)} fields, found {fields} (the line is not "
                                            "valid UTF-8, so it cannot be skipped; fix or remove it)")
-        return DataFormatError(self.file, None, None, f"cannot parse: {err}")
+        return DataFormatError(self.file, None, None, f"cannot parse: {cut(str(err), 300)}")
 
     def _lines(self, first: int, n: int) -> np.ndarray:
         """Physical line of each of `n` rows starting at line `first`, skipping lines the handler claimed."""
@@ -251,21 +301,30 @@ def blank_rows(table: pa.RecordBatch) -> np.ndarray:
     return mask
 
 
+SHOWN_CHARS = 100  # of a value quoted in a message or rejects.tsv
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` for a message: its start and its length when longer than `limit` (a 1 MB value helps no one)."""
+    return text if len(text) <= limit else f"{text[:limit]}...[{len(text):,} chars]"
+
+
 def show(arr: pa.Array, i: int):
-    """Value `i` of `arr` for a message: None if null, undecodable bytes replaced."""
+    """Value `i` of `arr` for a message: None if null, undecodable bytes replaced, long text cut."""
     s = arr[i]
     if not s.is_valid:
         return None
     try:
-        return s.as_py()
+        v = s.as_py()
     except UnicodeDecodeError:
-        return s.as_buffer().to_pybytes().decode("utf-8", "replace")
+        v = s.as_buffer().to_pybytes().decode("utf-8", "replace")
+    return cut(v) if isinstance(v, str) else v
 
 
 def row_text(table: pa.RecordBatch, i: int, delimiter: str) -> str:
     """The raw text of row `i`, rebuilt from its fields (for rejects.tsv)."""
     vals = [show(c, i) for c in table.columns]
-    return delimiter.join("" if v is None else str(v) for v in vals)[:500]
+    return cut(delimiter.join("" if v is None else str(v) for v in vals), 500)
 
 
 def parse_numbers(arr: pa.Array, kind: pa.DataType = pa.float64()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

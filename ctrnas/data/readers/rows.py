@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from ctrnas.data.readers.base import (CsvStream, LinedBatch, RawBatch, Reject, blank_rows, parse_numbers, prefetch,
                                       row_text, show)
 from ctrnas.data.transforms import column_keys
+from ctrnas.errors import DataFormatError
 
 
 class Problems:
@@ -79,7 +80,8 @@ class DelimitedReader:
         """(batch with line numbers, file name, whether all-empty rows are blank lines) of one input."""
         self.check_header(path)
         stream = CsvStream(path, self.columns, self.delimiter, skip_rows=1 if self.header else 0,
-                           block_size=self.cfg.block_size, quoting=self.quoting, numeric=tuple(self.dense_columns))
+                           block_size=self.cfg.block_size, quoting=self.quoting, numeric=tuple(self.dense_columns),
+                           pad=self.cfg.pad_missing_trailing)
         for lb in stream:
             yield lb, stream.file, True
 
@@ -87,13 +89,18 @@ class DelimitedReader:
         """RawBatches of all inputs in order; `keys=False` skips category keys the hooks do not need."""
         remaining = self.cfg.limit
         for path in self.paths:
+            rows = 0
             for lb, file, blanks in prefetch(self.lined_batches(path)):
                 raw = self.convert(lb, file, remaining, blanks, keys)
+                rows += raw.accepted + len(raw.rejects)
                 if remaining is not None:
                     remaining -= raw.accepted
                 yield raw
                 if remaining is not None and remaining <= 0:
                     return
+            if rows == 0:  # an empty download, or a header alone: no dataset comes of it
+                raise DataFormatError(path, None, None, "no data rows (the file is empty, or holds only "
+                                      f"{'a header and ' if self.header else ''}blank lines)")
 
     def convert(self, lb: LinedBatch, file: str, limit: int | None = None, blanks: bool = True,
                 want_keys: bool = True) -> RawBatch:
@@ -135,5 +142,6 @@ class DelimitedReader:
             n_blank = int(blank.sum()) + sum(r.reason == "blank" and r.line <= cut_line for r in lb.bad)
         if not keep.all():
             labels, dense, keys, missing = labels[keep], dense[:, keep], keys[:, keep], missing[:, keep]
+        padded = int((keep & lb.padded).sum()) if lb.padded is not None else 0
         labels, dense, keys, missing = self.expand(t, keep, labels, dense, keys, missing)
-        return RawBatch(labels, dense, keys, missing, int(keep.sum()), rejects, n_blank)
+        return RawBatch(labels, dense, keys, missing, int(keep.sum()), rejects, n_blank, padded)

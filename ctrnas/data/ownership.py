@@ -1,0 +1,133 @@
+"""What a dataset folder's writer may touch: only the files ctrnas wrote there, listed in its manifest.
+
+FOLDER/ctrnas-manifest.json lists (relative paths) every file a writer created in the folder. It is rewritten
+atomically before each new file is created, so a run killed at any point leaves a list that covers all it
+wrote. Re-preparing removes only listed files; anything else in the folder (a file of yours in test/, a
+subfolder) makes the writer refuse unless told to overwrite, and even then it is left in place. Folders
+written before manifests existed are recognised by their meta.json (the shards it lists are ctrnas's).
+
+Also here: the check that a complete folder made from another source is not replaced silently, shared by
+`ctrnas prepare` and a recipe's data stage so both say the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+from ctrnas.errors import CtrnasError, PathError
+from ctrnas.locks import LOCK_FILE
+
+MANIFEST = "ctrnas-manifest.json"
+MANIFEST_FORMAT = "ctrnas-manifest/1"
+SPLITS = ("train", "val", "test")
+META, SOURCE_FILE, REJECTS_FILE = "meta.json", "ctrnas-source.json", "rejects.tsv"
+# names only a ctrnas writer makes (a temp file before its rename, a staging stream): ours wherever they are
+_TRANSIENT = re.compile(r"\.staging-\d+\.arrows|\..+\.tmp-\d+")
+_OWN_NAMES = {LOCK_FILE, SOURCE_FILE, MANIFEST}  # ctrnas's own names at the top of the folder
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def listed_files(folder: Path) -> set[str]:
+    """Files the folder's manifest lists, or, without one, those a ctrnas meta.json names."""
+    man = _read_json(folder / MANIFEST)
+    if isinstance(man, dict) and man.get("format") == MANIFEST_FORMAT:
+        return {str(f) for f in man.get("files", [])} | {MANIFEST}
+    meta = _read_json(folder / META)
+    if not (isinstance(meta, dict) and str(meta.get("format", "")).startswith("ctrnas-dataset/")):
+        return set()
+    out = {META, SOURCE_FILE} | ({REJECTS_FILE} if meta.get("rejects_file") else set())
+    for split in (meta.get("splits") or {}).values():
+        if isinstance(split, dict):
+            out |= {str(f) for f in split.get("files", [])}
+    return out
+
+
+def inventory(folder: Path) -> tuple[list[str], list[str]]:
+    """(ours, foreign): relative paths of the files ctrnas wrote here and of everything else (a foreign
+    folder is named with a trailing slash and not entered). Symlinks are never followed."""
+    listed = listed_files(folder)
+    ours, foreign = [], []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in SPLITS:
+                foreign.append(entry.name + "/")
+                continue
+            for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
+                rel = f"{entry.name}/{sub.name}"
+                if sub.is_dir(follow_symlinks=False):
+                    foreign.append(rel + "/")
+                elif rel in listed or _TRANSIENT.fullmatch(sub.name):
+                    ours.append(rel)
+                else:
+                    foreign.append(rel)
+        elif entry.name in listed or entry.name in _OWN_NAMES or _TRANSIENT.fullmatch(entry.name):
+            ours.append(entry.name)
+        else:
+            foreign.append(entry.name)
+    return ours, foreign
+
+
+def claim(folder: Path, overwrite: bool, flag: str = "--overwrite") -> list[str]:
+    """Check that a writer may use `folder` (existing or not); returns the files of ours found there."""
+    if not folder.exists():
+        return []
+    if not folder.is_dir():
+        raise PathError(folder, "exists and is not a folder; give a folder path for the output")
+    for split in SPLITS:
+        if (folder / split).exists() and not (folder / split).is_dir():
+            raise PathError(folder / split, "is a file, but this is where the dataset writes its split folder; "
+                            "move it away")
+    ours, foreign = inventory(folder)
+    if foreign and not overwrite:
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise CtrnasError(f"{folder} holds files ctrnas did not write ({', '.join(foreign[:5])}{more}); write to a "
+                          f"new or empty folder, or pass {flag} to write beside them (ctrnas replaces only its own "
+                          "files and leaves the others in place)")
+    return [f for f in ours if f != LOCK_FILE]
+
+
+def remove(folder: Path, files) -> None:
+    """Delete these files of ours (META first, so the folder reads as incomplete from the first deletion)."""
+    for rel in sorted(files, key=lambda f: f != META):
+        try:
+            (folder / rel).unlink(missing_ok=True)
+        except IsADirectoryError:
+            raise PathError(folder / rel, "is a folder where ctrnas wrote a file; move it away") from None
+
+
+class Manifest:
+    """The manifest of one folder being written: `add` lists a file before it is created (thread-safe)."""
+
+    def __init__(self, folder: Path, files=()):
+        self.folder, self.files = Path(folder), set(files)
+        self._lock = threading.Lock()
+        self._write()
+
+    def add(self, *rel: str) -> None:
+        with self._lock:
+            if not set(rel) <= self.files:
+                self.files |= set(rel)
+                self._write()
+
+    def reset(self, files) -> None:
+        """List exactly `files` (and the manifest itself): at the end of a write, what it left."""
+        with self._lock:
+            self.files = set(files)
+            self._write()
+
+    def _write(self) -> None:
+        text = json.dumps({"format": MANIFEST_FORMAT, "files": sorted(self.files - {MANIFEST})}, indent=1)
+        path = self.folder / MANIFEST
+        tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
