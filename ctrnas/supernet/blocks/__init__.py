@@ -1,4 +1,4 @@
-"""Supernet ops, one module each: dense FC / Sum / Gating / Dot, sparse EFC / Attention, FM and merge.
+"""Supernet ops, one module each: dense FC / Sum / Gating / Dot / Cross, sparse EFC / Attention, FM and merge.
 
 Each op holds max-size weights, runs a subnet choice by slicing (`forward(io, x)`), copies its slice into
 a standalone module (`extract`), and gives its (params, FLOPs) analytically (`cost`). `BLOCKS` maps the
@@ -7,6 +7,7 @@ op table's block keys (`ctrnas.space.ops`) to these classes; the two must agree 
 
 from ctrnas.space.ops import OPS, op_spec
 from ctrnas.supernet.blocks.attention import Attention
+from ctrnas.supernet.blocks.cross import Cross
 from ctrnas.supernet.blocks.dot import Dot
 from ctrnas.supernet.blocks.efc import EFC
 from ctrnas.supernet.blocks.fc import FC
@@ -15,7 +16,7 @@ from ctrnas.supernet.blocks.gating import Gating
 from ctrnas.supernet.blocks.merge import Merge
 from ctrnas.supernet.blocks.sum import Sum
 
-BLOCKS = {"fc": FC, "sum": Sum, "gating": Gating, "dot": Dot, "efc": EFC, "attention": Attention}
+BLOCKS = {"fc": FC, "sum": Sum, "gating": Gating, "dot": Dot, "cross": Cross, "efc": EFC, "attention": Attention}
 
 
 def check_blocks(ops=None, blocks=None) -> None:
@@ -34,5 +35,5 @@ def op_class(name: str):
 
 check_blocks()
 
-__all__ = ["FC", "Sum", "Gating", "Dot", "EFC", "Attention", "FM", "Merge", "BLOCKS", "op_class",
+__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "EFC", "Attention", "FM", "Merge", "BLOCKS", "op_class",
            "check_blocks"]
