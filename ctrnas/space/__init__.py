@@ -7,13 +7,14 @@ Public API (stable):
   SpaceConfig               frozen dataclass (recipe `space:` mapping); presets in PRESETS
   SearchSpace               `space.sample(rng) -> Arch`, `space.mutate(arch, rng) -> Arch` (exactly one
                             choice changes), `space.validate(arch)` (ArchValidationError names block/field)
-  get_space(name | SpaceConfig | mapping) -> SearchSpace    names: 'nasrec-full', 'nasrec-small'
+  get_space(name | SpaceConfig | mapping) -> SearchSpace    names: see PRESETS
+  OPS, op_spec(name)        the op table (ctrnas.space.ops): the one place an op is declared
 `rng` is always a `numpy.random.Generator`.
 """
 
 from ctrnas.space.arch import Arch, BlockChoice, LiveParts
-from ctrnas.space.space import (BINARY_DENSE_OPS, DENSE_OPS, MACRO_FIELDS, MICRO_FIELDS, PRESETS, SPARSE_OPS,
-                                SearchSpace, SpaceConfig, get_space)
+from ctrnas.space.ops import OPS, OpSpec, dense_reads_sparse, is_binary, op_spec, ops_of_kind
+from ctrnas.space.space import MACRO_FIELDS, MICRO_FIELDS, PRESETS, SearchSpace, SpaceConfig, get_space
 
-__all__ = ["Arch", "BlockChoice", "LiveParts", "SpaceConfig", "SearchSpace", "get_space", "PRESETS", "DENSE_OPS", "SPARSE_OPS",
-           "BINARY_DENSE_OPS", "MACRO_FIELDS", "MICRO_FIELDS"]
+__all__ = ["Arch", "BlockChoice", "LiveParts", "SpaceConfig", "SearchSpace", "get_space", "PRESETS", "OPS", "OpSpec",
+           "op_spec", "ops_of_kind", "is_binary", "dense_reads_sparse", "MACRO_FIELDS", "MICRO_FIELDS"]

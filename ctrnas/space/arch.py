@@ -13,9 +13,9 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from ctrnas.errors import ArchValidationError
+from ctrnas.space.ops import dense_reads_sparse, is_binary, op_spec
 
 FORMAT = "ctrnas-arch/1"
-BINARY_OPS = ("sum", "gating")  # dense ops reading dense_left_idx / dense_right_idx, not dense_idx
 
 
 @dataclass(frozen=True)
@@ -30,15 +30,26 @@ class BlockChoice:
     sparse_idx: tuple[int, ...]  # sparse sources concatenated along the token axis
     dense_left_idx: int  # left input of binary dense ops (Sum, Gating)
     dense_right_idx: int  # right input of binary dense ops
-    dense_op: str  # "fc" | "sum" | "gating" | "dot"
+    dense_op: str  # a dense op of the op table (ctrnas.space.ops)
     sparse_op: str  # "efc" | "attention"
     dense_dim: int  # width of the dense output
     sparse_tokens: int  # number of sparse output tokens (before merge tokens)
     dense_sparse_merge: bool  # append the dense output, projected to extra tokens, to the sparse output
     fm: bool  # add an FM over the sparse output to the dense output
+    # The dense op's own choices (e.g. Cross depth/form/rank), sorted (name, value) pairs; empty for ops
+    # without any, and then left out of the JSON so archs of the paper's spaces read as before.
+    dense_args: tuple[tuple[str, object], ...] = ()
+
+    def arg(self, name: str):
+        """The dense op's choice `name` (KeyError if the op has none of that name)."""
+        return dict(self.dense_args)[name]
 
     def to_json(self) -> dict:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+        out = {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
+               if f.name != "dense_args"}
+        if self.dense_args:
+            out["dense_args"] = dict(self.dense_args)
+        return out
 
 
 _INT_LISTS = ("dense_idx", "sparse_idx")
@@ -56,8 +67,8 @@ def _block_from_json(d, block: int) -> BlockChoice:
         raise ArchValidationError(block, "<block>", d, "expected a mapping of choices")
     known = _INT_LISTS + _INTS + _STRS + _BOOLS
     for k in d:
-        if k not in known:
-            raise ArchValidationError(block, str(k), d[k], f"unknown field (known: {', '.join(known)})")
+        if k not in known + ("dense_args",):
+            raise ArchValidationError(block, str(k), d[k], f"unknown field (known: {', '.join(known)}, dense_args)")
     for k in known:
         if k not in d:
             raise ArchValidationError(block, k, None, "missing field")
@@ -74,7 +85,12 @@ def _block_from_json(d, block: int) -> BlockChoice:
     for k in _BOOLS:
         if not isinstance(d[k], bool):
             raise ArchValidationError(block, k, d[k], "expected true or false")
-    return BlockChoice(**{k: (tuple(d[k]) if k in _INT_LISTS else d[k]) for k in known})
+    args = d.get("dense_args", {})
+    if not isinstance(args, dict) or not all(isinstance(k, str) and (_is_int(v) or isinstance(v, str))
+                                             for k, v in args.items()):
+        raise ArchValidationError(block, "dense_args", args, "expected a mapping of names to integers or strings")
+    return BlockChoice(**{k: (tuple(d[k]) if k in _INT_LISTS else d[k]) for k in known},
+                       dense_args=tuple(sorted(args.items())))
 
 
 class LiveParts(NamedTuple):
@@ -132,11 +148,14 @@ class Arch:
             d = {}
             if need_d:
                 d.update(dense_op=b.dense_op, dense_dim=b.dense_dim, fm=b.fm)
-                if b.dense_op in BINARY_OPS:
+                if b.dense_args:
+                    shaping = op_spec(b.dense_op).shaping
+                    d.update(dense_args=shaping(dict(b.dense_args)) if shaping else dict(b.dense_args))
+                if is_binary(b.dense_op):
                     d.update(dense_left_idx=b.dense_left_idx, dense_right_idx=b.dense_right_idx)
                 else:
                     d.update(dense_idx=list(b.dense_idx))
-                if b.dense_op == "dot":
+                if dense_reads_sparse(b.dense_op):
                     d.update(sparse_idx=list(b.sparse_idx))
             if need_s:
                 d.update(sparse_op=b.sparse_op, sparse_tokens=b.sparse_tokens, sparse_idx=list(b.sparse_idx))
@@ -150,7 +169,7 @@ class Arch:
 
         The head reads both outputs of the last block. A block's dense output d = dense_op + FM(sparse) is
         needed if a later needed part reads it or it is merged into a read sparse output; its sparse op
-        output is needed if a later needed part reads it (sparse ops, Dot-Product) or FM feeds a needed d.
+        output is needed if a later needed part reads it (sparse ops, dense ops that read sparse inputs) or FM feeds a needed d.
         Walking from the last block back, every part is settled before its sources are.
         """
         n = self.num_blocks
@@ -164,11 +183,11 @@ class Arch:
                 continue
             out[i] = LiveParts(need_d, need_s, b.dense_sparse_merge and i in sparse_read)
             if need_d:
-                if b.dense_op in BINARY_OPS:
+                if is_binary(b.dense_op):
                     dense_read.update((b.dense_left_idx, b.dense_right_idx))
                 else:
                     dense_read.update(b.dense_idx)
-                if b.dense_op == "dot":
+                if dense_reads_sparse(b.dense_op):
                     sparse_read.update(b.sparse_idx)
             if need_s:
                 sparse_read.update(b.sparse_idx)

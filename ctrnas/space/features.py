@@ -6,7 +6,8 @@ same features."""
 
 from __future__ import annotations
 
-from ctrnas.space.arch import BINARY_OPS, Arch
+from ctrnas.space.arch import Arch
+from ctrnas.space.ops import dense_reads_sparse, is_binary
 
 
 def arch_features(arch: Arch) -> dict[str, float]:
@@ -27,9 +28,9 @@ def arch_features(arch: Arch) -> dict[str, float]:
             add(f"blocks with dense {b.dense_op}")
             add("total dense width", b.dense_dim)
             add("blocks with fm", b.fm)
-            srcs = (b.dense_left_idx, b.dense_right_idx) if b.dense_op in BINARY_OPS else b.dense_idx
+            srcs = (b.dense_left_idx, b.dense_right_idx) if is_binary(b.dense_op) else b.dense_idx
             add("blocks reading the raw dense input", 0 in srcs)
-            reads_emb = reads_emb or (b.dense_op == "dot" and 0 in b.sparse_idx)
+            reads_emb = reads_emb or (dense_reads_sparse(b.dense_op) and 0 in b.sparse_idx)
         if parts.sparse:
             add(f"blocks with sparse {b.sparse_op}")
             add("total sparse tokens", b.sparse_tokens)

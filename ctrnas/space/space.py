@@ -1,4 +1,5 @@
-"""NASRec search spaces: a frozen `SpaceConfig`, presets nasrec-full / nasrec-small, sampling and mutation."""
+"""Search spaces: a frozen `SpaceConfig`, the presets (NASRec-Full / NASRec-Small as in the paper, and
+ctrnas-small / ctrnas-full which add DCN-v2's Cross), sampling and mutation. Ops come from the op table."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import numpy as np
 from ctrnas.config import from_dict
 from ctrnas.errors import ArchValidationError, RecipeError
 from ctrnas.space.arch import Arch, BlockChoice
+from ctrnas.space.ops import op_spec, ops_of_kind
 
-DENSE_OPS = ("fc", "sum", "gating", "dot")
-SPARSE_OPS = ("efc", "attention")
-BINARY_DENSE_OPS = ("sum", "gating")
+# NASRec-Full's ops, listed here (not derived from the op table) so that new ops change no paper space.
+NASREC_FULL_DENSE_OPS = ("fc", "sum", "gating", "dot")
+NASREC_FULL_SPARSE_OPS = ("efc", "attention")
 MACRO_FIELDS = ("dense_idx", "sparse_idx", "dense_left_idx", "dense_right_idx")
 MICRO_FIELDS = ("dense_op", "sparse_op", "dense_dim", "sparse_tokens", "dense_sparse_merge", "fm")
 
@@ -25,8 +27,8 @@ class SpaceConfig:
 
     name: str = "custom"
     num_blocks: int = 7
-    dense_ops: tuple[str, ...] = DENSE_OPS
-    sparse_ops: tuple[str, ...] = SPARSE_OPS
+    dense_ops: tuple[str, ...] = NASREC_FULL_DENSE_OPS
+    sparse_ops: tuple[str, ...] = NASREC_FULL_SPARSE_OPS
     dense_dims: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 768, 1024)
     sparse_tokens: tuple[int, ...] = (16, 32, 48, 64)
     emb_dim: int = 16
@@ -50,10 +52,10 @@ class SpaceConfig:
                 raise RecipeError(src, key, why)
 
         need(self.num_blocks >= 1, "num_blocks", "must be >= 1")
-        need(len(self.dense_ops) > 0 and set(self.dense_ops) <= set(DENSE_OPS), "dense_ops",
-             f"must be a non-empty subset of {list(DENSE_OPS)}")
-        need(len(self.sparse_ops) > 0 and set(self.sparse_ops) <= set(SPARSE_OPS), "sparse_ops",
-             f"must be a non-empty subset of {list(SPARSE_OPS)}")
+        for key, kind in (("dense_ops", "dense"), ("sparse_ops", "sparse")):
+            known = ops_of_kind(kind)
+            need(len(getattr(self, key)) > 0 and set(getattr(self, key)) <= set(known), key,
+                 f"must be a non-empty subset of {list(known)}")
         for key in ("dense_ops", "sparse_ops", "dense_dims", "sparse_tokens", "dense_sparse_merge", "fm"):
             v = getattr(self, key)
             need(len(v) > 0 and len(set(v)) == len(v), key, "must be a non-empty list without repeats")
@@ -75,7 +77,8 @@ class SpaceConfig:
 
 
 PRESETS = {
-    "nasrec-full": SpaceConfig(name="nasrec-full"),
+    "nasrec-full": SpaceConfig(name="nasrec-full", dense_ops=("fc", "sum", "gating", "dot"),
+                               sparse_ops=("efc", "attention")),
     "nasrec-small": SpaceConfig(name="nasrec-small", dense_ops=("fc", "dot"), sparse_ops=("efc",)),
 }
 
@@ -112,12 +115,35 @@ class SearchSpace:
                    "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge, "fm": c.fm}[name]
         return options[int(rng.integers(len(options)))]  # a Python value from the config, never a numpy scalar
 
+    def _sample_args(self, block: BlockChoice, rng: np.random.Generator) -> BlockChoice:
+        """`block` with its dense op's own choices drawn uniformly (none for ops without any).
+
+        Draws again while the op's rule rejects them (e.g. a full-rank Cross off the raw inputs), so a rule
+        narrows the options without a draw of its own; ops without choices draw nothing.
+        """
+        spec = op_spec(block.dense_op)
+        if not spec.args:
+            return dataclasses.replace(block, dense_args=())
+        for _ in range(1000):
+            args = tuple(sorted((n, opts[int(rng.integers(len(opts)))]) for n, opts in spec.args))
+            out = dataclasses.replace(block, dense_args=args)
+            if spec.check is None or spec.check(out) is None:
+                return out
+        raise ArchValidationError(None, "dense_args", block.dense_op, "no choice of the op's args fits its rule")
+
     def sample(self, rng: np.random.Generator) -> Arch:
         """A random arch: one dense and one sparse op per block, uniform widths, binomial fan-in."""
         blocks = []
         for i in range(1, self.config.num_blocks + 1):
-            blocks.append(BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS}))
+            b = BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS})
+            blocks.append(self._sample_args(b, rng))
         return Arch(tuple(blocks))
+
+    @property
+    def _micro_fields(self) -> tuple[str, ...]:
+        # Only spaces with an op that has its own choices mutate them: the paper's spaces draw as before.
+        has_args = any(op_spec(n).args for n in self.config.dense_ops)
+        return MICRO_FIELDS + (("dense_args",) if has_args else ())
 
     def _num_options(self, i: int, name: str) -> int:
         c = self.config
@@ -137,21 +163,46 @@ class SearchSpace:
         """
         self.validate(arch)
         c = self.config
+        micro = self._micro_fields
         for _ in range(1000):
             i = int(rng.integers(1, c.num_blocks + 1))
-            group = MACRO_FIELDS if rng.random() < 0.5 else MICRO_FIELDS
+            group = MACRO_FIELDS if rng.random() < 0.5 else micro
             name = group[int(rng.integers(len(group)))]
-            if self._num_options(i, name) < 2:
-                continue
-            old = getattr(arch.blocks[i - 1], name)
-            while True:
-                new = self._sample_field(i, name, rng)
-                if new != old:
-                    break
+            b = arch.blocks[i - 1]
+            if name == "dense_args":
+                new_b = self._mutate_arg(b, rng)
+                if new_b is None:
+                    continue
+            else:
+                if self._num_options(i, name) < 2:
+                    continue
+                old = getattr(b, name)
+                while True:
+                    new = self._sample_field(i, name, rng)
+                    if new != old:
+                        break
+                new_b = dataclasses.replace(b, **{name: new})
+                if name == "dense_op":
+                    new_b = self._sample_args(new_b, rng)  # the new op's own choices
+            spec = op_spec(new_b.dense_op)
+            if spec.check is not None and spec.check(new_b) is not None:
+                continue  # e.g. a new source for a full-rank Cross: draw another mutation
             blocks = list(arch.blocks)
-            blocks[i - 1] = dataclasses.replace(blocks[i - 1], **{name: new})
+            blocks[i - 1] = new_b
             return Arch(tuple(blocks))
         raise ArchValidationError(None, "<space>", c.name, "no choice has more than one option; cannot mutate")
+
+    def _mutate_arg(self, b: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
+        """`b` with one of its dense op's own choices re-drawn to another value (None: the op has none)."""
+        spec = op_spec(b.dense_op)
+        names = [n for n, opts in spec.args if len(opts) > 1]
+        if not names:
+            return None
+        name = names[int(rng.integers(len(names)))]
+        opts = [o for o in spec.arg_options(name) if o != b.arg(name)]
+        args = dict(b.dense_args)
+        args[name] = opts[int(rng.integers(len(opts)))]
+        return dataclasses.replace(b, dense_args=tuple(sorted(args.items())))
 
     # -- validation ---------------------------------------------------------------------------------
     def validate(self, arch: Arch) -> Arch:
@@ -181,7 +232,22 @@ class SearchSpace:
                 v = getattr(b, name)
                 if v not in options or type(v) is not type(options[0]):
                     raise ArchValidationError(i, name, v, f"expected one of {list(options)}")
+            self._validate_args(i, b)
         return arch
+
+    @staticmethod
+    def _validate_args(i: int, b: BlockChoice) -> None:
+        spec = op_spec(b.dense_op)
+        args = dict(b.dense_args)
+        if set(args) != {n for n, _ in spec.args}:
+            raise ArchValidationError(i, "dense_args", args,
+                                      f"{b.dense_op} takes {[n for n, _ in spec.args] or 'no args'}")
+        for name, options in spec.args:
+            if args[name] not in options or type(args[name]) is not type(options[0]):
+                raise ArchValidationError(i, f"dense_args.{name}", args[name], f"expected one of {list(options)}")
+        reason = spec.check(b) if spec.check is not None else None
+        if reason is not None:
+            raise ArchValidationError(i, "dense_args", args, reason)
 
 
 def get_space(spec: str | SpaceConfig | dict | SearchSpace) -> SearchSpace:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
-from ctrnas.supernet.blocks import DENSE_OP_CLASSES, FM, SPARSE_OP_CLASSES, Merge
+from ctrnas.supernet.blocks import FM, Merge, op_class
 from ctrnas.supernet.elastic import linear_cost
 from ctrnas.supernet.layout import Dims, resolve
 
@@ -20,8 +20,8 @@ def _costs(schema: DatasetSchema, space, arch: Arch, emb_dim: int | None) -> tup
     plan = resolve(dims, space.validate(arch))
     params = flops = 0
     for io in plan.blocks:
-        parts = [DENSE_OP_CLASSES[n].cost(dims, io) for n in io.dense_ops]
-        parts += [SPARSE_OP_CLASSES[n].cost(dims, io) for n in io.sparse_ops]
+        parts = [op_class(n).cost(dims, io) for n in io.dense_ops]
+        parts += [op_class(n).cost(dims, io) for n in io.sparse_ops]
         if io.fm:
             parts.append(FM.cost(dims, io.dense_dim))
         if io.merge:

@@ -13,9 +13,8 @@ import torch
 from torch import nn
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
-from ctrnas.space import Arch
+from ctrnas.space import Arch, is_binary
 from ctrnas.supernet.blocks.base import as_index
-from ctrnas.supernet.layout import BINARY
 from ctrnas.supernet.stem import EmbeddingStem
 
 
@@ -103,7 +102,9 @@ def reinit(model: nn.Module, seed: int = 0, embedding_init: str = "nasrec") -> n
         raise ValueError(f"embedding_init must be one of {EMBEDDING_INITS}, got {embedding_init!r}")
     g = torch.Generator().manual_seed(seed)
     for name, p in sorted(model.named_parameters()):
-        if p.dim() >= 2:
+        if "bias" in name.split("."):
+            nn.init.zeros_(p)  # TorchRec's CrossNet keeps its biases as [n, 1] columns: zero them like any bias
+        elif p.dim() >= 2:
             if "embedding_bags" not in name:
                 nn.init.xavier_uniform_(p, generator=g)
             elif embedding_init == "nasrec":
@@ -137,7 +138,7 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
         pos[io.index] = k
         sb = supernet.blocks[io.index - 1]
         cols = _Cols(as_index(io.dense_cols, device), as_index(io.tok_cols, device))
-        binary = bool(io.dense_ops) and io.dense_ops[0] in BINARY
+        binary = bool(io.dense_ops) and is_binary(io.dense_ops[0])
         blocks.append(FixedBlock(
             dense_idx=[pos[j] for j in io.dense_idx], sparse_idx=[pos[j] for j in io.sparse_idx],
             left=pos[io.left], right=pos[io.right], binary=binary,

@@ -12,9 +12,7 @@ import math
 from dataclasses import dataclass
 
 from ctrnas.data.schema import DatasetSchema
-from ctrnas.space import Arch, SpaceConfig
-
-BINARY = ("sum", "gating")
+from ctrnas.space import Arch, SpaceConfig, dense_reads_sparse, is_binary
 
 
 @dataclass(frozen=True)
@@ -74,6 +72,7 @@ class BlockIO:
 
     index: int  # 1-based block number
     dense_ops: tuple[str, ...]  # one op for a subnet, all ops for the full supernet (outputs summed)
+    dense_args: tuple  # the dense op's own choices (sorted pairs); () for the full supernet and ops without any
     sparse_ops: tuple[str, ...]
     dense_idx: tuple[int, ...]
     sparse_idx: tuple[int, ...]
@@ -116,7 +115,8 @@ def _resolve(dims: Dims, choices: list[dict], full: bool) -> Plan:
             tcols.extend(range(off, off + main_tok[j]))
             if merged[j]:
                 tcols.extend(range(off + dims.max_tokens, off + dims.block_tokens))
-        io = BlockIO(index=i, dense_ops=c["dense_ops"], sparse_ops=c["sparse_ops"], dense_idx=c["dense_idx"],
+        io = BlockIO(index=i, dense_ops=c["dense_ops"], dense_args=c.get("dense_args", ()),
+                     sparse_ops=c["sparse_ops"], dense_idx=c["dense_idx"],
                      sparse_idx=c["sparse_idx"], left=c["left"], right=c["right"], dense_dim=c["dense_dim"],
                      tokens=c["tokens"], merge=c["merge"], fm=c["fm"], dense_in=len(dcols),
                      dense_cols=None if full else tuple(dcols), tok_in=len(tcols),
@@ -139,9 +139,10 @@ def resolve(dims: Dims, arch: Arch) -> Plan:
     choices = []
     for i, live in arch.live_parts().items():
         b = arch.blocks[i - 1]
-        binary = b.dense_op in BINARY
-        reads_sparse = live.sparse or (live.dense and b.dense_op == "dot")
+        binary = is_binary(b.dense_op)
+        reads_sparse = live.sparse or (live.dense and dense_reads_sparse(b.dense_op))
         choices.append(dict(index=i, dense_ops=(b.dense_op,) if live.dense else (),
+                            dense_args=b.dense_args if live.dense else (),
                             sparse_ops=(b.sparse_op,) if live.sparse else (),
                             dense_idx=b.dense_idx if live.dense and not binary else (),
                             sparse_idx=b.sparse_idx if reads_sparse else (),

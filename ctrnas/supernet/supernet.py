@@ -16,7 +16,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import ArchValidationError
 from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
-from ctrnas.supernet.blocks import DENSE_OP_CLASSES, FM, SPARSE_OP_CLASSES, Merge
+from ctrnas.supernet.blocks import FM, Merge, op_class
 from ctrnas.supernet.blocks.base import OpInput, as_index
 from ctrnas.supernet.elastic import ElasticLinear
 from ctrnas.supernet.layout import BlockIO, Dims, Plan, resolve, resolve_full
@@ -29,8 +29,8 @@ class SuperBlock(nn.Module):
     def __init__(self, dims: Dims, config: SpaceConfig, i: int):
         super().__init__()
         self.index = i
-        self.dense_ops = nn.ModuleDict({n: DENSE_OP_CLASSES[n](dims, i) for n in config.dense_ops})
-        self.sparse_ops = nn.ModuleDict({n: SPARSE_OP_CLASSES[n](dims, i) for n in config.sparse_ops})
+        self.dense_ops = nn.ModuleDict({n: op_class(n)(dims, i) for n in config.dense_ops})
+        self.sparse_ops = nn.ModuleDict({n: op_class(n)(dims, i) for n in config.sparse_ops})
         self.fm = FM(dims) if True in config.fm else None
         self.merge = Merge(dims) if dims.merge_tokens else None
 

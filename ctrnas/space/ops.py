@@ -1,0 +1,85 @@
+"""The op table: the one place an op is declared (name, kind, arity, what it reads, block, cost, choices).
+
+The space reads it to sample, mutate, validate and hash archs; the supernet resolves each op's `block`
+key to its class (`ctrnas.supernet.blocks.BLOCKS`, which checks at import that every op here has a class).
+A preset lists its ops by name, so adding an op here changes no existing preset. See docs/ops.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op of a choice block."""
+
+    name: str  # what archs and recipes call it
+    kind: Literal["dense", "sparse"]  # which output of the block it makes
+    arity: int  # dense ops: 1 reads the concatenated `dense_idx` sources, 2 reads `dense_left_idx`/`dense_right_idx`
+    reads_sparse: bool  # reads the `sparse_idx` tokens (every sparse op; Dot-Product and Cross among dense ops)
+    block: str  # key of its supernet class in `ctrnas.supernet.blocks.BLOCKS`
+    cost: str  # parameters and FLOPs in words; the block class's `cost(dims, io)` computes them
+    args: tuple[tuple[str, tuple], ...] = ()  # op-specific choices (name, options) kept in `BlockChoice.dense_args`
+    # Optional rule over a block's choices (a `BlockChoice`): the reason they do not fit the op, or None.
+    check: Callable[[object], str | None] | None = None
+    # Optional: the args that shape the network (e.g. a full-rank cross has no rank), for `Arch.key`.
+    shaping: Callable[[dict], dict] | None = None
+
+    def arg_options(self, name: str) -> tuple:
+        return dict(self.args)[name]
+
+
+def _cross_check(block) -> str | None:
+    # A full-rank W over a block's max-size input would be n_max^2 weights per layer (about 545M over 3
+    # layers at block 7 of NASRec-Full), so full rank is the DCN-v2 setting only: over the raw inputs.
+    if block.arg("form") == "full" and (block.dense_idx != (0,) or block.sparse_idx != (0,)):
+        return "the full-rank cross reads only the raw inputs (dense_idx and sparse_idx [0])"
+    return None
+
+
+def _cross_shaping(args: dict) -> dict:
+    return {k: v for k, v in args.items() if not (k == "rank" and args.get("form") == "full")}
+
+
+CROSS_EXPERTS = 4  # experts of the low-rank mixture (DCN-v2's DCN-Mix uses 4)
+
+_TABLE = (
+    OpSpec("fc", "dense", 1, False, "fc", "Linear(dense_in -> d) + LN"),
+    OpSpec("sum", "dense", 2, False, "sum", "Linear(max(left, right) -> d) + LN"),
+    OpSpec("gating", "dense", 2, False, "gating", "Linear(left -> w) gate, Linear(w -> d) + LN; w = max(left, right)"),
+    OpSpec("dot", "dense", 1, True, "dot",
+           "Linear(dense_in -> E), token Linear(tok_in -> K), pairwise dots of K+1, Linear(K(K+1)/2 -> d) + LN"),
+    OpSpec("cross", "dense", 1, True, "cross",
+           "depth x (full: n^2 + n; low rank r: 2nr + n; mixture: experts (2nr + r^2) + n) + experts n gates, "
+           "then Linear(n -> d) + LN; n = dense_in + tok_in E",
+           args=(("depth", (1, 2, 3)), ("form", ("full", "lowrank", "mixture")), ("rank", (8, 16, 32, 64))),
+           check=_cross_check, shaping=_cross_shaping),
+    OpSpec("efc", "sparse", 1, True, "efc", "token Linear(tok_in -> s) + LN(E)"),
+    OpSpec("attention", "sparse", 1, True, "attention", "token Linear(tok_in -> s) + LN, MHA and FFN over E"),
+)
+
+OPS: dict[str, OpSpec] = {spec.name: spec for spec in _TABLE}
+
+
+def op_spec(name: str) -> OpSpec:
+    """The table entry of op `name` (KeyError names the known ops)."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r} (known: {', '.join(OPS)})") from None
+
+
+def ops_of_kind(kind: str) -> tuple[str, ...]:
+    return tuple(n for n, s in OPS.items() if s.kind == kind)
+
+
+def is_binary(name: str) -> bool:
+    """A dense op reading `dense_left_idx`/`dense_right_idx` instead of the `dense_idx` list."""
+    return op_spec(name).arity == 2
+
+
+def dense_reads_sparse(name: str) -> bool:
+    """A dense op that also reads the block's sparse inputs (so its block reads them when only its dense part is live)."""
+    return op_spec(name).reads_sparse
