@@ -35,3 +35,7 @@ class ArchValidationError(CtrnasError):
         self.block, self.field, self.value, self.reason = block, field, value, reason
         where = f"block {block}" if block is not None else "architecture"
         super().__init__(f"{where}, field '{field}' = {value!r}: {reason}")
+
+
+class DeviceError(CtrnasError):
+    """A device that cannot be used here (no CUDA, bad index) or an install that cannot run on it."""

@@ -28,6 +28,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=4, help="number of proxy batches (SiGeo Remark 2: 4)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on shared cores)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (auto: CUDA when torch sees one)")
     p.add_argument("--out", default="runs/vision", help="output folder")
 
 
@@ -42,6 +43,8 @@ def register(sub) -> None:
     c.add_argument("--warmup", default="0", help="warm-up fractions of the training images, e.g. 0,0.1")
     c.add_argument("--warmup-archs", type=int, default=None, help="cells (spread evenly) that get the warm-up levels")
     c.add_argument("--n-boot", type=int, default=1000)
+    c.add_argument("--workers", type=int, default=1, help="processes sharing the device (each scores every n-th cell)")
+    c.add_argument("--time-limit", type=float, default=None, help="seconds after which no new cell is started")
     c.set_defaults(func=_correlate)
 
     s = vsub.add_parser("search", help="evolution / random search in NB201 with a proxy as fitness")
@@ -72,7 +75,9 @@ def _load(args):
 
 
 def _correlate(args) -> int:
-    from ctrnas.vision.correlate import CorrelateConfig, format_markdown, plot_scatter, read_rows, run_correlation, summarize
+    from ctrnas.device import resolve_device
+    from ctrnas.vision.correlate import CorrelateConfig, format_markdown, plot_scatter, read_rows, summarize
+    from ctrnas.vision.shards import run_sharded
 
     x, y, table, num_classes = _load(args)
     warmups = _floats(args.warmup, "warmup")
@@ -80,7 +85,9 @@ def _correlate(args) -> int:
                           warmup_archs=args.warmup_archs, truth=args.truth, num_classes=num_classes,
                           batch_size=args.batch_size, k=args.k, seed=args.seed)
     out = Path(args.out)
-    csv_path = run_correlation(cfg, x, y, table, out / "scores.csv")
+    device = resolve_device(args.device)  # resolved once here, so a bad setting fails before any worker starts
+    csv_path = run_sharded(cfg, x, y, table, out / "scores.csv", args.workers, str(device), args.time_limit,
+                           threads=args.threads or 1)
     rows = read_rows(csv_path)
     summary = summarize(rows, table, list(cfg.proxies), list(warmups), args.truth, n_boot=args.n_boot, seed=args.seed)
     text = format_markdown(summary)
@@ -96,7 +103,7 @@ def _search(args) -> int:
 
     x, y, table, num_classes = _load(args)
     fitness = ProxyFitness(args.proxy, x, y, num_classes=num_classes, batch_size=args.batch_size, k=args.k,
-                           seed=args.seed)
+                           seed=args.seed, device=args.device)
     cache = cache_from_csv(args.scores_csv.split(","), args.proxy) if args.scores_csv else None
     outcomes = []
     for s in (int(v) for v in _floats(args.seeds, "seeds")):
