@@ -47,3 +47,7 @@ class PathError(CtrnasError):
 
 class FolderInUseError(CtrnasError):
     """Another ctrnas process holds the lock of an output folder."""
+
+
+class DeviceError(CtrnasError):
+    """A device that cannot be used here (no CUDA, bad index) or an install that cannot run on it."""

@@ -26,6 +26,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=4, help="number of proxy batches (SiGeo Remark 2: 4)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on shared cores)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (auto: CUDA when torch sees one)")
     p.add_argument("--out", default="runs/vision", help="output folder")
 
 
@@ -40,6 +41,8 @@ def register(sub) -> None:
     c.add_argument("--warmup", default="0", help="warm-up fractions of the training images, e.g. 0,0.1")
     c.add_argument("--warmup-archs", type=int, default=None, help="cells (spread evenly) that get the warm-up levels")
     c.add_argument("--n-boot", type=int, default=1000)
+    c.add_argument("--workers", type=int, default=1, help="processes sharing the device (each scores every n-th cell)")
+    c.add_argument("--time-limit", type=float, default=None, help="seconds after which no new cell is started")
     c.set_defaults(func=_correlate)
 
     s = vsub.add_parser("search", help="evolution / random search in NB201 with a proxy as fitness")
@@ -63,7 +66,8 @@ def _correlate(args) -> int:
                                proxies=tuple(p for p in args.proxies.split(",") if p),
                                warmup=_floats(args.warmup, "warmup"), warmup_archs=args.warmup_archs,
                                truth=args.truth, batch_size=args.batch_size, k=args.k, seed=args.seed,
-                               n_boot=args.n_boot, threads=args.threads)
+                               n_boot=args.n_boot, threads=args.threads,
+                               device=args.device, workers=args.workers, time_limit=args.time_limit)
     print(out["text"])
     print(f"scores: {out['scores']}; summary: {out['summary']}; plot: {out['plot']}")
     return 0
@@ -81,5 +85,5 @@ def _search(args) -> int:
                       generations=args.generations, tournament=args.tournament, children=args.children,
                       truth=args.truth, batch_size=args.batch_size, k=args.k, seed=args.seed,
                       scores_csv=args.scores_csv.split(",") if args.scores_csv else None, threads=args.threads,
-                      report=report)
+                      report=report, device=args.device)
     return 0

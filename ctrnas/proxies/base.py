@@ -23,6 +23,7 @@ from typing import Callable, ClassVar, Iterator, Sequence
 import torch
 from torch import nn
 
+from ctrnas.device import same_device
 from ctrnas.errors import CtrnasError, RecipeError
 
 Batch = tuple[tuple, torch.Tensor]
@@ -119,6 +120,7 @@ class Proxy:
             raise CtrnasError(f"proxy {self.name}: no batches given")
         if self.needs_labels and loss_fn is None:
             raise CtrnasError(f"proxy {self.name}: needs a loss function (it uses labels)")
+        same_device(model, batches, f"proxy {self.name}")
         t0 = time.perf_counter()
         with preserved_state(model):
             value, terms, meta = self._compute(model, list(batches), loss_fn)

@@ -120,13 +120,15 @@ class Dextr(Proxy):
         ci = ContinuousInputs(model, inputs)
         reps = ci.capture()
         D = sum(r[0].numel() for r in reps)
+        # Drawn on the CPU (a CPU generator), then moved: the same circle on every device.
         g = torch.Generator().manual_seed(self.seed)
         Q, _ = torch.linalg.qr(torch.randn(D, 2, generator=g, dtype=torch.float64))
-        o0, o1 = Q[:, 0].float(), Q[:, 1].float()
+        dev, dtype = reps[0].device, reps[0].dtype
+        o0, o1 = Q[:, 0].to(dev, dtype), Q[:, 1].to(dev, dtype)
         n = 1 if self.parity else self.n_theta
-        theta = torch.linspace(0, 2 * math.pi, n + 1)[:-1]
+        theta = torch.linspace(0, 2 * math.pi, n + 1)[:-1].to(dev)
         with torch.no_grad():
-            probe = ci.run(split_like(torch.zeros(1, D), reps))
+            probe = ci.run(split_like(torch.zeros(1, D, device=dev, dtype=dtype), reps))
         use_output = probe[0].numel() > 1
         store = {}
         handle = None

@@ -37,5 +37,6 @@ class EpeNas(Proxy):
                               f"got {target.dtype} targets")
         self._set_mode(model)
         J, names = input_jacobian(model, batches[0])
-        v = epe_score(J.detach().double().numpy(), target.numpy())
-        return v, {"epe_nas": v}, {"inputs": names, "classes": int(len(np.unique(target.numpy())))}
+        labels = target.cpu().numpy()
+        v = epe_score(J.detach().double().cpu().numpy(), labels)
+        return v, {"epe_nas": v}, {"inputs": names, "classes": int(len(np.unique(labels)))}

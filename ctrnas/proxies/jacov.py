@@ -40,5 +40,5 @@ class Jacov(Proxy):
     def _compute(self, model, batches, loss_fn):
         self._set_mode(model)
         J, names = input_jacobian(model, batches[0])
-        v = jacov_score(J.detach().double().numpy())
+        v = jacov_score(J.detach().double().cpu().numpy())
         return v, {"jacov": v}, {"inputs": names, "batch_size": int(J.shape[0])}

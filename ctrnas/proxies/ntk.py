@@ -141,11 +141,11 @@ def _layerwise_linear_kernel(model, ci, reps):
     C = out.shape[1]
     grads = [torch.autograd.grad(out[:, c].sum(), [o for _, _, o in calls], retain_graph=c < C - 1,
                                  allow_unused=True) for c in range(C)] if calls else []
-    K = torch.zeros(n * C, n * C, dtype=torch.float64)
+    K = torch.zeros(n * C, n * C, dtype=torch.float64, device=out.device)
     covered: set[int] = set()
     for j, (m, x, _) in enumerate(calls):
         x3 = x.detach().reshape(n, -1, x.shape[-1])
-        g3s = [torch.zeros(n, x3.shape[1], m.out_features) if grads[c][j] is None
+        g3s = [x3.new_zeros(n, x3.shape[1], m.out_features) if grads[c][j] is None
                else grads[c][j].reshape(n, -1, grads[c][j].shape[-1]) for c in range(C)]
         G = torch.stack(g3s, 1)                      # [n, C, T, out]
         if x3.shape[1] == 1:

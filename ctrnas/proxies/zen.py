@@ -53,8 +53,10 @@ class Zen(Proxy):
         ci = ContinuousInputs(model, batches[0][0])
         reps = ci.capture()
         g = torch.Generator().manual_seed(self.seed)
-        x = [torch.randn(r.shape, generator=g, dtype=r.dtype) for r in reps] if self.gaussian_input else reps
-        eps = [torch.randn(r.shape, generator=g, dtype=r.dtype) for r in reps]
+        # Drawn on the CPU (a CPU generator), then moved: the same draws on every device.
+        x = [torch.randn(r.shape, generator=g, dtype=r.dtype).to(r.device) for r in reps] if self.gaussian_input \
+            else reps
+        eps = [torch.randn(r.shape, generator=g, dtype=r.dtype).to(r.device) for r in reps]
         x2 = [a + self.mixup_gamma * e for a, e in zip(x, eps)]
         store, bn_var = {}, []
         bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]

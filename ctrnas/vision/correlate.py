@@ -19,8 +19,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ctrnas.device import configure, resolve_device
 from ctrnas.errors import RecipeError
-from ctrnas.vision.cifar import make_batches
+from ctrnas.vision.cifar import batches_to, make_batches, nhwc_for
 from ctrnas.vision.network import build_network
 from ctrnas.vision.space import NUM_CELLS, TRUTH_COLUMNS, NB201Cell, NB201Table
 from ctrnas.vision.stats import Correlation, correlate
@@ -90,7 +91,7 @@ class CorrelateConfig:
     batch_size: int = 64
     k: int = 4
     seed: int = 0
-    channels_last: bool = True
+    channels_last: bool | None = None  # None: NHWC on the CPU only (several times faster there), NCHW on CUDA
     channels: int = 16  # NB201's C; smaller only for tests
     cells_per_stage: int = 5
     reverse: bool = False  # walk the sample from its last cell: a second worker on another CSV meets the first
@@ -140,13 +141,18 @@ def run_correlation(
     time_limit_s: float | None = None,
     state_dir: str | Path | None = None,
     done_csvs: tuple[str | Path, ...] = (),
+    device: str | torch.device = "cpu",
+    shard: tuple[int, int] = (0, 1),
 ) -> Path:
     """Score the sampled cells and append one CSV row per (cell, level, proxy); skips rows already there.
 
     `state_dir`: keep each warmed-up network (`<cell index>_<level>.pt`: weights, BN buffers, warm-up
     seconds and per-step losses) so that proxies added later score the same weights without warming
     up again (the warm-up is deterministic on CPU, so this only saves time). `done_csvs`: further CSVs
-    whose rows count as done (not scored again here).
+    whose rows count as done (not scored again here). `device`: where networks, batches and warm-up run
+    (`auto | cpu | cuda | cuda:N`); initial weights and batches are drawn on the CPU first, so every device
+    starts from the same numbers. `shard=(i, n)`: only the cells at positions i, i + n, ... (one worker's
+    share, see `ctrnas.vision.shards`).
     """
     from tqdm import tqdm
 
@@ -154,10 +160,14 @@ def run_correlation(
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     done = {(r["arch"], float(r["warmup"]), r["proxy"]) for p in (csv_path, *done_csvs) for r in read_rows(p)}
     new_file = not csv_path.exists()
-    if config.channels_last:
-        # NHWC convolutions are several times faster on CPU here, forward and backward.
+    dev = resolve_device(device)
+    configure(dev)
+    nhwc = nhwc_for(config.channels_last, dev)
+    batches = batches_to(make_batches(images, labels, config.batch_size, config.k,
+                                      torch.Generator().manual_seed(config.seed)), dev, nhwc)
+    images, labels = images.to(dev), labels.to(dev)
+    if nhwc:
         images = images.contiguous(memory_format=torch.channels_last)
-    batches = make_batches(images, labels, config.batch_size, config.k, torch.Generator().manual_seed(config.seed))
     one_row = [((batches[0][0][0][:1],), batches[0][1][:1])]
     loss_fn = F.cross_entropy
     cells = sample_cells(config.archs, config.seed)
@@ -167,7 +177,8 @@ def run_correlation(
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         if new_file:
             writer.writeheader()
-        order = list(enumerate(cells))[:: -1 if config.reverse else 1]
+        index, count = shard
+        order = [(p, c) for p, c in enumerate(cells) if p % count == index][:: -1 if config.reverse else 1]
         for pos, cell in tqdm(order, desc="nb201 cells", unit="cell", disable=not progress):
             if time_limit_s is not None and time.perf_counter() - t_start > time_limit_s:
                 break
@@ -181,15 +192,15 @@ def run_correlation(
                     continue
                 s = cell_seed(config.seed, cell.index)
                 model = build_network(cell, config.num_classes, seed=s, channels=config.channels,
-                                      cells_per_stage=config.cells_per_stage)
-                if config.channels_last:
+                                      cells_per_stage=config.cells_per_stage).to(dev)
+                if nhwc:
                     model = model.to(memory_format=torch.channels_last)
                 t0 = time.perf_counter()
                 warm_s = 0.0
                 if w > 0:
                     state = Path(state_dir) / f"{cell.index}_{w:g}.pt" if state_dir is not None else None
                     if state is not None and state.exists():
-                        saved = torch.load(state, weights_only=True)
+                        saved = torch.load(state, weights_only=True, map_location=dev)
                         model.load_state_dict(saved["model"])
                         warm_s = float(saved["warmup_s"])
                     else:

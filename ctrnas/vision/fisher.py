@@ -41,7 +41,8 @@ def per_sample_dots(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch
         out = functional_call(model, {**scaled, **frozen, **own}, (x,))
         return F.cross_entropy(out, y, reduction="none")
 
-    t0 = torch.zeros((), dtype=next(iter(params.values())).dtype)
+    ref = next(iter(params.values()))
+    t0 = torch.zeros((), dtype=ref.dtype, device=ref.device)
     _, dots = jvp(losses, (t0,), (torch.ones_like(t0),))
     return dots.detach().double()
 

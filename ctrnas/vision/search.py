@@ -17,8 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ctrnas.device import configure, resolve_device
 from ctrnas.errors import RecipeError
-from ctrnas.vision.cifar import make_batches
+from ctrnas.vision.cifar import batches_to, make_batches, nhwc_for
 from ctrnas.vision.correlate import ONE_ROW, cell_seed, proxy_for, read_rows
 from ctrnas.vision.network import build_network
 from ctrnas.vision.space import NB201Cell, NB201Space, NB201Table
@@ -28,12 +29,15 @@ class ProxyFitness:
     """`fitness(cell, seed) -> FitnessResult`: one proxy on one seeded initialisation of the cell's network."""
 
     def __init__(self, proxy: str, images: torch.Tensor, labels: torch.Tensor, *, num_classes: int = 10,
-                 batch_size: int = 64, k: int = 4, seed: int = 0, channels_last: bool = True, warmup: float = 0.0):
-        self.proxy_name, self.num_classes, self.seed, self.channels_last = proxy, num_classes, seed, channels_last
+                 batch_size: int = 64, k: int = 4, seed: int = 0, channels_last: bool | None = None,
+                 warmup: float = 0.0, device: str | torch.device = "cpu"):
+        self.device = resolve_device(device)
+        configure(self.device)
+        self.proxy_name, self.num_classes, self.seed = proxy, num_classes, seed
+        self.channels_last = nhwc_for(channels_last, self.device)
         self.proxy = proxy_for(proxy, warmup)
-        if channels_last:
-            images = images.contiguous(memory_format=torch.channels_last)
-        self.batches = make_batches(images, labels, batch_size, k, torch.Generator().manual_seed(seed))
+        self.batches = batches_to(make_batches(images, labels, batch_size, k, torch.Generator().manual_seed(seed)),
+                                  self.device, self.channels_last)
         if proxy in ONE_ROW:
             self.batches = [((self.batches[0][0][0][:1],), self.batches[0][1][:1])]
 
@@ -41,7 +45,7 @@ class ProxyFitness:
         from ctrnas.search.fitness import FitnessResult
 
         # The candidate seed is ignored on purpose: one cell, one score, whoever proposes it.
-        model = build_network(cell, self.num_classes, seed=cell_seed(self.seed, cell.index))
+        model = build_network(cell, self.num_classes, seed=cell_seed(self.seed, cell.index)).to(self.device)
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
         r = self.proxy.score(model, self.batches, F.cross_entropy)

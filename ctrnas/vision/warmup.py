@@ -63,12 +63,14 @@ def warm_up(
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     model.train()
     losses = []
-    for idx in order.split(config.batch_size):
+    # The order is drawn on the CPU (same images on every device); the losses are read once at the end,
+    # so a CUDA device is never waited for between steps.
+    for idx in order.to(images.device).split(config.batch_size):
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(images[idx]), labels[idx])
         loss.backward()
         opt.step()
         sched.step()
-        losses.append(float(loss.detach()))
+        losses.append(loss.detach())
     opt.zero_grad(set_to_none=True)
-    return losses
+    return [float(v) for v in torch.stack(losses).tolist()]

@@ -1,0 +1,95 @@
+"""The correlation harness split over worker processes: one device, many small networks.
+
+An NB201 network at batch 64 is a few hundred small kernels per pass, so one process keeps a GPU mostly
+idle waiting for Python to launch them; several processes on one GPU overlap that time (and several CPU
+cores work at once on a CPU-only machine). Worker i scores the cells at positions i, i + n, ... of the
+seeded sample into its own CSV beside the main one; at the end the rows are merged into the main CSV
+(atomically) and the worker CSVs removed. A run stopped half-way leaves the worker CSVs, which the next
+run (any number of workers) counts as done and merges.
+"""
+
+from __future__ import annotations
+
+import csv
+import multiprocessing as mp
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ctrnas.errors import CtrnasError
+from ctrnas.vision.correlate import COLUMNS, CorrelateConfig, read_rows, run_correlation
+from ctrnas.vision.space import NB201Table
+
+
+def shard_csvs(csv_path: Path) -> list[Path]:
+    """Worker CSVs left beside `csv_path` by this or an earlier run."""
+    return sorted(csv_path.parent.glob(f"{csv_path.stem}.worker*.csv"))
+
+
+def merge_shards(csv_path: str | Path) -> Path:
+    """Append the worker CSVs' rows to `csv_path` (first row of each (cell, level, proxy) wins), atomically,
+    then remove the worker CSVs."""
+    csv_path = Path(csv_path)
+    parts = shard_csvs(csv_path)
+    if not parts:
+        return csv_path
+    rows, seen = [], set()
+    for path in [csv_path, *parts]:
+        for r in read_rows(path):
+            key = (r["arch"], float(r["warmup"]), r["proxy"])
+            if key not in seen:
+                seen.add(key)
+                rows.append(r)
+    tmp = csv_path.with_name(csv_path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, csv_path)
+    for path in parts:
+        path.unlink()
+    return csv_path
+
+
+def _worker(config, images, labels, table, csv_path, index, count, device, time_limit_s, state_dir, threads):
+    torch.set_num_threads(threads)
+    path = Path(csv_path)
+    others = [path, *(p for p in shard_csvs(path) if p.name != f"{path.stem}.worker{index}.csv")]
+    run_correlation(config, torch.from_numpy(images), torch.from_numpy(labels), table,
+                    path.with_name(f"{path.stem}.worker{index}.csv"), progress=index == 0,
+                    time_limit_s=time_limit_s, state_dir=state_dir, done_csvs=tuple(others), device=device,
+                    shard=(index, count))
+
+
+def run_sharded(
+    config: CorrelateConfig, images: torch.Tensor, labels: torch.Tensor, table: NB201Table,
+    csv_path: str | Path, workers: int, device: str = "cpu", time_limit_s: float | None = None,
+    state_dir: str | Path | None = None, threads: int = 1,
+) -> Path:
+    """`run_correlation` over `workers` spawned processes on `device` (a setting string, resolved in each
+    worker); returns the merged CSV. Worker 0 shows the progress bar of its share."""
+    csv_path = Path(csv_path)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    if workers < 1:
+        raise CtrnasError(f"vision correlate: workers must be >= 1, got {workers}")
+    if workers == 1:
+        run_correlation(config, images, labels, table, csv_path, time_limit_s=time_limit_s, state_dir=state_dir,
+                        done_csvs=tuple(shard_csvs(csv_path)), device=device)
+        return merge_shards(csv_path)
+    # numpy arrays travel by plain pickling (no shared-memory segment, which containers often cap).
+    x, y = np.ascontiguousarray(images.numpy()), np.ascontiguousarray(labels.numpy())
+    ctx = mp.get_context("spawn")  # CUDA cannot be used in forked children
+    procs = [ctx.Process(target=_worker, args=(config, x, y, table, str(csv_path), i, workers, str(device),
+                                               time_limit_s, state_dir, threads)) for i in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    merge_shards(csv_path)  # what the workers wrote is kept even when one of them failed
+    failed = [i for i, p in enumerate(procs) if p.exitcode != 0]
+    if failed:
+        raise CtrnasError(f"vision correlate: worker(s) {failed} failed (exit codes "
+                          f"{[procs[i].exitcode for i in failed]}); re-run the same command to finish")
+    return csv_path
