@@ -7,7 +7,8 @@ import pytest
 
 from ctrnas.data.dataset import read_meta
 from ctrnas.errors import CtrnasError
-from ctrnas.pipeline.data import SOURCE_FILE, prepare_data
+from ctrnas.data.dataset import SOURCE_FILE
+from ctrnas.pipeline.data import prepare_data
 from ctrnas.recipe import load_recipe
 
 
