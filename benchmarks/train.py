@@ -101,15 +101,13 @@ def bench_warmup(data: Path, space_name: str, fractions: list[float], cfg: Train
     fraction, projected as n_full * t_full + n_sampled * t_sampled from medians of `probe_steps` timed
     full-supernet and sampled-subnet steps (n_full comes exactly from the seeded schedule)."""
     from ctrnas.space.space import get_space
-    from ctrnas.supernet.supernet import Supernet
+    from ctrnas.supernet.io import build_supernet
     from ctrnas.train.warmup import step_choice, warmup
 
     schema, space = load_schema(data), get_space(space_name)
 
     def fresh():
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.seed)
-            return Supernet(schema, space, emb_dim=cfg.embedding_dim, row_cap=cfg.row_cap)
+        return build_supernet(schema, space, cfg.seed, cfg.embedding_dim, cfg.row_cap)
 
     probe = []
     for b in dataset_batches(data, "train", cfg.batch_size, shuffle=True, seed=cfg.seed).batches():

@@ -27,10 +27,9 @@ def toy_data(rows: int = 87, batch: int = 15, seed: int = 0, cards=(50, 7, 30, 1
 def toy_model(schema, kind: str = "dlrm", seed: int = 0):
     """A small model: a baseline by name, or 'supernet' (nasrec-small, run as its full supernet)."""
     if kind == "supernet":
-        from ctrnas.supernet import Supernet
+        from ctrnas.supernet.io import build_supernet
 
-        torch.manual_seed(seed)
-        return Supernet(schema, "nasrec-small", emb_dim=8)
+        return build_supernet(schema, "nasrec-small", seed, emb_dim=8)
     from ctrnas.train.baselines import build_baseline
 
     return build_baseline(kind, schema, dim=8, seed=seed)

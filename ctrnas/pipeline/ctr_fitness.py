@@ -134,7 +134,7 @@ class ProxyFitness(_Cached):
         copy = self.init == "fresh" or self.proxy.writes_weights
         return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=copy)
 
-    def score(self, arch, seed: int):
+    def proxy_result(self, arch, seed: int):
         """The proxy's full result (value, terms, meta with options and time) for one candidate."""
         model = self.model(arch, seed)
         # Stochastic proxies draw from torch's global RNG; pin it to the candidate's seed and give it back.
@@ -143,7 +143,7 @@ class ProxyFitness(_Cached):
             return self.proxy.score(model, self.proxy_batches(), bce_loss)
 
     def __call__(self, arch, seed: int) -> FitnessResult:
-        result = self.score(arch, seed)
+        result = self.proxy_result(arch, seed)
         return FitnessResult(result.value, dict(result.terms), {"proxy": self.proxy_name, "init": self.init})
 
 

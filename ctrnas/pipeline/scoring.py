@@ -54,7 +54,7 @@ def score_arch(data_dir, arch_path, names: list[str], options: dict[str, dict] |
     for n in names:
         fitness = ProxyFitness(net, n, proxy_options(n, options.get(n), fraction), rows, batch_size, batches,
                                init=default_init(fraction))
-        results[n] = fitness.score(arch, seed)
+        results[n] = fitness.proxy_result(arch, seed)
     if json_path:
         from ctrnas.pipeline.report import write_json
 
