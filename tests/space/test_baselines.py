@@ -57,3 +57,51 @@ def test_initial_population_takes_the_archs_that_fit_the_space():
     assert initial_population(get_space("nasrec-small")) == []  # no Cross or interaction in the paper's space
     three = get_space({"base": "ctrnas-small", "num_blocks": 3})
     assert initial_population(three) == []  # the files have 7 blocks
+
+
+def test_dlrm_like_computes_dlrm_on_the_same_weights():
+    import torch
+
+    from ctrnas.supernet.testing import make_batch
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    torch.manual_seed(0)
+    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
+                   baseline_arch("dlrm-like"), init="fresh", seed=3)
+    base = build_baseline("dlrm", schema)
+    b = model.net.blocks
+    mine = [b[0].dense_op.lin, b[1].dense_op.lin, b[2].dense_op.lin, b[3].dense_op.lin, model.net.head]
+    theirs = [m for m in base.modules() if isinstance(m, torch.nn.Linear)]  # bottom 2, top 2, output
+    with torch.no_grad():
+        base.stem.load_state_dict(model.stem.state_dict())
+        for a, t in zip(mine, theirs, strict=True):
+            t.weight.copy_(a.weight)
+            t.bias.copy_(a.bias)
+    dense, kjt, _ = make_batch(schema, batch=6)
+    torch.testing.assert_close(model(dense, kjt), base(dense, kjt), atol=1e-5, rtol=1e-5)
+
+
+def test_dcnv2_like_computes_the_stacked_dcnv2():
+    """x0 = [dense | embeddings] -> torchrec CrossNet(3) -> ReLU(Linear 400) -> ReLU(Linear 400) -> logit."""
+    import torch
+    from torchrec.modules.crossnet import CrossNet
+
+    from ctrnas.supernet.testing import make_batch
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
+                   baseline_arch("dcnv2-like"), init="fresh", seed=3)
+    b = model.net.blocks
+    n = 5 + 4 * 16
+    cross = CrossNet(n, 3)
+    with torch.no_grad():
+        for l in range(3):
+            cross.kernels[l].copy_(b[0].dense_op.cross.kernels[l])
+            cross.bias[l].normal_()
+            b[0].dense_op.cross.bias[l].copy_(cross.bias[l])
+    dense, kjt, _ = make_batch(schema, batch=6)
+    x0 = torch.cat([dense, model.stem(kjt).flatten(1)], dim=1)
+    h = torch.relu(b[0].dense_op.proj(cross(x0)))
+    assert h.shape[1] == 400
+    expected = model.net.head(torch.relu(b[1].dense_op.lin(h))).squeeze(1)
+    torch.testing.assert_close(model(dense, kjt), expected, atol=1e-5, rtol=1e-5)
