@@ -158,7 +158,12 @@ class Arch:
                 if dense_reads_sparse(b.dense_op):
                     d.update(sparse_idx=list(b.sparse_idx))
             if need_s:
-                d.update(sparse_op=b.sparse_op, sparse_tokens=b.sparse_tokens, sparse_idx=list(b.sparse_idx))
+                spec = op_spec(b.sparse_op)
+                d.update(sparse_op=b.sparse_op)
+                if spec.sized:
+                    d.update(sparse_tokens=b.sparse_tokens)
+                if spec.reads_sparse:
+                    d.update(sparse_idx=list(b.sparse_idx))
             d.update(merge=merge)
             parts.append([i, d])
         text = json.dumps([self.num_blocks, parts], sort_keys=True, separators=(",", ":"))
@@ -189,7 +194,7 @@ class Arch:
                     dense_read.update(b.dense_idx)
                 if dense_reads_sparse(b.dense_op):
                     sparse_read.update(b.sparse_idx)
-            if need_s:
+            if need_s and op_spec(b.sparse_op).reads_sparse:
                 sparse_read.update(b.sparse_idx)
         return dict(sorted(out.items()))
 

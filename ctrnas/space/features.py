@@ -7,7 +7,7 @@ same features."""
 from __future__ import annotations
 
 from ctrnas.space.arch import Arch
-from ctrnas.space.ops import dense_reads_sparse, is_binary
+from ctrnas.space.ops import dense_reads_sparse, is_binary, op_spec, reads_raw
 
 
 def arch_features(arch: Arch) -> dict[str, float]:
@@ -22,7 +22,7 @@ def arch_features(arch: Arch) -> dict[str, float]:
     first = None
     for i, parts in sorted(arch.live_parts().items()):
         b = arch.blocks[i - 1]
-        reads_emb = parts.sparse and 0 in b.sparse_idx
+        reads_emb = parts.sparse and op_spec(b.sparse_op).reads_sparse and 0 in b.sparse_idx
         if parts.dense:
             first = first or b.dense_op
             add(f"blocks with dense {b.dense_op}")
@@ -30,7 +30,7 @@ def arch_features(arch: Arch) -> dict[str, float]:
             add("blocks with fm", b.fm)
             srcs = (b.dense_left_idx, b.dense_right_idx) if is_binary(b.dense_op) else b.dense_idx
             add("blocks reading the raw dense input", 0 in srcs)
-            reads_emb = reads_emb or (dense_reads_sparse(b.dense_op) and 0 in b.sparse_idx)
+            reads_emb = reads_emb or reads_raw(b.dense_op) or (dense_reads_sparse(b.dense_op) and 0 in b.sparse_idx)
         if parts.sparse:
             add(f"blocks with sparse {b.sparse_op}")
             add("total sparse tokens", b.sparse_tokens)

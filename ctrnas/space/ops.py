@@ -18,12 +18,16 @@ class OpSpec:
     name: str  # what archs and recipes call it
     kind: Literal["dense", "sparse"]  # which output of the block it makes
     arity: int  # dense ops: 1 reads the concatenated `dense_idx` sources, 2 reads `dense_left_idx`/`dense_right_idx`
-    reads_sparse: bool  # reads the `sparse_idx` tokens (every sparse op; Dot-Product and Cross among dense ops)
+    reads_sparse: bool  # reads the `sparse_idx` tokens (EFC, Attention; Dot-Product and Cross among dense ops)
     block: str  # key of its supernet class in `ctrnas.supernet.blocks.BLOCKS`
     cost: str  # parameters and FLOPs in words; the block class's `cost(dims, io)` computes them
     args: tuple[tuple[str, tuple], ...] = ()  # op-specific choices (name, options) kept in `BlockChoice.dense_args`
     # Optional rule over a block's choices (a `BlockChoice`): the reason they do not fit the op, or None.
     check: Callable[[object], str | None] | None = None
+    # Reads the raw embeddings (the stem's tokens) whatever `sparse_idx` says, as DLRM's interaction does.
+    reads_raw: bool = False
+    # The output's size is the block's `dense_dim` / `sparse_tokens`; False: it has none (the `none` op).
+    sized: bool = True
     # Optional: the args that shape the network (e.g. a full-rank cross has no rank), for `Arch.key`.
     shaping: Callable[[dict], dict] | None = None
 
@@ -54,10 +58,18 @@ _TABLE = (
     OpSpec("cross", "dense", 1, True, "cross",
            "depth x (full: n^2 + n; low rank r: 2nr + n; mixture: experts (2nr + r^2) + n) + experts n gates, "
            "then Linear(n -> d) + LN; n = dense_in + tok_in E",
-           args=(("depth", (1, 2, 3)), ("form", ("full", "lowrank", "mixture")), ("rank", (8, 16, 32, 64))),
+           args=(("depth", (1, 2, 3)), ("form", ("full", "lowrank", "mixture")), ("rank", (8, 16, 32))),
            check=_cross_check, shaping=_cross_shaping),
+    # DLRM's interaction (Naumov et al. 2019), which the NASRec Dot-Product is not: the dense input (projected
+    # to E unless it is E wide) and the raw embeddings, all pairwise dots, concatenated with the dense vector.
+    OpSpec("interaction", "dense", 1, False, "interaction",
+           "[Linear(dense_in -> E) unless dense_in = E], F+1 vectors: Linear(E + F(F+1)/2 -> d) + LN; "
+           "bmm 2 (F+1)^2 E FLOPs", reads_raw=True),
     OpSpec("efc", "sparse", 1, True, "efc", "token Linear(tok_in -> s) + LN(E)"),
     OpSpec("attention", "sparse", 1, True, "attention", "token Linear(tok_in -> s) + LN, MHA and FFN over E"),
+    # NASRec's zero op: a block without a sparse output (so a last block feeds only its dense output to the
+    # head, as a DLRM or DCN-v2 top does). It reads the raw tokens only for their batch size.
+    OpSpec("none", "sparse", 1, False, "none", "nothing", reads_raw=True, sized=False),
 )
 
 OPS: dict[str, OpSpec] = {spec.name: spec for spec in _TABLE}
@@ -83,3 +95,8 @@ def is_binary(name: str) -> bool:
 def dense_reads_sparse(name: str) -> bool:
     """A dense op that also reads the block's sparse inputs (so its block reads them when only its dense part is live)."""
     return op_spec(name).reads_sparse
+
+
+def reads_raw(name: str) -> bool:
+    """An op that reads the stem's tokens (source 0) whatever the block's `sparse_idx` says."""
+    return op_spec(name).reads_raw

@@ -17,6 +17,7 @@ from ctrnas.space.ops import op_spec, ops_of_kind
 # NASRec-Full's ops, listed here (not derived from the op table) so that new ops change no paper space.
 NASREC_FULL_DENSE_OPS = ("fc", "sum", "gating", "dot")
 NASREC_FULL_SPARSE_OPS = ("efc", "attention")
+CTRNAS_DENSE_DIMS = (16, 32, 64, 128, 256, 400, 512, 768, 1024)
 MACRO_FIELDS = ("dense_idx", "sparse_idx", "dense_left_idx", "dense_right_idx")
 MICRO_FIELDS = ("dense_op", "sparse_op", "dense_dim", "sparse_tokens", "dense_sparse_merge", "fm")
 
@@ -80,6 +81,12 @@ PRESETS = {
     "nasrec-full": SpaceConfig(name="nasrec-full", dense_ops=("fc", "sum", "gating", "dot"),
                                sparse_ops=("efc", "attention")),
     "nasrec-small": SpaceConfig(name="nasrec-small", dense_ops=("fc", "dot"), sparse_ops=("efc",)),
+    # NASRec's spaces plus DCN-v2's Cross, DLRM's interaction and the `none` sparse op, and DCN-v2's hidden
+    # width 400: the ops and width that make DLRM and DCN-v2 points of the space (ctrnas/space/archs/).
+    "ctrnas-small": SpaceConfig(name="ctrnas-small", dense_ops=("fc", "dot", "cross", "interaction"),
+                                sparse_ops=("efc", "none"), dense_dims=CTRNAS_DENSE_DIMS),
+    "ctrnas-full": SpaceConfig(name="ctrnas-full", dense_ops=("fc", "sum", "gating", "dot", "cross", "interaction"),
+                               sparse_ops=("efc", "attention", "none"), dense_dims=CTRNAS_DENSE_DIMS),
 }
 
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
-from ctrnas.space import Arch, is_binary
+from ctrnas.space import Arch, is_binary, reads_raw
 from ctrnas.supernet.blocks.base import as_index
 from ctrnas.supernet.stem import EmbeddingStem
 
@@ -25,9 +25,11 @@ class FixedBlock(nn.Module):
     sparse_idx: List[int]
 
     def __init__(self, dense_idx: list[int], sparse_idx: list[int], left: int, right: int, binary: bool,
-                 dense_op: nn.Module | None, sparse_op: nn.Module | None, fm: nn.Module | None, merge: nn.Module | None):
+                 dense_op: nn.Module | None, sparse_op: nn.Module | None, fm: nn.Module | None, merge: nn.Module | None,
+                 dense_raw: bool = False, sparse_raw: bool = False):
         super().__init__()
         self.dense_idx, self.sparse_idx = dense_idx, sparse_idx
+        self.dense_raw, self.sparse_raw = dense_raw, sparse_raw  # the op reads the stem's tokens instead
         self.left, self.right, self.binary = left, right, binary
         self.dense_op, self.sparse_op, self.fm, self.merge = dense_op, sparse_op, fm, merge
 
@@ -45,10 +47,10 @@ class FixedBlock(nn.Module):
         d, s = none, none
         dense_op = self.dense_op
         if dense_op is not None:
-            d = dense_op(dense_x, sparse_x, left, right)
+            d = dense_op(dense_x, sparse_outs[0] if self.dense_raw else sparse_x, left, right)
         sparse_op = self.sparse_op
         if sparse_op is not None:
-            s = sparse_op(dense_x, sparse_x, left, right)
+            s = sparse_op(dense_x, sparse_outs[0] if self.sparse_raw else sparse_x, left, right)
         fm = self.fm
         if fm is not None:
             d = d + fm(s)
@@ -145,7 +147,9 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
             dense_op=sb.dense_ops[io.dense_ops[0]].extract(io, cols) if io.dense_ops else None,
             sparse_op=sb.sparse_ops[io.sparse_ops[0]].extract(io, cols) if io.sparse_ops else None,
             fm=sb.fm.extract(io.dense_dim) if io.fm else None,
-            merge=sb.merge.extract(io.dense_dim) if io.merge else None))
+            merge=sb.merge.extract(io.dense_dim) if io.merge else None,
+            dense_raw=bool(io.dense_ops) and reads_raw(io.dense_ops[0]),
+            sparse_raw=bool(io.sparse_ops) and reads_raw(io.sparse_ops[0])))
     head = supernet.head.extract(None, as_index(ix.plan.head_cols, device))
     stem = _copy_stem(supernet.stem) if copy_stem else supernet.stem
     model = ExportedModel(stem, DenseNet(blocks, head), arch, supernet.space.config,

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from ctrnas.data.schema import DatasetSchema
-from ctrnas.space import Arch, SpaceConfig, dense_reads_sparse, is_binary
+from ctrnas.space import Arch, SpaceConfig, dense_reads_sparse, is_binary, op_spec
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,9 @@ def resolve(dims: Dims, arch: Arch) -> Plan:
     for i, live in arch.live_parts().items():
         b = arch.blocks[i - 1]
         binary = is_binary(b.dense_op)
-        reads_sparse = live.sparse or (live.dense and dense_reads_sparse(b.dense_op))
+        sized = op_spec(b.sparse_op).sized
+        reads_sparse = ((live.sparse and op_spec(b.sparse_op).reads_sparse)
+                        or (live.dense and dense_reads_sparse(b.dense_op)))
         choices.append(dict(index=i, dense_ops=(b.dense_op,) if live.dense else (),
                             dense_args=b.dense_args if live.dense else (),
                             sparse_ops=(b.sparse_op,) if live.sparse else (),
@@ -148,7 +150,7 @@ def resolve(dims: Dims, arch: Arch) -> Plan:
                             sparse_idx=b.sparse_idx if reads_sparse else (),
                             left=b.dense_left_idx if live.dense and binary else 0,
                             right=b.dense_right_idx if live.dense and binary else 0,
-                            dense_dim=b.dense_dim if live.dense else 0, tokens=b.sparse_tokens if live.sparse else 0,
+                            dense_dim=b.dense_dim if live.dense else 0, tokens=b.sparse_tokens if live.sparse and sized else 0,
                             merge=live.merge and dims.merge_tokens > 0, fm=b.fm and live.dense))
     return _resolve(dims, choices, full=False)
 
@@ -158,10 +160,13 @@ def resolve_full(dims: Dims, config: SpaceConfig) -> Plan:
 
     Binary ops read the previous block (left) and the one before it (right; the stem for block 1 and 2).
     """
+    # Ops without an output of their own (`none`) add nothing to the sum; alone, the block has no tokens.
+    sized = tuple(n for n in config.sparse_ops if op_spec(n).sized)
+    sparse_ops, tokens = (sized, dims.max_tokens) if sized else (tuple(config.sparse_ops), 0)
     choices = []
     for i in range(1, config.num_blocks + 1):
-        choices.append(dict(index=i, dense_ops=tuple(config.dense_ops), sparse_ops=tuple(config.sparse_ops),
+        choices.append(dict(index=i, dense_ops=tuple(config.dense_ops), sparse_ops=sparse_ops,
                             dense_idx=tuple(range(i)), sparse_idx=tuple(range(i)), left=i - 1,
-                            right=max(i - 2, 0), dense_dim=dims.max_dense, tokens=dims.max_tokens,
+                            right=max(i - 2, 0), dense_dim=dims.max_dense, tokens=tokens,
                             merge=dims.merge_tokens > 0, fm=True in config.fm))
     return _resolve(dims, choices, full=True)

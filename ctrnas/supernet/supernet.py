@@ -104,7 +104,8 @@ class Supernet(nn.Module):
             x = OpInput(
                 dense=torch.cat([dense_outs[j] for j in io.dense_idx], dim=1) if io.dense_idx else None,
                 sparse=torch.cat([sparse_outs[j] for j in io.sparse_idx], dim=1) if io.sparse_idx else None,
-                left=dense_outs[io.left], right=dense_outs[io.right], dense_cols=dcols, tok_cols=tcols)
+                left=dense_outs[io.left], right=dense_outs[io.right], dense_cols=dcols, tok_cols=tcols,
+                raw=sparse)
             d, s = self.blocks[io.index - 1](io, x)
             dense_outs[io.index], sparse_outs[io.index] = d, s
         return self.head(torch.cat([d, s.flatten(1)], dim=1), None, ix.head_cols).squeeze(1)

@@ -68,7 +68,7 @@ def counted_flops(model, batch) -> float:
 
 
 @pytest.mark.parametrize("layernorm", [True, False], ids=["layernorm", "no-layernorm"])
-@pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small"])
+@pytest.mark.parametrize("base", ["nasrec-full", "nasrec-small", "ctrnas-full"])
 def test_counts_match_the_exported_model(base, layernorm):
     torch.manual_seed(0)
     schema = make_schema()

@@ -112,8 +112,8 @@ def test_cross_path_equals_torchrec_module_on_the_same_weights(i, dcols, tcols, 
     dense2, sparse2 = dense.detach().clone().requires_grad_(), sparse.detach().clone().requires_grad_()
     proj_w = op.proj.weight.detach()[:d][:, pos].clone().requires_grad_()
     x_l = ref(torch.cat([dense2, sparse2.flatten(1)], dim=1))
-    y_ref = F.layer_norm(F.linear(x_l, proj_w, op.proj.bias.detach()[:d]), (d,), op.ln.weight.detach()[:d],
-                         op.ln.bias.detach()[:d])
+    y_ref = F.relu(F.layer_norm(F.linear(x_l, proj_w, op.proj.bias.detach()[:d]), (d,), op.ln.weight.detach()[:d],
+                                op.ln.bias.detach()[:d]))
     torch.testing.assert_close(y, y_ref, atol=1e-5, rtol=1e-5)
 
     w = torch.randn_like(y)
@@ -140,8 +140,8 @@ def test_scriptable_crossnets_equal_torchrec_forward(cls, base, kw):
     torch.testing.assert_close(torch.jit.script(m)(x), base.forward(m, x), atol=1e-6, rtol=1e-6)
 
 
-TINY = {"dense_ops": ["fc", "dot", "cross"], "sparse_ops": ["efc"], "num_blocks": 4, "dense_dims": [4, 8, 12],
-        "sparse_tokens": [2, 3, 5], "merge_tokens": 2}
+TINY = {"dense_ops": ["fc", "dot", "cross", "interaction"], "sparse_ops": ["efc", "none"], "num_blocks": 4,
+        "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5], "merge_tokens": 2}
 
 
 def test_export_equals_supernet_path_for_archs_with_cross():

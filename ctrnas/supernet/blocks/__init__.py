@@ -1,4 +1,5 @@
-"""Supernet ops, one module each: dense FC / Sum / Gating / Dot / Cross, sparse EFC / Attention, FM and merge.
+"""Supernet ops, one module each: dense FC / Sum / Gating / Dot / Cross /
+Interaction, sparse EFC / Attention / none, FM and merge.
 
 Each op holds max-size weights, runs a subnet choice by slicing (`forward(io, x)`), copies its slice into
 a standalone module (`extract`), and gives its (params, FLOPs) analytically (`cost`). `BLOCKS` maps the
@@ -13,10 +14,13 @@ from ctrnas.supernet.blocks.efc import EFC
 from ctrnas.supernet.blocks.fc import FC
 from ctrnas.supernet.blocks.fm import FM
 from ctrnas.supernet.blocks.gating import Gating
+from ctrnas.supernet.blocks.interaction import Interaction
 from ctrnas.supernet.blocks.merge import Merge
+from ctrnas.supernet.blocks.none import NoTokens
 from ctrnas.supernet.blocks.sum import Sum
 
-BLOCKS = {"fc": FC, "sum": Sum, "gating": Gating, "dot": Dot, "cross": Cross, "efc": EFC, "attention": Attention}
+BLOCKS = {"fc": FC, "sum": Sum, "gating": Gating, "dot": Dot, "cross": Cross, "interaction": Interaction, "efc": EFC,
+          "attention": Attention, "none": NoTokens}
 
 
 def check_blocks(ops=None, blocks=None) -> None:
@@ -35,5 +39,5 @@ def op_class(name: str):
 
 check_blocks()
 
-__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "EFC", "Attention", "FM", "Merge", "BLOCKS", "op_class",
+__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "Interaction", "NoTokens", "EFC", "Attention", "FM", "Merge", "BLOCKS", "op_class",
            "check_blocks"]

@@ -20,6 +20,7 @@ class OpInput(NamedTuple):
     right: torch.Tensor | None
     dense_cols: object
     tok_cols: object
+    raw: torch.Tensor | None = None  # the stem's tokens [B, F, E], for ops that read the raw embeddings
 
 
 def as_index(cols: tuple[int, ...] | None, device: torch.device | str = "cpu"):

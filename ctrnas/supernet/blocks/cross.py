@@ -2,7 +2,7 @@
 
 x0 = [dense inputs | sparse input tokens flattened] (n wide), x_{l+1} = x0 * (W_l x_l + b_l) + x_l for
 `depth` layers, with W_l full rank (n x n), low rank (U_l V_l^T, rank r) or a mixture of low-rank experts
-(DCN-v2 Eq. 3); then y = LN_d(P x_depth + c). Exported models hold TorchRec's `CrossNet`,
+(DCN-v2 Eq. 3); then y = ReLU(LN_d(P x_depth + c)), as the first deep layer of DCN-v2's stacked form. Exported models hold TorchRec's `CrossNet`,
 `LowRankCrossNet` or `LowRankMixtureCrossNet` (subclassed only to script) with the sliced weights.
 
 Weight sharing: the low-rank forms hold weights over the block's max-size input and slice the rows/columns
@@ -117,7 +117,7 @@ class Cross(nn.Module):
             out = self._low(x0, cols, a["depth"], a["rank"])
         else:
             out = self._mix(x0, cols, a["depth"], a["rank"])
-        return self.ln(self.proj(out, io.dense_dim, cols), io.dense_dim)
+        return torch.relu(self.ln(self.proj(out, io.dense_dim, cols), io.dense_dim))
 
     @torch.no_grad()
     def extract(self, io: BlockIO, x_cols) -> nn.Module:
@@ -171,4 +171,4 @@ class FixedCross(nn.Module):
 
     def forward(self, dense: torch.Tensor, sparse: torch.Tensor, left: torch.Tensor,
                 right: torch.Tensor) -> torch.Tensor:
-        return self.ln(self.proj(self.cross(torch.cat([dense, sparse.flatten(1)], dim=1))))
+        return torch.relu(self.ln(self.proj(self.cross(torch.cat([dense, sparse.flatten(1)], dim=1)))))

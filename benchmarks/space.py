@@ -1,0 +1,192 @@
+"""Space benchmark (issue 15): can the ctrnas spaces express and beat the hand-designed models?
+
+    .venv/bin/python benchmarks/space.py --rows 1000000 --archs 50 --workers 15      # the full run
+    .venv/bin/python benchmarks/space.py --rows 60000 --archs 6 --workers 2           # a small run
+    .venv/bin/python benchmarks/space.py --report-only --rows 1000000                 # rebuild the section
+
+On the synthetic Criteo profile, every model trained as the final stage trains (the demo recipe's
+`final:`: 2 epochs ending on the better val epoch, LayerNorms off, all training rows unless --train-rows):
+  baselines  the DLRM-like and DCN-v2-like archs (`ctrnas/space/archs/`, exported from the full
+             `ctrnas-small` preset) next to the DLRM and DCN-v2 baselines, each with --seeds training seeds;
+  random     --archs random subnets of `ctrnas-small` and of `nasrec-small`, both cut as the demo recipe cuts
+             its space (3 blocks, widths <= 256): best, median and worst test log loss. The NASRec-Small
+             subnets are the ranking study's (same recipe seed, same sampler): pass its trained.json with
+             --reuse-nasrec to skip retraining them.
+Trained models are cached under --out (a stopped run resumes). The section goes to
+benchmarks/sections/space.md (or --section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
+
+SPACES = ("ctrnas-small", "nasrec-small")
+
+
+def base_recipe(args, space: str = "nasrec-small"):
+    from ctrnas.recipe import load_recipe
+
+    return load_recipe(ROOT / "recipes/synthetic.yaml", [
+        f"name=space-{args.rows // 1000}k", f"output={args.out}/{{name}}", f"data.path={args.out}/data-{args.rows // 1000}k",
+        f"data.synthetic.rows={args.rows}", "train.progress=false", f"threads={args.threads}",
+        f"final.train_rows={'null' if args.train_rows is None else args.train_rows}", f"space.base={space}",
+        *args.set])
+
+
+def _seeded(recipe, seed: int):
+    return dataclasses.replace(recipe, final=dataclasses.replace(
+        recipe.final, train=dataclasses.replace(recipe.final_train, seed=seed, progress=False)))
+
+
+def part_baselines(args) -> dict:
+    """The shipped archs and the baselines they stand for, each trained with every seed."""
+    from ctrnas import api
+    from ctrnas.pipeline.final import final_template, run_job, worker_pool
+    from ctrnas.space import PRESETS
+    from ctrnas.space.baselines import baseline_arch
+
+    recipe = dataclasses.replace(base_recipe(args), space=PRESETS["ctrnas-small"])  # the archs' own 7-block space
+    data = api.prepare_data(recipe)
+    template = final_template(recipe, data)
+    cached = _results.load(args.out, "baselines") or {}
+    jobs = [("arch", "dlrm-like"), ("baseline", "dlrm"), ("arch", "dcnv2-like"), ("baseline", "dcnv2")]
+    for seed in range(args.seeds):
+        todo = [j for j in jobs if f"{j[1]}@{seed}" not in cached]
+        if not todo:
+            continue
+        r_s = _seeded(recipe, seed)
+        with worker_pool(r_s, data, template, min(args.workers, len(todo))) as pool:
+            futs = {pool.submit(run_job, (k, baseline_arch(w) if k == "arch" else w), False): w for k, w in todo}
+            for fut, what in futs.items():
+                r = fut.result()
+                cached[f"{what}@{seed}"] = {"val": r["val"], "test": r["test"], "seconds": r["seconds"],
+                                            "dense_params": r["dense_params"]}
+                _results.save(args.out, "baselines", cached)
+    return cached
+
+
+def part_random(args) -> dict:
+    """`--archs` random subnets of each (cut) space, trained from scratch with the study's code."""
+    from ctrnas import api
+    from ctrnas.pipeline.stages import new_supernet
+    from ctrnas.pipeline.study import _train_all, sample_archs
+
+    out = {}
+    for space in SPACES:
+        recipe = base_recipe(args, space)
+        data = api.prepare_data(recipe)
+        cache = Path(args.out) / f"trained-{space}.json"
+        if space == "nasrec-small" and args.reuse_nasrec and not cache.exists():
+            shutil.copy(args.reuse_nasrec, cache)  # the ranking study's trainings of the same subnets
+        archs = sample_archs(recipe, args.archs)
+        trained = _train_all(recipe, data, archs, new_supernet(recipe, data), cache, progress=True,
+                             workers=args.workers)
+        out[space] = [{"arch_key": a.key(), "arch": a.to_json(), **trained[a.key()]} for a in archs]
+    _results.save(args.out, "random", out)
+    return out
+
+
+def _loss(r) -> float:
+    return r["test"].get("logloss", math.nan)
+
+
+def _f(x, d=4) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.{d}f}"
+
+
+def report(args) -> str:
+    base, rnd = _results.load(args.out, "baselines") or {}, _results.load(args.out, "random") or {}
+    rows = args.train_rows
+    lines = ["## Space (issue 15): DLRM and DCN-v2 as points of the space, random subnets of ctrnas-small", "",
+             f"Synthetic Criteo profile, {args.rows:,} rows, {'all' if rows is None else format(rows, ',')} training "
+             f"rows per model; final-stage training (2 epochs, best val epoch, LayerNorms off); "
+             f"{platform.machine()}, {os.cpu_count()} CPU cores, {args.workers} worker process(es), torch threads "
+             f"{args.threads}. {args.machine}", ""]
+    if args.rows < 1_000_000:
+        lines += [f"**Small run ({args.rows:,} rows, {args.archs} subnets per space): a smoke test of the "
+                  "benchmark, not the issue's measurement (1M rows, 50 subnets).**", ""]
+    noise = {}
+    if base:
+        lines += ["| model | params (dense) | " + " | ".join(f"test log loss seed {s}" for s in range(args.seeds))
+                  + " | mean |", "|---|---|" + "---|" * (args.seeds + 1)]
+        for what in ("dlrm", "dlrm-like", "dcnv2", "dcnv2-like"):
+            rs = [base.get(f"{what}@{s}") for s in range(args.seeds)]
+            losses = [_loss(r) for r in rs if r]
+            params = next((r["dense_params"] for r in rs if r), None)
+            noise[what] = (statistics.mean(losses) if losses else math.nan,
+                           statistics.stdev(losses) if len(losses) > 1 else math.nan)
+            lines.append(f"| {what} | {params if params is not None else '-'} | "
+                         + " | ".join(_f(_loss(r)) if r else "-" for r in rs) + f" | {_f(noise[what][0])} |")
+        lines.append("")
+    summary = {}
+    if rnd:
+        lines += ["| space (3 blocks, widths <= 256) | subnets | best | median | worst |", "|---|---|---|---|---|"]
+        for space in SPACES:
+            losses = sorted(x for x in (_loss(r) for r in rnd.get(space, [])) if math.isfinite(x))
+            if losses:
+                summary[space] = (losses[0], statistics.median(losses), losses[-1])
+                lines.append(f"| {space} | {len(losses)} | " + " | ".join(_f(v) for v in summary[space]) + " |")
+        lines.append("")
+    if "ctrnas-small" in summary and "dcnv2" in noise and "dlrm" in noise:
+        sd = max((s for _, s in noise.values() if math.isfinite(s)), default=math.nan)
+        best, med = summary["ctrnas-small"][0], summary["ctrnas-small"][1]
+        gap = noise["dcnv2"][0] - best
+        lines += [f"Goal 1 (best random ctrnas-small subnet below DCN-v2 by more than the seed noise): "
+                  f"{_f(best)} vs DCN-v2 {_f(noise['dcnv2'][0])}, difference {gap:+.4f}, seed noise (largest std "
+                  f"over {args.seeds} seeds) {_f(sd)}: {'met' if gap > sd else 'not met'}.",
+                  f"Goal 2 (median ctrnas-small subnet below DLRM): {_f(med)} vs DLRM {_f(noise['dlrm'][0])}: "
+                  f"{'met' if med < noise['dlrm'][0] else 'not met'}.", ""]
+    lines += [f"Command: `.venv/bin/python benchmarks/space.py --rows {args.rows} --archs {args.archs} --workers "
+              f"{args.workers} --seeds {args.seeds}" + (f" --train-rows {rows}" if rows else "") + "`.", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="baselines,random")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--train-rows", type=int, default=None, help="training rows per model (default: all)")
+    ap.add_argument("--archs", type=int, default=50, help="random subnets per space")
+    ap.add_argument("--seeds", type=int, default=2, help="training seeds of the archs and baselines")
+    ap.add_argument("--workers", type=int, default=1, help="models trained in N processes at once")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--reuse-nasrec", default=None, help="the ranking study's trained.json (same rows and seed)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--machine", default="", help="a sentence on the load during the runs, for the report")
+    ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/space-<rows/1000>k)")
+    ap.add_argument("--section", default=None, help="markdown section (default benchmarks/sections/space.md)")
+    args = ap.parse_args()
+    args.out = Path(args.out or ROOT / f"benchmarks/out/space-{args.rows // 1000}k")
+    t0 = time.perf_counter()
+    if not args.report_only:
+        parts = args.parts.split(",")
+        if "baselines" in parts:
+            part_baselines(args)
+        if "random" in parts:
+            part_random(args)
+    text = report(args)
+    print(text)
+    print(f"({time.perf_counter() - t0:.0f} s)")
+    section = Path(args.section or ROOT / "benchmarks/sections/space.md")
+    section.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

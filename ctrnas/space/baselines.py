@@ -1,0 +1,57 @@
+"""Hand-designed CTR models as points of the ctrnas spaces: arch files shipped in `ctrnas/space/archs/`.
+
+`dlrm-like` is DLRM (bottom MLP 64-16, DLRM's interaction, top MLP 256-128) and exports, LayerNorms off as
+the final stage trains, to exactly the parameters of `ctrnas.train.baselines.DLRM`. `dcnv2-like` is DCN-v2's
+stacked form (3 full-rank cross layers over the raw inputs, then 400-400), which has n = dense features +
+fields x E parameters fewer than the parallel `DCNv2` baseline: its output layer does not read the cross
+output beside the deep one. Both fit `ctrnas-small` and `ctrnas-full`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctrnas.errors import ArchValidationError, CtrnasError
+from ctrnas.space.arch import Arch
+
+ARCH_DIR = Path(__file__).with_name("archs")
+BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")
+
+
+def baseline_arch(name: str) -> Arch:
+    """The shipped arch `name` (one of BASELINE_ARCHS)."""
+    if name not in BASELINE_ARCHS:
+        raise CtrnasError(f"unknown architecture name {name!r} (shipped: {', '.join(BASELINE_ARCHS)})")
+    return Arch.from_json((ARCH_DIR / f"{name}.json").read_text())
+
+
+def load_arch(spec: str | Path) -> Arch:
+    """A shipped arch by name (`dcnv2-like`) or an arch JSON file by path."""
+    if str(spec) in BASELINE_ARCHS:
+        return baseline_arch(str(spec))
+    try:
+        text = Path(spec).read_text()
+    except OSError as e:
+        raise CtrnasError(f"{spec}: cannot read architecture ({e.strerror}); shipped names: "
+                          f"{', '.join(BASELINE_ARCHS)}") from None
+    try:
+        return Arch.from_json(text)
+    except ArchValidationError as e:
+        raise CtrnasError(f"{spec}: {e}") from None
+
+
+def initial_population(space, names: tuple[str, ...] = BASELINE_ARCHS) -> list[Arch]:
+    """The shipped archs that fit `space` (a SearchSpace), in `names` order, to seed a search's population.
+
+    An arch that does not fit (e.g. a 3-block space, or one without the Cross op) is left out; the caller
+    fills the rest of the population by sampling.
+    """
+    out = []
+    for name in names:
+        arch = baseline_arch(name)
+        try:
+            space.validate(arch)
+        except ArchValidationError:
+            continue
+        out.append(arch)
+    return out

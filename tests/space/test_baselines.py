@@ -1,0 +1,107 @@
+"""DLRM and DCN-v2 as points of the ctrnas spaces: shipped arch files, exported parameter counts equal to
+the baseline modules' for the same data, and the initial population they give a search."""
+
+import dataclasses
+import json
+
+import pytest
+
+from ctrnas.errors import CtrnasError
+from ctrnas.space import PRESETS, get_space
+from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch, initial_population, load_arch
+from ctrnas.supernet import Supernet, count_params, export
+from ctrnas.supernet.testing import make_schema
+from ctrnas.train.baselines import build_baseline
+
+
+def _n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("space", ["ctrnas-small", "ctrnas-full"])
+@pytest.mark.parametrize("n_dense, cards", [(13, (60,) * 26), (4, (9, 30, 7))])
+def test_exported_baseline_archs_have_the_baselines_parameter_counts(space, n_dense, cards):
+    schema = make_schema(n_dense=n_dense, cards=cards)
+    config = dataclasses.replace(PRESETS[space], layernorm=False)  # as the final stage trains them
+    net = Supernet(schema, config, row_cap=50)
+    dlrm = export(net, baseline_arch("dlrm-like"), init="fresh")
+    assert _n_params(dlrm) == _n_params(build_baseline("dlrm", schema, row_cap=50))
+    assert count_params(schema, config, dlrm.arch, include_embeddings=True, row_cap=50) == _n_params(dlrm)
+    # The stacked DCN-v2 has no weights from the cross output to the logit: n fewer than the parallel form.
+    dcn = export(net, baseline_arch("dcnv2-like"), init="fresh")
+    n = n_dense + 16 * len(cards)
+    assert _n_params(dcn) == _n_params(build_baseline("dcnv2", schema, row_cap=50)) - n
+
+
+def test_dlrm_like_is_dlrm_layer_by_layer():
+    schema = make_schema(n_dense=13, cards=(60,) * 26)
+    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
+                   baseline_arch("dlrm-like"), init="fresh")
+    base = build_baseline("dlrm", schema)
+    shapes = sorted(tuple(p.shape) for n, p in model.net.named_parameters())
+    assert shapes == sorted(tuple(p.shape) for n, p in base.named_parameters() if "stem" not in n)
+
+
+def test_archs_load_by_name_or_path(tmp_path):
+    arch = load_arch("dcnv2-like")
+    assert arch.blocks[0].dense_op == "cross" and arch.blocks[0].arg("form") == "full"
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(arch.to_json()))
+    assert load_arch(path) == arch
+    with pytest.raises(CtrnasError, match="missing.json: cannot read architecture.*shipped names: dlrm-like, dcnv2-like"):
+        load_arch(tmp_path / "missing.json")
+
+
+def test_initial_population_takes_the_archs_that_fit_the_space():
+    assert initial_population(get_space("ctrnas-small")) == [baseline_arch(n) for n in BASELINE_ARCHS]
+    assert initial_population(get_space("nasrec-small")) == []  # no Cross or interaction in the paper's space
+    three = get_space({"base": "ctrnas-small", "num_blocks": 3})
+    assert initial_population(three) == []  # the files have 7 blocks
+
+
+def test_dlrm_like_computes_dlrm_on_the_same_weights():
+    import torch
+
+    from ctrnas.supernet.testing import make_batch
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    torch.manual_seed(0)
+    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
+                   baseline_arch("dlrm-like"), init="fresh", seed=3)
+    base = build_baseline("dlrm", schema)
+    b = model.net.blocks
+    mine = [b[0].dense_op.lin, b[1].dense_op.lin, b[2].dense_op.lin, b[3].dense_op.lin, model.net.head]
+    theirs = [m for m in base.modules() if isinstance(m, torch.nn.Linear)]  # bottom 2, top 2, output
+    with torch.no_grad():
+        base.stem.load_state_dict(model.stem.state_dict())
+        for a, t in zip(mine, theirs, strict=True):
+            t.weight.copy_(a.weight)
+            t.bias.copy_(a.bias)
+    dense, kjt, _ = make_batch(schema, batch=6)
+    torch.testing.assert_close(model(dense, kjt), base(dense, kjt), atol=1e-5, rtol=1e-5)
+
+
+def test_dcnv2_like_computes_the_stacked_dcnv2():
+    """x0 = [dense | embeddings] -> torchrec CrossNet(3) -> ReLU(Linear 400) -> ReLU(Linear 400) -> logit."""
+    import torch
+    from torchrec.modules.crossnet import CrossNet
+
+    from ctrnas.supernet.testing import make_batch
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
+                   baseline_arch("dcnv2-like"), init="fresh", seed=3)
+    b = model.net.blocks
+    n = 5 + 4 * 16
+    cross = CrossNet(n, 3)
+    with torch.no_grad():
+        for l in range(3):
+            cross.kernels[l].copy_(b[0].dense_op.cross.kernels[l])
+            cross.bias[l].normal_()
+            b[0].dense_op.cross.bias[l].copy_(cross.bias[l])
+    dense, kjt, _ = make_batch(schema, batch=6)
+    x0 = torch.cat([dense, model.stem(kjt).flatten(1)], dim=1)
+    h = torch.relu(b[0].dense_op.proj(cross(x0)))
+    assert h.shape[1] == 400
+    expected = model.net.head(torch.relu(b[1].dense_op.lin(h))).squeeze(1)
+    torch.testing.assert_close(model(dense, kjt), expected, atol=1e-5, rtol=1e-5)

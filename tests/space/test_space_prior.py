@@ -1,0 +1,46 @@
+"""The ctrnas spaces' sampling prior: Cross as often as any other dense op, and subnets that open with a
+Dot-Product on the raw inputs (they train worse on the synthetic Criteo profile) do not dominate."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from ctrnas.space import get_space
+
+N = 3000
+
+
+def _counts(name: str):
+    space = get_space(name)
+    rng = np.random.default_rng(0)
+    ops, first = Counter(), Counter()
+    for _ in range(N):
+        arch = space.sample(rng)
+        live = arch.live_parts()
+        for i, parts in live.items():
+            if parts.dense:
+                ops[arch.blocks[i - 1].dense_op] += 1
+        i0 = min(i for i, parts in live.items() if parts.dense)
+        b = arch.blocks[i0 - 1]
+        first["dot on raw inputs" if b.dense_op == "dot" and 0 in b.sparse_idx else b.dense_op] += 1
+    return space, ops, first
+
+
+@pytest.mark.parametrize("name", ["ctrnas-small", "ctrnas-full"])
+def test_cross_is_sampled_about_as_often_as_every_other_dense_op(name):
+    space, ops, _ = _counts(name)
+    assert set(ops) == set(space.config.dense_ops)
+    mean = sum(ops.values()) / len(ops)
+    for op, n in ops.items():
+        assert abs(n - mean) < 0.1 * mean, (op, n, mean)  # uniform up to sampling noise (~2% sd here)
+
+
+def test_dot_first_on_raw_inputs_does_not_dominate_samples():
+    _, _, small = _counts("ctrnas-small")
+    share = small["dot on raw inputs"] / N
+    # NASRec-Small opens half of its subnets so (two dense ops); with four ops a quarter, no more than any other
+    assert share < 0.3
+    assert all(share <= n / N + 0.03 for op, n in small.items() if op not in ("dot", "dot on raw inputs"))
+    _, _, paper = _counts("nasrec-small")
+    assert paper["dot on raw inputs"] / N > 0.45  # the paper's space as measured, for contrast
