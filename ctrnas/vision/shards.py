@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import multiprocessing as mp
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -53,8 +54,10 @@ def merge_shards(csv_path: str | Path) -> Path:
     return csv_path
 
 
-def _worker(config, images, labels, table, csv_path, index, count, device, time_limit_s, state_dir, threads):
+def _worker(config, inputs, csv_path, index, count, device, time_limit_s, state_dir, threads):
     torch.set_num_threads(threads)
+    with open(inputs, "rb") as f:
+        images, labels, table = pickle.load(f)
     path = Path(csv_path)
     others = [path, *(p for p in shard_csvs(path) if p.name != f"{path.stem}.worker{index}.csv")]
     run_correlation(config, torch.from_numpy(images), torch.from_numpy(labels), table,
@@ -78,15 +81,23 @@ def run_sharded(
         run_correlation(config, images, labels, table, csv_path, time_limit_s=time_limit_s, state_dir=state_dir,
                         done_csvs=tuple(shard_csvs(csv_path)), device=device)
         return merge_shards(csv_path)
-    # numpy arrays travel by plain pickling (no shared-memory segment, which containers often cap).
-    x, y = np.ascontiguousarray(images.numpy()), np.ascontiguousarray(labels.numpy())
+    # The inputs go through a file that each worker reads: arguments larger than a pipe's buffer would block
+    # the parent for good if a worker died before reading them (and no shared-memory segment is needed).
+    inputs = csv_path.with_name(f".{csv_path.stem}.inputs.pkl")
+    tmp = inputs.with_name(inputs.name + ".tmp")
+    with tmp.open("wb") as f:
+        pickle.dump((np.ascontiguousarray(images.numpy()), np.ascontiguousarray(labels.numpy()), table), f)
+    os.replace(tmp, inputs)
     ctx = mp.get_context("spawn")  # CUDA cannot be used in forked children
-    procs = [ctx.Process(target=_worker, args=(config, x, y, table, str(csv_path), i, workers, str(device),
+    procs = [ctx.Process(target=_worker, args=(config, str(inputs), str(csv_path), i, workers, str(device),
                                                time_limit_s, state_dir, threads)) for i in range(workers)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join()
+    try:
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+    finally:
+        inputs.unlink(missing_ok=True)
     merge_shards(csv_path)  # what the workers wrote is kept even when one of them failed
     failed = [i for i, p in enumerate(procs) if p.exitcode != 0]
     if failed:
