@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import (SOURCE_FILE, check_replaceable, complete, raw_source, read_meta, recorded_source,
+from ctrnas.data.dataset import SOURCE_FILE  # noqa: F401 (imported from here by tests)
+from ctrnas.data.dataset import (check_replaceable, complete, raw_source, read_meta, recorded_source,
                                  synthetic_source, write_source)
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
