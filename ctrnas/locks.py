@@ -41,9 +41,7 @@ def _ensure_folder(folder: Path) -> None:
         raise PathError(folder, "exists and is not a folder; give a folder path for the output")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise PathError(folder, "a part of this path is a file, not a folder") from None
-    except NotADirectoryError:
+    except (FileExistsError, NotADirectoryError):
         raise PathError(folder, "a part of this path is a file, not a folder") from None
     except PermissionError:
         raise PathError(folder, "cannot create this folder: permission denied") from None
@@ -86,7 +84,7 @@ class FolderLock:
         if previous:
             self.took_over = _describe(previous)
             print(f"ctrnas: {self.folder}: taking over the lock left by {self.took_over}, which ended "
-                  "without releasing it (killed?); its partial output is replaced", file=sys.stderr)
+                  "without releasing it (killed?)", file=sys.stderr)
         record = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
                   "started": time.strftime("%Y-%m-%d %H:%M:%S")}
         os.ftruncate(fd, 0)

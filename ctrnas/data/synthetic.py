@@ -233,8 +233,7 @@ def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard
 
     Rows come in chunks of `chunk_rows`, chunk c drawn from SeedSequence(seed, spawn_key=(1, c)); a chunk is
     always drawn whole, so a dataset of N rows is the first N rows of any larger one with the same seed, and
-    `rows_per_shard` changes only how rows are cut into files. The folder is locked while it is written; one
-    holding files ctrnas did not write is refused unless `overwrite` (see ownership.py).
+    `rows_per_shard` changes only how rows are cut into files. `overwrite`: see ownership.py.
     """
     if rows < 0 or seed < 0:
         raise CtrnasError(f"synthetic: rows and seed must be >= 0, got rows={rows}, seed={seed}")

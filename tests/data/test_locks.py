@@ -17,7 +17,6 @@ import pytest
 from ctrnas.data.dataset import read_meta
 from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig
-from ctrnas.errors import FolderInUseError
 from ctrnas.locks import LOCK_FILE, FolderLock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,8 +84,8 @@ def test_lock_is_reentrant_in_one_process_and_exclusive_across_processes(tmp_pat
             except FolderInUseError as e:
                 print(e)
         """)
-        text, _ = other.communicate(timeout=120)
-        assert f"in use by process {os.getpid()}" in text and "`ctrnas run`" in text
+        text, err = other.communicate(timeout=120)
+        assert f"in use by process {os.getpid()}" in text and "`ctrnas run`" in text, err
         assert outer.took_over is None
     assert (tmp_path / "f" / LOCK_FILE).read_text() == ""
 

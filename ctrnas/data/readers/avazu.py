@@ -13,7 +13,7 @@ import gzip
 
 import numpy as np
 
-from ctrnas.data.readers.base import show
+from ctrnas.data.readers.values import show
 from ctrnas.data.readers.rows import DelimitedReader, Problems
 from ctrnas.errors import DataFormatError
 

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ctrnas.data.readers.base import open_input, parse_numbers, show
+from ctrnas.data.readers.base import open_input
+from ctrnas.data.readers.values import parse_numbers, show
 from ctrnas.data.readers.rows import DelimitedReader, Problems
 from ctrnas.errors import DataFormatError
 

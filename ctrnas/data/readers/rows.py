@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ctrnas.data.readers.base import (CsvStream, LinedBatch, RawBatch, Reject, blank_rows, parse_numbers, prefetch,
-                                      row_text, show)
+from ctrnas.data.readers.base import CsvStream, LinedBatch, RawBatch, Reject, blank_rows, prefetch
+from ctrnas.data.readers.values import parse_numbers, row_text, show
 from ctrnas.data.transforms import column_keys
 from ctrnas.errors import DataFormatError
 

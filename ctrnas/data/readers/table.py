@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ctrnas.data.readers.base import LinedBatch, parse_numbers, show
+from ctrnas.data.readers.base import LinedBatch
+from ctrnas.data.readers.values import parse_numbers, show
 from ctrnas.data.readers.rows import DelimitedReader, Problems
 from ctrnas.errors import DataFormatError, RecipeError
 
