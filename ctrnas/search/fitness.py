@@ -104,6 +104,10 @@ class ScoreCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def items(self):
+        """((architecture key, budget), result) pairs, without counting hits."""
+        return self._entries.items()
+
     def get(self, key: str, budget: int | None = None) -> FitnessResult | None:
         result = self._entries.get(_cache_key(key, budget))
         if result is None:
