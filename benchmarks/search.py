@@ -58,7 +58,7 @@ def _load(name: str):
 def part_found(args) -> dict:
     """The full pipeline, random search with the same number of trained models, and seed noise."""
     from ctrnas import api
-    from ctrnas.pipeline.final import final_template, run_job, worker_pool
+    from ctrnas.pipeline.final import final_template, training_executor
     from ctrnas.pipeline.stages import new_supernet
     from ctrnas.pipeline.study import sample_archs
 
@@ -73,9 +73,8 @@ def part_found(args) -> dict:
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     archs = sample_archs(rnd, recipe.top_k)
-    with worker_pool(quiet, data, supernet, args.workers) as pool:  # same numbers as one process
-        futs = [pool.submit(run_job, ("arch", a), False) for a in archs]
-        results = [f.result() for f in futs]
+    with training_executor(quiet, data, supernet, args.workers) as ex:  # same numbers as one process
+        results = ex.map([(("arch", a), False, f"random subnet {a.key()}") for a in archs])
     trained = [{"arch_key": a.key(), "val": r["val"], "test": r["test"], "seconds": r["seconds"]}
                for a, r in zip(archs, results)]
     best_rnd = min(trained, key=lambda r: r["val"]["logloss"])
@@ -85,11 +84,11 @@ def part_found(args) -> dict:
     for s in range(1, args.noise_seeds + 1):
         r_s = dataclasses.replace(quiet, final=dataclasses.replace(
             quiet.final, train=dataclasses.replace(quiet.final_train, seed=s)))
-        with worker_pool(r_s, data, supernet, args.workers) as pool:
-            found = pool.submit(run_job, ("arch", run.final.best.arch), False)
-            lr = pool.submit(run_job, ("baseline", "lr"), False)
-            noise["found"].append(found.result()["test"]["logloss"])
-            noise["lr"].append(lr.result()["test"]["logloss"])
+        with training_executor(r_s, data, supernet, args.workers) as ex:
+            found, lr = ex.map([(("arch", run.final.best.arch), False, "the found arch"),
+                                (("baseline", "lr"), False, "baseline lr")])
+            noise["found"].append(found["test"]["logloss"])
+            noise["lr"].append(lr["test"]["logloss"])
     lr0 = next((b["test_logloss"] for b in run.metrics["baselines"] if b["label"] == "lr"), None)
     if lr0 is not None:
         noise["lr"].insert(0, lr0)

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 
+def _rebuild(cls, args: tuple, state: dict) -> "CtrnasError":
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class CtrnasError(Exception):
     """Base class of every error ctrnas raises on purpose (bad input, bad config)."""
+
+    def __reduce__(self):
+        # as itself through a pickle (a worker process, a Ray actor), whatever its __init__ takes
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
 class DataFormatError(CtrnasError):
@@ -51,3 +62,32 @@ class FolderInUseError(CtrnasError):
 
 class DeviceError(CtrnasError):
     """A device that cannot be used here (no CUDA, bad index) or an install that cannot run on it."""
+
+
+class WorkerDied(CtrnasError):
+    """A worker process ended while running a job (killed by a signal, e.g. the out-of-memory killer)."""
+
+    def __init__(self, job: str, exitcode: int | None, worker: str = "worker"):
+        import signal
+
+        self.job, self.exitcode = job, exitcode
+        if exitcode is not None and exitcode < 0:
+            try:
+                how = f"killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
+            except ValueError:
+                how = f"killed by signal {-exitcode}"
+            if exitcode == -signal.SIGKILL:
+                how += "; often the out-of-memory killer: try fewer workers"
+        else:
+            how = f"exited with code {exitcode}"
+        super().__init__(f"{worker} died while running {job}: {how}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (or another stop signal) turned into an exception in the parent, so cleanup runs once."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}")

@@ -12,6 +12,7 @@
     oneshot: {finetune_steps: 500, eval_rows: 1200000}
     search:  {strategy: evolution, evolution: {generations: 240}}   # SearchConfig
     final:   {top_k: 15, train: {lr: 0.1}, workers: 1}     # workers: models trained at once (processes)
+    execution: {backend: ray, address: auto}                # where scoring/training jobs run (optional)
 
 A recipe may start with `extends: other.yaml` (a path relative to it): the other file is read first and
 this one is deep-merged over it (mappings merge, anything else replaces), so the one-shot and zero-shot
@@ -32,6 +33,7 @@ import yaml
 from ctrnas.config import from_dict, load_yaml, to_dict
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.errors import RecipeError
+from ctrnas.execution.config import ExecutionConfig
 from ctrnas.search.build import SearchConfig
 from ctrnas.space import PRESETS, SpaceConfig
 from ctrnas.train.config import TrainConfig, WarmupConfig
@@ -178,6 +180,9 @@ class Recipe:
     oneshot: OneShotConfig = OneShotConfig()
     search: SearchConfig = SearchConfig()
     final: FinalConfig = FinalConfig()
+    # serial / processes / ray for the search's scoring and the final stage's and study's trainings;
+    # unset, each stage follows its own `workers` (search.workers, final.workers)
+    execution: ExecutionConfig = ExecutionConfig()
     # torch intra-op threads for the whole run (None: torch's default, one per core). 1 is safer on shared
     # or busy machines, where OpenMP threads spin-wait on each other for a large share of the CPU time.
     threads: int | None = None

@@ -1,27 +1,24 @@
-"""Where candidates are scored during a search: this process, local worker processes, or a Ray cluster.
+"""Scoring backends by name, for callers that drive a search themselves (`run_search_on`).
 
-Every backend maps jobs `(arch, seed)` to `(FitnessResult, seconds)` *in job order*, and each job carries
-its own seed (`search.fitness.candidate_seed`), so all backends give the serial search's history exactly.
-The fitness (which for CTR holds a warmed-up supernet and fixed batches) is shipped once per worker, not
-once per job: a pool initializer for processes, one object-store copy shared by long-lived actors for Ray.
+All of them are `ctrnas.search.parallel.Scorer`s over one `ctrnas.execution` executor (this process,
+local worker processes, or Ray actors); each maps jobs `(arch, seed)` to `(FitnessResult, seconds)` in
+job order, so every backend gives the serial search's history exactly. A recipe picks the same
+backends with `execution: {backend: ..., workers: ..., address: ...}`.
 
 Ray (`pip install 'ctrnas[ray]'`):
     RayBackend(fitness, address="auto")            # join the cluster this node belongs to (`ray start`)
     RayBackend(fitness, address="ray://head:10001") # Ray Client to a remote head node
     RayBackend(fitness)                             # no address: a private local Ray with `workers` CPUs
-Every node needs the same ctrnas/torch/torchrec install (or pass `runtime_env=` via `init_kwargs`).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Protocol, Sequence
 
 from ctrnas.errors import RecipeError
+from ctrnas.execution import BACKENDS, ExecutionConfig
 from ctrnas.search.fitness import FitnessResult
-from ctrnas.search.parallel import Scorer, _timed_call
-
-BACKENDS = ("serial", "processes", "ray")
+from ctrnas.search.parallel import Scorer, describe_candidate, score_job
 
 
 class ScoringBackend(Protocol):
@@ -36,122 +33,43 @@ class ScoringBackend(Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
+def _check_workers(name: str, workers: int) -> None:
+    if workers < 1:
+        raise RecipeError(name, "workers", f"expected >= 1, got {workers}")
+
+
 class SerialBackend(Scorer):
     """Score in this process, one candidate after another (the reference every backend must equal)."""
 
     def __init__(self, fitness: Callable):
-        super().__init__(fitness, workers=1)
+        super().__init__(fitness, execution=ExecutionConfig("serial"))
 
 
 class ProcessBackend(Scorer):
-    """`workers` spawned local processes (`ctrnas.search.parallel`), each with `threads_per_worker` threads."""
+    """`workers` spawned local processes, each with `threads_per_worker` threads."""
 
     def __init__(self, fitness: Callable, workers: int = 2, threads_per_worker: int | None = 1):
-        if workers < 1:
-            raise RecipeError("ProcessBackend", "workers", f"expected >= 1, got {workers}")
-        super().__init__(fitness, workers=workers, threads_per_worker=threads_per_worker)
+        _check_workers("ProcessBackend", workers)
+        super().__init__(fitness, workers, threads_per_worker, execution=ExecutionConfig("processes", workers))
 
 
-class _FitnessActor:
-    """One Ray worker holding the fitness; the class is wrapped with `ray.remote` lazily (Ray is optional)."""
-
-    def __init__(self, fitness: Callable, threads: int | None):
-        if threads is not None:
-            import torch
-
-            torch.set_num_threads(threads)  # N actors with torch's default thread count oversubscribe a node
-        self.fitness = fitness
-
-    def score(self, arch: Any, seed: int) -> tuple[FitnessResult, float]:
-        return _timed_call(self.fitness, arch, seed)
-
-    def ready(self) -> bool:
-        return True
-
-
-class RayBackend:
-    """`workers` Ray actors, each holding one copy of the fitness; jobs go to idle actors, results come
-    back in job order. Actors start on the first `score()` and live until `close()`.
-
-    address: None starts a private local Ray (num_cpus = workers) and shuts it down on close; "auto" or
-    "ray://host:port" joins an existing cluster (left running on close). If Ray is already initialised in
-    this process, that session is used as it is.
-    """
+class RayBackend(Scorer):
+    """`workers` Ray actors, each holding one copy of the fitness (see `ctrnas.execution.ray_actors`)."""
 
     def __init__(self, fitness: Callable, workers: int = 2, address: str | None = None,
                  threads_per_worker: int | None = 1, cpus_per_worker: float = 1.0, init_kwargs: dict | None = None):
-        if workers < 1:
-            raise RecipeError("RayBackend", "workers", f"expected >= 1, got {workers}")
-        self.fitness, self.workers, self.address = fitness, int(workers), address
-        self.threads, self.cpus_per_worker = threads_per_worker, cpus_per_worker
-        self.init_kwargs = dict(init_kwargs or {})
-        self._owns_ray = False
-        self._actors: list = []
+        from ctrnas.execution.ray_actors import RayExecutor
 
-    def _start(self) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise RecipeError("search", "backend", "'ray' needs Ray: pip install 'ctrnas[ray]'") from None
-        if not ray.is_initialized():
-            if self.address is None:
-                kwargs = {"num_cpus": self.workers, "include_dashboard": False, "log_to_driver": False,
-                          **self.init_kwargs}
-                # Local workers must import ctrnas the way this process does (a source checkout on sys.path).
-                kwargs.setdefault("runtime_env", {"env_vars": {"PYTHONPATH": os.pathsep.join(_import_roots())}})
-                ray.init(**kwargs)
-            else:
-                ray.init(address=self.address, **self.init_kwargs)
-            self._owns_ray = True
-        actor = ray.remote(num_cpus=self.cpus_per_worker)(_FitnessActor)
-        shared = ray.put(self.fitness)  # one copy in the object store, read by every actor
-        self._actors = [actor.remote(shared, self.threads) for _ in range(self.workers)]
-        ray.get([a.ready.remote() for a in self._actors])
-
-    def score(self, jobs: Sequence[tuple[Any, int]]) -> list[tuple[FitnessResult, float]]:
-        if not jobs:
-            return []
-        if not self._actors:
-            self._start()
-        from ray.util import ActorPool
-
-        # ActorPool.map hands each job to the next idle actor and yields results in submission order.
-        pool = ActorPool(self._actors)
-        return list(pool.map(lambda a, job: a.score.remote(*job), list(jobs)))
-
-    def close(self) -> None:
-        if self._actors:
-            import ray
-
-            for a in self._actors:
-                ray.kill(a)
-            self._actors = []
-        if self._owns_ray:
-            import ray
-
-            ray.shutdown()
-            self._owns_ray = False
-
-    def __enter__(self) -> "RayBackend":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _import_roots() -> list[str]:
-    """The folder that holds the `ctrnas` package, then this process's sys.path entries."""
-    import sys
-
-    import ctrnas
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(ctrnas.__file__)))
-    return [root, *[p for p in sys.path if p and p != root]]
+        _check_workers("RayBackend", workers)
+        self.fitness, self.workers = fitness, int(workers)
+        self.executor = RayExecutor(score_job, fitness, workers=workers, threads=threads_per_worker,
+                                    describe=describe_candidate, address=address, cpus_per_worker=cpus_per_worker,
+                                    init_kwargs=init_kwargs)
 
 
 def make_backend(name: str, fitness: Callable, workers: int = 2, address: str | None = None,
                  threads_per_worker: int | None = 1) -> ScoringBackend:
-    """A backend by recipe name: 'serial', 'processes' or 'ray' (address only for Ray)."""
+    """A backend by name: 'serial', 'processes' or 'ray' (address only for Ray)."""
     if name == "serial":
         return SerialBackend(fitness)
     if name == "processes":

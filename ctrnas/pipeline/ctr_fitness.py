@@ -5,10 +5,11 @@ spawned scoring workers get them through the pool initializer and give results i
 (torch hands the tensors over in shared memory: the workers read one supernet, so scoring must not write it).
 
 - `ProxyFitness`: the subnet (exported with inherited or freshly drawn weights) is scored by a registry
-  proxy on a fixed list of k training batches. The pipeline draws those rows once per search, right after
+  proxy on a fixed list of k training batches (its budget: a call may use the first b <= k of them). The pipeline draws those rows once per search, right after
   the warm-up rows, so every candidate sees the same data and none of it was used to warm up.
 - `OneShotFitness` (NASRec `eval_subnet_from_supernet.py`): inherited weights, optionally fine-tune the
-  last linear layer only, then the validation log loss (lower is better, so the search minimises).
+  last linear layer only, then the validation log loss (lower is better, so the search minimises); its
+  budget is the number of fine-tuning steps.
 """
 
 from __future__ import annotations
@@ -85,10 +86,11 @@ class _Cached:
 
 
 class ProxyFitness(_Cached):
-    """fitness(arch, seed) = proxy score of the exported subnet on the fixed batches (higher is better)."""
+    """fitness(arch, seed, budget) = proxy score of the exported subnet on the first `budget` of the fixed
+    batches (default: all `num_batches`; higher is better)."""
 
     maximize = True
-    _volatile = ("_batches", "_proxy")
+    _volatile = ("_batches", "_proxy", "_proxies")
 
     def __init__(self, supernet: nn.Module, proxy: str, options: dict | None, rows: TensorRows, batch_size: int,
                  num_batches: int, init: str = "inherit"):
@@ -105,7 +107,7 @@ class ProxyFitness(_Cached):
         if "k" in {f.name for f in dataclasses.fields(type(get_proxy(proxy)))}:
             self.options.setdefault("k", num_batches)  # a proxy's own batch count follows the recipe's k
         self.rows, self.batch_size, self.num_batches, self.init = rows, batch_size, num_batches, init
-        self._batches = self._proxy = None
+        self._batches = self._proxy = self._proxies = None
         self.proxy  # fail early on an unknown proxy or option (RecipeError), not inside a worker
 
     @property
@@ -115,6 +117,30 @@ class ProxyFitness(_Cached):
 
             self._proxy = get_proxy(self.proxy_name, **self.options)
         return self._proxy
+
+    @property
+    def default_budget(self) -> int:
+        return self.num_batches
+
+    def proxy_for(self, budget: int):
+        """The proxy that spends `budget` batches: the configured one at the default budget; otherwise, for
+        a proxy with its own batch count `k`, one with k = budget."""
+        if budget == self.num_batches:
+            return self.proxy
+        if not 1 <= budget <= self.num_batches:
+            from ctrnas.errors import CtrnasError
+
+            raise CtrnasError(f"proxy fitness: budget {budget} batches is outside [1, {self.num_batches}] "
+                              "(proxy.batches sets how many are drawn)")
+        from ctrnas.proxies import get_proxy
+
+        if "k" not in {f.name for f in dataclasses.fields(type(self.proxy))}:
+            return self.proxy
+        if self._proxies is None:
+            self._proxies = {}
+        if budget not in self._proxies:
+            self._proxies[budget] = get_proxy(self.proxy_name, **{**self.options, "k": budget})
+        return self._proxies[budget]
 
     def proxy_batches(self) -> list[tuple[tuple, torch.Tensor]]:
         """The k fixed batches in the proxy format [((dense, kjt), labels), ...]."""
@@ -134,16 +160,19 @@ class ProxyFitness(_Cached):
         copy = self.init == "fresh" or self.proxy.writes_weights
         return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=copy)
 
-    def proxy_result(self, arch, seed: int):
-        """The proxy's full result (value, terms, meta with options and time) for one candidate."""
+    def proxy_result(self, arch, seed: int, budget: int | None = None):
+        """The proxy's full result (value, terms, meta with options and time) for one candidate; `budget`
+        proxy batches (default: the fitness's own number)."""
+        budget = self.num_batches if budget is None else int(budget)
+        proxy = self.proxy_for(budget)
         model = self.model(arch, seed)
         # Stochastic proxies draw from torch's global RNG; pin it to the candidate's seed and give it back.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            return self.proxy.score(model, self.proxy_batches(), bce_loss)
+            return proxy.score(model, self.proxy_batches()[:budget], bce_loss)
 
-    def __call__(self, arch, seed: int) -> FitnessResult:
-        result = self.proxy_result(arch, seed)
+    def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
+        result = self.proxy_result(arch, seed, budget)
         return FitnessResult(result.value, dict(result.terms), {"proxy": self.proxy_name, "init": self.init})
 
 
@@ -160,8 +189,9 @@ def head_input(model: nn.Module, dense: torch.Tensor, kjt: KeyedJaggedTensor) ->
 
 
 class OneShotFitness(_Cached):
-    """fitness(arch, seed) = validation log loss of the subnet with inherited weights (lower is better),
-    after `finetune_steps` Adagrad steps on the last layer only (NASRec default: 500 at lr 0.04)."""
+    """fitness(arch, seed, budget) = validation log loss of the subnet with inherited weights (lower is
+    better), after `budget` Adagrad steps on the last layer only (default `finetune_steps`; NASRec: 500 at
+    lr 0.04)."""
 
     maximize = False
 
@@ -175,18 +205,24 @@ class OneShotFitness(_Cached):
 
             raise CtrnasError("one-shot fitness: fine-tuning needs training rows after the warm-up rows")
 
-    def finetune(self, model: nn.Module) -> None:
-        """Train only `model.net.head`: the frozen body's features are computed without a backward pass."""
+    @property
+    def default_budget(self) -> int:
+        return self.finetune_steps
+
+    def finetune(self, model: nn.Module, steps: int | None = None) -> None:
+        """Train only `model.net.head` for `steps` (default `finetune_steps`) steps: the frozen body's
+        features are computed without a backward pass."""
+        steps = self.finetune_steps if steps is None else steps
         head = model.net.head
         opt = torch.optim.Adagrad(head.parameters(), lr=self.lr, eps=1e-2)
         n = len(self.finetune_rows)
-        starts = [(s * self.batch_size) % n for s in range(self.finetune_steps)]
+        starts = [(s * self.batch_size) % n for s in range(steps)]
         for step, start in enumerate(starts):
             dense, kjt, labels = self.finetune_rows.batch(start, min(start + self.batch_size, n))
             feats = head_input(model, dense, kjt)
             # cosine decay over the fine-tuning steps (NASRec uses a cosine schedule here too)
             for g in opt.param_groups:
-                g["lr"] = self.lr * 0.5 * (1 + math.cos(math.pi * step / self.finetune_steps))
+                g["lr"] = self.lr * 0.5 * (1 + math.cos(math.pi * step / steps))
             loss = bce_loss(head(feats).squeeze(1), labels)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -203,8 +239,15 @@ class OneShotFitness(_Cached):
         r = m.result()
         return r.logloss, r.auc
 
-    def __call__(self, arch, seed: int) -> FitnessResult:
+    def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
         from ctrnas.supernet import export
+
+        steps = self.finetune_steps if budget is None else int(budget)
+        if steps < 0 or (steps > 0 and (self.finetune_rows is None or len(self.finetune_rows) == 0)):
+            from ctrnas.errors import CtrnasError
+
+            raise CtrnasError(f"one-shot fitness: budget {steps} fine-tuning steps needs training rows after "
+                              "the warm-up rows (oneshot.finetune_steps > 0 draws them)")
 
         # The subnet shares the supernet's tables (no per-candidate copy of full-size tables): nothing here
         # writes them, fine-tuning reads the body without grad, and the stem's mode is put back.
@@ -215,11 +258,11 @@ class OneShotFitness(_Cached):
             p.requires_grad_(True)
         training = [(m, m.training) for m in model.stem.modules()]
         try:
-            if self.finetune_steps > 0:
-                self.finetune(model)
+            if steps > 0:
+                self.finetune(model, steps)
             logloss, auc = self.evaluate(model)
         finally:
             for m, mode in training:
                 m.training = mode
         return FitnessResult(logloss, {"val_logloss": logloss, "val_auc": auc},
-                             {"finetune_steps": self.finetune_steps, "eval_rows": len(self.eval_rows)})
+                             {"finetune_steps": steps, "eval_rows": len(self.eval_rows)})

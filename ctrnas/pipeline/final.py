@@ -13,13 +13,10 @@ baseline when no candidate is left.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import io
 import math
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -122,8 +119,10 @@ def _arch_model(recipe: Recipe, template, arch):
                   embedding_init=recipe.final.embedding_init)
 
 
-# What a training worker serves: (recipe, data, template); set by the pool initializer, never in the parent.
-_WORKER: tuple | None = None
+def _setup_training(state: tuple) -> tuple:
+    """A training worker's context (recipe, data, template), built once per worker from the shipped state."""
+    recipe, data, template = state
+    return recipe, data, _unpack(template)
 
 
 def _pack(obj) -> bytes:
@@ -142,14 +141,6 @@ def _unpack(blob: bytes):
     return torch.load(io.BytesIO(blob), weights_only=False)
 
 
-def _init_worker(recipe, data, template: bytes, threads: int) -> None:
-    global _WORKER
-    _WORKER = (recipe, data, _unpack(template))
-    import torch
-
-    torch.set_num_threads(threads)  # N workers with torch's default thread count would oversubscribe the cores
-
-
 def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object]):
     """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name)."""
     kind, what = job
@@ -166,31 +157,38 @@ def dense_params(model) -> int:
     return sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)
 
 
-def run_job(job: tuple[str, object], keep_state: bool) -> dict:
-    """Train one job in a `worker_pool` process: its metrics, seconds, dense parameter count and, with
-    `keep_state`, its trained weights."""
-    recipe, data, template = _WORKER
-    model = job_model(recipe, data, template, job)
+def train_job(context: tuple, job: tuple) -> dict:
+    """Train one job `(("arch", Arch) | ("baseline", name), keep_state, label)` on a training executor:
+    its metrics, seconds, dense parameter count and, with `keep_state`, its trained weights."""
+    recipe, data, template = context
+    what, keep_state, _ = job
+    model = job_model(recipe, data, template, what)
     val, test, sec, trainer = _train(model, recipe, data)
     return {"val": val, "test": test, "seconds": sec, "state": _pack(model.state_dict()) if keep_state else None,
             "dense_params": dense_params(model), "diverged": trainer.diverged}
 
 
-@contextlib.contextmanager
-def worker_pool(recipe: Recipe, data: DataResult, template, workers: int):
-    """A pool of `workers` spawned processes that train jobs (`submit(run_job, job, keep_state)`) with the
-    final stage's settings, each with `recipe.threads` torch threads (1 when unset). Every training is
-    seeded on its own, so results equal a one-process run that uses the same thread count (recipes that
-    leave `threads` unset let torch use one per core in one process: close, not bit-equal, numbers).
-    An error inside the block cancels the queued jobs instead of waiting for them."""
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-                               initargs=(recipe, data, _pack(template), recipe.threads or 1))
-    try:
-        yield pool
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+def describe_training(job: tuple) -> str:
+    return f"the training of {job[2]}"
+
+
+def training_executor(recipe: Recipe, data: DataResult, template, workers: int, jobs: int | None = None):
+    """The executor (`ctrnas.execution`, chosen by `recipe.execution`) that trains jobs (`train_job`) with
+    the final stage's settings, `workers` the stage's own count (at most `jobs` are started), each worker
+    with `recipe.threads` torch threads (1 when unset). Every training is seeded on its own, so results
+    equal a one-process run that uses the same thread count (recipes that leave `threads` unset let torch
+    use one per core in one process: close, not bit-equal, numbers)."""
+    from ctrnas.execution import make_executor
+
+    backend, n = recipe.execution.resolve(workers)
+    config = dataclasses.replace(recipe.execution, backend=backend, workers=min(n, jobs or n))
+    return make_executor(config, train_job, (recipe, data, _pack(template)), setup=_setup_training,
+                         threads=recipe.threads or 1, describe=describe_training, name="training worker")
+
+
+def in_workers(recipe: Recipe, workers: int) -> bool:
+    """Whether a stage with `workers` of its own trains on an executor rather than in this process."""
+    return recipe.execution.resolve(workers)[0] != "serial"
 
 
 def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, supernet,
@@ -217,9 +215,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     has_val = bool(split_rows(data, "val"))
     candidates: list[TrainedModel] = []
     best_rank, best_model, best_state = None, None, None
-    workers = min(recipe.final.workers, len(top) + len(recipe.final.baselines)) if distributed is None else 1
-    if workers > 1:
-        return _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, progress, t0)
+    if distributed is None and in_workers(recipe, recipe.final.workers):
+        return _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch = Arch.from_json(rec.arch)
         model = _arch_model(recipe, template, arch)
@@ -259,21 +256,22 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                    distributed)
 
 
-def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, progress, t0) -> FinalResult:
-    """The final stage with its trainings spread over `workers` processes; collected in job order, so the
-    choice (ties: the earlier rank) and every number equal the serial run's."""
+def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0) -> FinalResult:
+    """The final stage with its trainings spread over the recipe's executor (`final.workers` processes, or
+    `execution`); collected in job order, so the choice (ties: the earlier rank) and every number equal
+    the serial run's."""
     from ctrnas.space import Arch
 
     archs = [Arch.from_json(rec.arch) for rec in top]
     has_val = bool(split_rows(data, "val"))
-    with worker_pool(quiet, data, template, workers) as pool:
-        arch_jobs = [pool.submit(run_job, ("arch", a), True) for a in archs]
-        # baselines keep their weights too: one is exported when no candidate is usable
-        base_jobs = [pool.submit(run_job, ("baseline", n), True) for n in recipe.final.baselines]
+    jobs = [(("arch", a), True, f"top-k rank {rank} ({a.key()})") for rank, a in enumerate(archs)]
+    # baselines keep their weights too: one is exported when no candidate is usable
+    jobs += [(("baseline", n), True, f"baseline {n}") for n in recipe.final.baselines]
+    with training_executor(quiet, data, template, recipe.final.workers, len(jobs)) as ex:
+        results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
         candidates, best_rank, best_state = [], None, None
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
-            r = arch_jobs[rank].result()
-            arch_jobs[rank] = None  # hold at most the best model's weights, as the serial path does
+            _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
             cand = judge(TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], rec.params, rec.flops,
                                       r["seconds"], score=rec.value, history_index=rec.index,
@@ -283,8 +281,8 @@ def _final_in_workers(recipe, quiet, data, top, template, workers, out_dir, prog
                 best_rank, best_state = rank, _unpack(r["state"])
             del r
         baselines, base_models = [], {}
-        for name, fut in zip(recipe.final.baselines, base_jobs):
-            r = fut.result()
+        for name in recipe.final.baselines:
+            _, r = next(results)
             baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
                                                 math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
             if candidates[best_rank].status != "ok":

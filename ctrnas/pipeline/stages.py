@@ -153,7 +153,8 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         if ckpt.exists() and (not marker.exists() or json.loads(marker.read_text()) != fp):
             ckpt.unlink()
         atomic_write_text(marker, json.dumps(fp, indent=1))
-    result = strategy.run(fitness, workers=recipe.search.workers, checkpoint_path=ckpt, progress=progress)
+    result = strategy.run(fitness, workers=recipe.search.workers, execution=recipe.execution,
+                          checkpoint_path=ckpt, progress=progress)
     name = recipe.proxy.name if kind == "proxy" else "oneshot"
     return SearchStageResult(result, kind, name, fitness.maximize, time.perf_counter() - t0, note)
 

@@ -54,10 +54,9 @@ def _cached_how(entry: dict, how: dict) -> dict:
 
 def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:
     """Train every arch not in the cache from scratch (the final stage's training); with `workers` > 1 in
-    that many spawned processes (`final.worker_pool`: same results as serial)."""
-    from concurrent.futures import as_completed
-
-    from ctrnas.pipeline.final import final_template, job_model, run_job, worker_pool
+    that many spawned processes, or on the recipe's `execution` backend (`final.training_executor`: same
+    results as serial)."""
+    from ctrnas.pipeline.final import final_template, in_workers, job_model, training_executor
     from ctrnas.train.config import numeric_settings
 
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -77,16 +76,15 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, 
         atomic_write_text(cache_path, json.dumps(cache, indent=1))
 
     bar = tqdm(total=len(todo), desc="train from scratch", unit="model", disable=not progress)
-    if workers <= 1 or len(todo) <= 1:
+    if not in_workers(recipe, workers) or len(todo) <= 1:
         for a in todo:
             keep(a, *train_from_scratch(job_model(quiet, data, template, ("arch", a)), quiet, data, a.key()))
             bar.update()
     else:
-        with worker_pool(quiet, data, template, min(workers, len(todo))) as pool:
-            futures = {pool.submit(run_job, ("arch", a), False): a for a in todo}
-            for fut in as_completed(futures):  # cached as each finishes, so a stopped study resumes
-                r = fut.result()
-                keep(futures[fut], r["val"], r["test"], r["seconds"])
+        jobs = [(("arch", a), False, f"study subnet {a.key()}") for a in todo]
+        with training_executor(quiet, data, template, workers, len(jobs)) as ex:
+            for i, r in ex.imap(jobs, ordered=False):  # cached as each finishes, so a stopped study resumes
+                keep(todo[i], r["val"], r["test"], r["seconds"])
                 bar.update()
     bar.close()
     return cache

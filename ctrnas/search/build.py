@@ -43,10 +43,30 @@ def make_strategy(
 ) -> RegularizedEvolution | RandomSearch:
     """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False)."""
     constraints = Constraints(config.constraints, count_params, count_flops)
-    if config.strategy == "evolution":
-        cfg = dataclasses.replace(config.evolution, maximize=maximize)
-        return RegularizedEvolution(space, cfg, seed=seed, constraints=constraints)
-    if config.strategy == "random":
-        cfg = dataclasses.replace(config.random, maximize=maximize)
-        return RandomSearch(space, cfg, seed=seed, constraints=constraints)
-    raise RecipeError("search", "strategy", f"expected 'evolution' or 'random', got {config.strategy!r}")
+    return build_strategy(config.strategy, space, seed=seed, maximize=maximize, evolution=config.evolution,
+                          random=config.random, constraints=constraints)
+
+
+STRATEGIES = ("evolution", "random")
+
+
+def build_strategy(
+    name: str,
+    space: SearchSpace,
+    *,
+    seed: int,
+    maximize: bool,
+    evolution: EvolutionConfig = EvolutionConfig(),
+    random: RandomSearchConfig = RandomSearchConfig(),
+    constraints: Constraints | None = None,
+    source: str = "search",
+) -> RegularizedEvolution | RandomSearch:
+    """The strategy called `name` with its config; the one place a strategy is chosen by name (the CTR
+    recipe and the vision harness both come here). `source` names where `name` came from in errors."""
+    if name == "evolution":
+        return RegularizedEvolution(space, dataclasses.replace(evolution, maximize=maximize), seed=seed,
+                                    constraints=constraints)
+    if name == "random":
+        return RandomSearch(space, dataclasses.replace(random, maximize=maximize), seed=seed,
+                            constraints=constraints)
+    raise RecipeError(source, "strategy", f"expected one of {', '.join(map(repr, STRATEGIES))}, got {name!r}")

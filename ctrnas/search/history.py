@@ -20,7 +20,8 @@ class HistoryRecord:
     """One evaluated candidate. `generation` 0 is the initial population (or the first random batch).
 
     `time_s` is the wall time of the fitness call (0 for a cache hit); it is the only field that is not
-    reproducible between runs, so `HistoryRecord.same_as` ignores it.
+    reproducible between runs, so `HistoryRecord.same_as` ignores it. `budget` is what the score was
+    allowed to spend (see `fitness`; None for a fitness that takes no budget).
     """
 
     index: int
@@ -36,6 +37,7 @@ class HistoryRecord:
     seed: int = 0
     cached: bool = False
     parent_key: str = ""
+    budget: int | None = None
 
     def same_as(self, other: "HistoryRecord") -> bool:
         """Equal in everything but timing (NaN equals NaN)."""
@@ -145,7 +147,8 @@ class History:
         term_names: list[str] = []
         for r in self.records:
             term_names += [t for t in r.terms if t not in term_names]
-        base = ["index", "generation", "key", "value", "params", "flops", "time_s", "seed", "cached", "parent_key"]
+        base = ["index", "generation", "key", "value", "params", "flops", "time_s", "seed", "cached", "parent_key",
+                "budget"]
         with open(path, "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(base + [f"term_{t}" for t in term_names] + ["arch", "meta", "note"])

@@ -1,51 +1,53 @@
-"""Score candidates serially or in spawned worker processes, with identical results either way.
+"""Score candidates on an executor (`ctrnas.execution`: serial, processes or Ray) with identical results.
 
-Identity with serial scoring rests on two things: each job carries its own seed (see
-`fitness.candidate_seed`), and results are collected in job order, never in completion order.
-The fitness is pickled once per worker (pool initializer) rather than once per job, because a CTR
-fitness holds a warmed-up supernet and a fixed set of batches.
+Identity with serial scoring rests on two things: each job carries its own seed (see `ctrnas.seeds`),
+and results are collected in job order, never in completion order. The fitness is the executor's
+state, shipped once per worker rather than once per job, because a CTR fitness holds a warmed-up
+supernet and a fixed set of batches.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence
 
+from ctrnas.execution import ExecutionConfig, make_executor
 from ctrnas.search.fitness import FitnessResult, call_fitness
 
-# The one fitness a worker process serves; set by the pool initializer, never in the parent.
-_WORKER_FITNESS: Callable | None = None
+Job = tuple  # (arch, seed) or (arch, seed, budget)
 
 
-def _init_worker(fitness: Callable, threads: int | None, user_init: Callable | None, user_args: tuple) -> None:
-    global _WORKER_FITNESS
-    _WORKER_FITNESS = fitness
-    # N workers with torch's default thread count each would oversubscribe the cores.
-    if threads is not None and "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
-    if user_init is not None:
-        user_init(*user_args)
-
-
-def _timed_call(fitness: Callable, arch: Any, seed: int) -> tuple[FitnessResult, float]:
+def timed_call(fitness: Callable, arch: Any, seed: int, budget: int | None = None) -> tuple[FitnessResult, float]:
     start = time.perf_counter()
-    result = call_fitness(fitness, arch, seed)
+    result = call_fitness(fitness, arch, seed, budget)
     return result, time.perf_counter() - start
 
 
-def _score_in_worker(job: tuple[Any, int]) -> tuple[FitnessResult, float]:
-    arch, seed = job
-    return _timed_call(_WORKER_FITNESS, arch, seed)
+def score_job(fitness: Callable, job: Job) -> tuple[FitnessResult, float]:
+    """One scoring job on an executor whose context is the fitness."""
+    return timed_call(fitness, *job)
+
+
+def _setup(state: tuple) -> Callable:
+    fitness, user_init, user_args = state
+    if user_init is not None:
+        user_init(*user_args)
+    return fitness
+
+
+def describe_candidate(job: Job) -> str:
+    arch = job[0]
+    key = arch.key() if callable(getattr(arch, "key", None)) else repr(arch)
+    if len(key) > 100:
+        key = key[:97] + "..."
+    return f"the scoring of candidate {key} (seed {job[1]})"
 
 
 class Scorer:
-    """Maps jobs `(arch, seed)` to `(FitnessResult, seconds)` in order; use as a context manager.
+    """Maps jobs `(arch, seed[, budget])` to `(FitnessResult, seconds)` in order; a context manager.
 
-    workers <= 1 scores in this process; otherwise a spawn-context process pool is started lazily
-    on the first call and reused for the whole search (spawn costs seconds per worker).
+    `execution` picks the backend (None: serial when workers <= 1, else `workers` spawned processes,
+    started on the first call and reused for the whole search, since spawn costs seconds per worker).
     """
 
     def __init__(
@@ -55,31 +57,19 @@ class Scorer:
         threads_per_worker: int | None = 1,
         initializer: Callable | None = None,
         initargs: tuple = (),
+        execution: ExecutionConfig | None = None,
     ):
         self.fitness = fitness
-        self.workers = int(workers)
-        self.threads_per_worker = threads_per_worker
-        self._initializer, self._initargs = initializer, initargs
-        self._pool: ProcessPoolExecutor | None = None
+        self.executor = make_executor(execution, score_job, (fitness, initializer, initargs), stage_workers=workers,
+                                      setup=_setup, threads=threads_per_worker, describe=describe_candidate,
+                                      name="scoring worker")
+        self.workers = self.executor.workers
 
-    def score(self, jobs: Sequence[tuple[Any, int]]) -> list[tuple[FitnessResult, float]]:
-        if not jobs:
-            return []
-        if self.workers <= 1:
-            return [_timed_call(self.fitness, arch, seed) for arch, seed in jobs]
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(self.fitness, self.threads_per_worker, self._initializer, self._initargs),
-            )
-        return list(self._pool.map(_score_in_worker, jobs))
+    def score(self, jobs: Sequence[Job]) -> list[tuple[FitnessResult, float]]:
+        return self.executor.map(jobs) if jobs else []
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self.executor.close()
 
     def __enter__(self) -> "Scorer":
         return self

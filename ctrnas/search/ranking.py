@@ -1,8 +1,14 @@
 """Rank correlation between proxy scores and true metrics, with seeded bootstrap confidence intervals.
 
-Used by the CTR proxy-ranking study and the vision benchmarks (SiGeo Tables 2-3 report Kendall tau and
-Spearman rho). The correlation is reported as is: a proxy that predicts a low log loss well correlates
-*negatively* with log loss, so callers that want "higher = better ranking" pass the negated loss.
+The one implementation for the CTR proxy-ranking study and the vision harness (`vision.stats`); SiGeo
+Tables 2-3 report Kendall tau and Spearman rho. The correlation is reported as is: a proxy that predicts a
+low log loss well correlates *negatively* with log loss, so callers that want "higher = better ranking"
+pass the negated loss.
+
+Failed scores: a NaN or infinite score ranks below every finite score (`rank_last`): a proxy that fails
+on an architecture calls it the worst, and that call is judged like any other. A non-finite *metric*
+(the truth is unknown, e.g. a training that diverged) drops its pair; `n` counts the pairs used. Fewer
+than 2 pairs, or a constant side, give NaN; the interval needs at least 3 pairs.
 """
 
 from __future__ import annotations
@@ -30,11 +36,34 @@ class Correlation:
     n_boot: int
 
 
-def _finite_pairs(scores: Sequence[float], metrics: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def rank_last(values: Sequence[float]) -> np.ndarray:
+    """The values with NaN / ±inf replaced by one value below every finite one (they tie for last);
+    all non-finite: all tied."""
+    v = np.asarray(values, dtype=float).copy()
+    bad = ~np.isfinite(v)
+    if bad.all():
+        return np.zeros_like(v)
+    v[bad] = v[~bad].min() - 1.0
+    return v
+
+
+def _check(scores, metrics) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(scores, dtype=float), np.asarray(metrics, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"scores and metrics must be 1-D of equal length, got shapes {x.shape} and {y.shape}")
-    # A diverged proxy (NaN/inf) has no rank; it is dropped here and `n` reports how many pairs remain.
+    return x, y
+
+
+def score_pairs(scores: Sequence[float], metrics: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs a correlation uses: those with a finite metric, failed scores ranked last."""
+    x, y = _check(scores, metrics)
+    keep = np.isfinite(y)
+    return rank_last(x[keep]), y[keep]
+
+
+def _finite_pairs(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    # feature correlations: a feature against a metric or a score, only where both are known
+    x, y = _check(a, b)
     keep = np.isfinite(x) & np.isfinite(y)
     return x[keep], y[keep]
 
@@ -69,10 +98,11 @@ def rank_correlation(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Correlation:
-    """Kendall tau-b or Spearman rho of `scores` vs `metrics`, with a percentile bootstrap CI over pairs."""
+    """Kendall tau-b or Spearman rho of `scores` vs `metrics`, with a percentile bootstrap CI over pairs
+    (failed scores rank last, unknown metrics drop their pair: see the module docstring)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    x, y = _finite_pairs(scores, metrics)
+    x, y = score_pairs(scores, metrics)
     estimate = _point(x, y, method)
     n = len(x)
     if n < 3 or n_boot < 1 or math.isnan(estimate):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ctrnas.search.checkpoint import load_checkpoint, save_checkpoint
-from ctrnas.search.fitness import FitnessResult, ScoreCache, candidate_seed, warn_non_finite
+from ctrnas.search.fitness import FitnessResult, ScoreCache, candidate_seed, default_budget, warn_non_finite
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.search.parallel import Scorer
 from ctrnas.search.space_protocol import default_to_json
@@ -23,7 +23,8 @@ from ctrnas.search.space_protocol import default_to_json
 @dataclass(frozen=True)
 class Candidate:
     """A proposed architecture with its key, the generation that proposed it, its resource counts and
-    the key of the parent it was mutated from ("" for a random sample)."""
+    the key of the parent it was mutated from ("" for a random sample). `budget` is what its scoring may
+    spend (see `fitness`); None takes the search's budget, so a single-fidelity strategy never sets it."""
 
     arch: Any
     key: str
@@ -31,6 +32,7 @@ class Candidate:
     params: float = math.nan
     flops: float = math.nan
     parent_key: str = ""
+    budget: int | None = None
 
 
 class Strategy(Protocol):
@@ -72,34 +74,39 @@ class SearchResult:
 
 
 def _score_batch(
-    candidates: list[Candidate], start_index: int, seed: int, cache: ScoreCache, scorer: Scorer
-) -> list[tuple[FitnessResult, float, int, bool]]:
-    """(result, seconds, seed, cached) per candidate; each distinct uncached key is scored once."""
+    candidates: list[Candidate], start_index: int, seed: int, cache: ScoreCache, scorer: Scorer,
+    budget: int | None = None,
+) -> list[tuple[FitnessResult, float, int, bool, int | None]]:
+    """(result, seconds, seed, cached, budget) per candidate; each distinct uncached (key, budget) is scored once."""
     seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
-    first_pos: dict[str, int] = {}
+    budgets = [c.budget if c.budget is not None else budget for c in candidates]
+    seen: set[tuple] = set()
     jobs, job_pos = [], []
-    known: dict[str, FitnessResult] = {}
+    known: dict[tuple, FitnessResult] = {}
     for i, c in enumerate(candidates):
-        if c.key in first_pos:
+        k = (c.key, budgets[i])
+        if k in seen:
             continue
-        first_pos[c.key] = i
-        hit = cache.get(c.key)
+        seen.add(k)
+        hit = cache.get(*k)
         if hit is not None:
-            known[c.key] = hit
+            known[k] = hit
         else:
-            jobs.append((c.arch, seeds[i]))
+            # a job without a budget keeps the two-argument call of a fitness that takes none
+            jobs.append((c.arch, seeds[i]) if budgets[i] is None else (c.arch, seeds[i], budgets[i]))
             job_pos.append(i)
     scored = dict(zip(job_pos, scorer.score(jobs)))
     for i, (result, _) in scored.items():
-        cache.put(candidates[i].key, result)
-        known[candidates[i].key] = result
+        k = (candidates[i].key, budgets[i])
+        cache.put(k[0], result, k[1])
+        known[k] = result
     out = []
     for i, c in enumerate(candidates):
         if i in scored:
-            out.append((scored[i][0], scored[i][1], seeds[i], False))
+            out.append((scored[i][0], scored[i][1], seeds[i], False, budgets[i]))
         else:
             # A cache hit (or a repeat within this batch) reuses the earlier score and costs no time.
-            out.append((known[c.key], 0.0, seeds[i], True))
+            out.append((known[(c.key, budgets[i])], 0.0, seeds[i], True, budgets[i]))
     return out
 
 
@@ -114,11 +121,16 @@ def run_search(
     progress: bool = False,
     scorer_options: dict | None = None,
     scorer=None,
+    budget: int | None = None,
+    execution=None,
 ) -> SearchResult:
-    """Run `strategy` to completion, scoring with `fitness(arch, seed)`; resume from `checkpoint_path` if it exists.
+    """Run `strategy` to completion, scoring with `fitness(arch, seed[, budget])`; resume from
+    `checkpoint_path` if it exists.
 
     `scorer` is an already-open scoring backend (e.g. `ctrnas.distributed.backends`, owned and closed by the
-    caller); by default a local `Scorer` with `workers` processes is opened and closed here.
+    caller); by default a `Scorer` on `execution` (a `ctrnas.execution.ExecutionConfig`; None: `workers`
+    local processes) is opened and closed here. `budget` is what each score may spend, for candidates that
+    name none (None: the fitness's `default_budget`); every history record says which budget it got.
 
     A resumed search replays nothing: it restores the state saved after the last finished generation and
     continues, and ends with the same history as an uninterrupted run (timings aside).
@@ -128,6 +140,8 @@ def run_search(
     cache = cache if cache is not None else ScoreCache()
     history = History()
     fingerprint = {"strategy": type(strategy).__name__, **strategy.fingerprint()}
+    if budget is not None:  # an explicit budget; a fitness's default is fingerprinted with the fitness
+        fingerprint["budget"] = budget
     if checkpoint_path is not None and Path(checkpoint_path).exists():
         state = load_checkpoint(checkpoint_path, fingerprint)
         strategy.load_state_dict(state["strategy"])
@@ -136,21 +150,22 @@ def run_search(
 
     own = scorer is None
     if own:
-        scorer = Scorer(fitness, workers, **(scorer_options or {}))
+        scorer = Scorer(fitness, workers, execution=execution, **(scorer_options or {}))
+    budget = budget if budget is not None else default_budget(fitness)
     with (scorer if own else contextlib.nullcontext(scorer)) as scorer, tqdm(
         total=strategy.total_evaluations, initial=len(history), disable=not progress, desc="search", unit="arch"
     ) as bar:
         while not strategy.done:
             candidates = strategy.ask()
-            scored = _score_batch(candidates, len(history), strategy.seed, cache, scorer)
-            for c, (result, seconds, seed, cached) in zip(candidates, scored):
+            scored = _score_batch(candidates, len(history), strategy.seed, cache, scorer, budget)
+            for c, (result, seconds, seed, cached, spent) in zip(candidates, scored):
                 index = len(history)
                 warn_non_finite(c.key, index, result)
                 history.append(
                     HistoryRecord(
                         index=index, generation=c.generation, key=c.key, arch=to_json(c.arch), value=result.value,
                         terms=dict(result.terms), meta=dict(result.meta), params=c.params, flops=c.flops,
-                        time_s=seconds, seed=seed, cached=cached, parent_key=c.parent_key,
+                        time_s=seconds, seed=seed, cached=cached, parent_key=c.parent_key, budget=spent,
                     )
                 )
             strategy.tell(candidates, [s[0] for s in scored])

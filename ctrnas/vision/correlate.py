@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from ctrnas.device import configure, resolve_device
 from ctrnas.errors import RecipeError
+from ctrnas.seeds import derive_seed
 from ctrnas.vision.cifar import batches_to, make_batches, nhwc_for
 from ctrnas.vision.network import build_network
 from ctrnas.vision.space import NUM_CELLS, TRUTH_COLUMNS, NB201Cell, NB201Table
@@ -120,7 +121,8 @@ def warmup_positions(archs: int, warmup_archs: int | None) -> set[int]:
 
 
 def cell_seed(seed: int, index: int) -> int:
-    return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint32)[0])
+    """The seed of a cell's network: derived as the CTR search derives a candidate's (`ctrnas.seeds`)."""
+    return derive_seed(seed, index)
 
 
 def read_rows(csv_path: str | Path) -> list[dict]:

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 
 from ctrnas.device import configure, resolve_device
-from ctrnas.errors import RecipeError
 from ctrnas.vision.cifar import batches_to, make_batches, nhwc_for
 from ctrnas.vision.correlate import ONE_ROW, cell_seed, proxy_for, read_rows
 from ctrnas.vision.network import build_network
@@ -84,19 +83,16 @@ def run_search(
     truth: str = "cifar10", cache=None, progress: bool = False,
 ) -> SearchOutcome:
     """Evolution (Real et al. 2019, aging) or random search over NB201 with `fitness`; judge by NB201 truth."""
-    from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
-    from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
+    from ctrnas.search.build import build_strategy
+    from ctrnas.search.evolution import EvolutionConfig
+    from ctrnas.search.random_search import RandomSearchConfig
 
     space = NB201Space()
-    if strategy == "evolution":
-        cfg = EvolutionConfig(population_size=population, generations=generations, tournament_size=tournament,
-                              children_per_generation=children)
-        strat = RegularizedEvolution(space, cfg, seed=seed)
-    elif strategy == "random":
-        n = budget if budget is not None else population + generations * children
-        strat = RandomSearch(space, RandomSearchConfig(budget=n, batch_size=children), seed=seed)
-    else:
-        raise RecipeError("vision search", "strategy", f"expected 'evolution' or 'random', got {strategy!r}")
+    evo = EvolutionConfig(population_size=population, generations=generations, tournament_size=tournament,
+                          children_per_generation=children) if strategy == "evolution" else EvolutionConfig()
+    n = budget if budget is not None else population + generations * children
+    strat = build_strategy(strategy, space, seed=seed, maximize=True, evolution=evo,
+                           random=RandomSearchConfig(budget=n, batch_size=children), source="vision search")
     result = strat.run(fitness, cache=cache, progress=progress)
     best = result.best
     chosen = NB201Cell.from_str(best.key)

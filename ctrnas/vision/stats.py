@@ -1,4 +1,6 @@
-"""Rank correlations with seeded bootstrap intervals (the statistics of SiGeo Tables 2-3)."""
+"""Rank correlations with seeded bootstrap intervals (the statistics of SiGeo Tables 2-3), in the shape the
+NB201 harness reports; computed by the one rank-correlation module, `ctrnas.search.ranking` (failed scores
+rank last, cells with an unknown accuracy are left out)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ctrnas.search.ranking import rank_correlations, rank_last, score_pairs
 
-def fill_non_finite(values) -> np.ndarray:
-    """NaN / ±inf scores rank below every finite score (a proxy that fails on a cell calls it worst)."""
-    v = np.asarray(values, dtype=float).copy()
-    bad = ~np.isfinite(v)
-    if bad.all():
-        return np.zeros_like(v)
-    v[bad] = v[~bad].min() - 1.0
-    return v
+fill_non_finite = rank_last  # NaN / ±inf scores rank below every finite score
 
 
 @dataclass(frozen=True)
@@ -30,32 +26,11 @@ class Correlation:
     kendall_ci: tuple[float, float]
 
 
-def _rho_tau(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    with warnings.catch_warnings():
-        # A bootstrap resample of few cells can be constant; its NaN is dropped by nanpercentile.
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        rho = stats.spearmanr(x, y).statistic
-        tau = stats.kendalltau(x, y).statistic  # tau-b: ties in either variable are corrected for
-    return float(rho), float(tau)
-
-
 def correlate(scores, truth, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Correlation:
     """Spearman / Kendall of `scores` against `truth`, with a `level` percentile bootstrap over architectures."""
-    x, y = fill_non_finite(scores), np.asarray(truth, dtype=float)
-    n = len(x)
-    if n < 3:
-        nan = float("nan")
-        return Correlation(n, nan, nan, (nan, nan), (nan, nan))
-    rho, tau = _rho_tau(x, y)
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, n, n)
-        boots.append(_rho_tau(x[idx], y[idx]))
-    b = np.asarray(boots, dtype=float)
-    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
-    ci = lambda col: tuple(float(v) for v in np.nanpercentile(b[:, col], [lo, hi]))  # noqa: E731
-    return Correlation(n, rho, tau, ci(0), ci(1))
+    c = rank_correlations(scores, truth, n_boot=n_boot, confidence=level, seed=seed)
+    rho, tau = c["spearman"], c["kendall"]
+    return Correlation(rho.n, rho.estimate, tau.estimate, (rho.low, rho.high), (tau.low, tau.high))
 
 
 def spearman_difference(a, b, truth, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
@@ -64,20 +39,25 @@ def spearman_difference(a, b, truth, n_boot: int = 1000, seed: int = 0, level: f
 
     Returns (difference, (lo, hi), share of resamples with a difference > 0).
     """
-    x1, x2, y = fill_non_finite(a), fill_non_finite(b), np.asarray(truth, dtype=float)
+    x1, y = score_pairs(a, truth)
+    x2, _ = score_pairs(b, truth)
     n = len(y)
     if n < 3:
         nan = float("nan")
         return nan, (nan, nan), nan
-    rho = lambda x, t: _rho_tau(x, t)[0]  # noqa: E731
+
+    def rho(x, t):
+        with warnings.catch_warnings():
+            # a bootstrap resample of few cells can be constant; its NaN is dropped by nanpercentile
+            warnings.simplefilter("ignore", stats.ConstantInputWarning)
+            return stats.spearmanr(x, t).statistic
+
     d = rho(x1, y) - rho(x2, y)
     rng = np.random.default_rng(seed)
     boots = []
     for _ in range(n_boot):
         idx = rng.integers(0, n, n)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", stats.ConstantInputWarning)
-            boots.append(stats.spearmanr(x1[idx], y[idx]).statistic - stats.spearmanr(x2[idx], y[idx]).statistic)
+        boots.append(rho(x1[idx], y[idx]) - rho(x2[idx], y[idx]))
     b = np.asarray(boots, dtype=float)
     lo, hi = np.nanpercentile(b, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
     return float(d), (float(lo), float(hi)), float(np.nanmean(b > 0))

@@ -40,3 +40,10 @@ def test_bad_search_mapping_names_the_key():
     with pytest.raises(RecipeError, match="max_params"):
         make_strategy(from_dict(SearchConfig, {"constraints": {"max_params": 5}}), IntVectorSpace(), seed=0,
                       maximize=True)
+
+
+def test_the_vision_harness_chooses_its_strategy_in_the_same_place():
+    from ctrnas.vision.search import run_search
+
+    with pytest.raises(RecipeError, match="vision search: key 'strategy': expected one of 'evolution', 'random'"):
+        run_search(lambda cell, seed: 0.0, None, strategy="bayes")

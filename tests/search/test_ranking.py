@@ -17,15 +17,28 @@ def test_hand_computed_kendall_and_spearman():
     assert rank_correlation(x, y, "spearman", n_boot=0).estimate == pytest.approx(0.8)
 
 
-def test_matches_scipy_with_ties_and_drops_non_finite():
+def test_matches_scipy_with_ties_ranks_failed_scores_last_and_drops_unknown_metrics():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 5, size=40).astype(float)
     y = x + rng.normal(0, 2, size=40)
-    x_bad, y_bad = np.append(x, [np.nan, 1.0]), np.append(y, [0.0, np.inf])
+    # a failed score (NaN, -inf, +inf alike) ranks below every finite one; an unknown metric drops its pair
+    x_bad, y_bad = np.append(x, [np.nan, np.inf, 1.0]), np.append(y, [0.0, -3.0, np.inf])
     res = rank_correlations(x_bad, y_bad, n_boot=200, seed=1)
-    assert res["kendall"].n == res["spearman"].n == 40
-    assert res["kendall"].estimate == pytest.approx(stats.kendalltau(x, y).statistic)
-    assert res["spearman"].estimate == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert res["kendall"].n == res["spearman"].n == 42
+    x_last = np.append(x, [-1.0, -1.0])  # below the lowest finite score (0), tied with each other
+    y_kept = np.append(y, [0.0, -3.0])
+    assert res["kendall"].estimate == pytest.approx(stats.kendalltau(x_last, y_kept).statistic)
+    assert res["spearman"].estimate == pytest.approx(stats.spearmanr(x_last, y_kept).statistic)
+
+
+def test_a_failed_score_on_the_worst_item_keeps_a_perfect_ranking():
+    # by hand: scores 3 > 2 > failed against metrics 30 > 20 > 10 is the same order: rho = tau = 1
+    r = rank_correlations([3.0, 2.0, np.nan], [30.0, 20.0, 10.0], n_boot=0)
+    assert r["spearman"].estimate == pytest.approx(1.0) and r["kendall"].estimate == pytest.approx(1.0)
+    # the failed score on the middle item: rank differences (0, -1, 1) -> rho = 1 - 6 * 2 / 24 = 0.5;
+    # one discordant pair of 3 -> tau = (2 - 1) / 3
+    r = rank_correlations([2.0, np.nan, 1.0], [30.0, 20.0, 10.0], n_boot=0)
+    assert r["spearman"].estimate == pytest.approx(0.5) and r["kendall"].estimate == pytest.approx(1 / 3)
 
 
 def test_vectorised_bootstrap_spearman_equals_scipy_per_resample():

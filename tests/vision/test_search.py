@@ -54,5 +54,5 @@ def test_fitness_is_a_function_of_the_cell_and_csv_cache_matches(tmp_path, conv_
                     progress=False)
     cache = cache_from_csv([csv], "params")
     assert len(cache) == 5
-    for key in list(cache._entries):
-        assert cache.get(key).value == fit(NB201Cell.from_str(key), 0).value
+    for (key, budget), result in cache.items():
+        assert budget is None and result.value == fit(NB201Cell.from_str(key), 0).value

@@ -47,8 +47,22 @@ def test_bootstrap_is_seeded_and_covers_estimate():
     assert abs(a.spearman - 6 / math.pi * math.asin(1 / math.sqrt(2) / 2)) < 0.1
 
 
-def test_too_few_cells_give_nan():
-    assert math.isnan(correlate([1.0, 2.0], [1.0, 2.0]).spearman)
+def test_too_few_cells_give_no_interval():
+    two = correlate([1.0, 2.0], [1.0, 2.0])
+    assert two.spearman == pytest.approx(1.0) and math.isnan(two.spearman_ci[0])  # an estimate from 2, an interval from 3
+    assert math.isnan(correlate([1.0], [1.0]).spearman)
+
+
+def test_the_ctr_study_and_the_vision_harness_give_the_same_numbers():
+    from ctrnas.search.ranking import rank_correlations
+
+    rng = np.random.default_rng(5)
+    scores, truth = rng.normal(size=30), rng.normal(size=30)
+    scores[[3, 7]] = [np.nan, -np.inf]
+    ours = correlate(scores, truth, n_boot=100, seed=2)
+    ctr = rank_correlations(scores, truth, n_boot=100, seed=2)
+    assert (ours.spearman, ours.spearman_ci) == (ctr["spearman"].estimate, (ctr["spearman"].low, ctr["spearman"].high))
+    assert (ours.kendall, ours.kendall_ci) == (ctr["kendall"].estimate, (ctr["kendall"].low, ctr["kendall"].high))
 
 
 def test_spearman_difference_is_paired():

@@ -1,0 +1,109 @@
+"""The executor interface, the serial executor (the reference every backend must equal) and the factory."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from typing import Any, Callable, Iterable, Iterator
+
+from ctrnas.errors import CtrnasError
+from ctrnas.execution.config import ExecutionConfig
+
+
+def describe_job(job: Any, limit: int = 120) -> str:
+    """A short name of a job for error messages: its repr, cut."""
+    text = repr(job)
+    return "job " + (text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def set_threads(threads: int | None) -> None:
+    """Torch intra-op threads of a worker: N workers with torch's default (one per core) oversubscribe."""
+    if threads is not None and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def build_context(state: Any, setup: Callable | None, threads: int | None) -> Any:
+    set_threads(threads)
+    context = setup(state) if setup is not None else state
+    set_threads(threads)  # the setup may have imported torch
+    return context
+
+
+def portable_error(exc: BaseException, tb: str) -> BaseException:
+    """`exc` if it survives a pickle round trip to the parent (errors with custom __init__ arguments may
+    not), else an error of the nearest kind (ctrnas or not) with the same message."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        if isinstance(exc, CtrnasError):
+            return CtrnasError(str(exc))
+        return RuntimeError(f"{type(exc).__name__}: {exc}\n{tb}")
+
+
+class Executor:
+    """Runs `fn(context, job)` over jobs; subclasses implement `imap`. Use as a context manager."""
+
+    backend = "?"
+
+    def __init__(self, fn: Callable[[Any, Any], Any], state: Any = None, *, workers: int = 1,
+                 setup: Callable[[Any], Any] | None = None, threads: int | None = 1,
+                 describe: Callable[[Any], str] = describe_job):
+        self.fn, self.state, self.setup = fn, state, setup
+        self.workers, self.threads, self.describe = int(workers), threads, describe
+
+    def imap(self, jobs: Iterable, ordered: bool = True) -> Iterator[tuple[int, Any]]:
+        """(job index, result) pairs: in job order, or as jobs finish with `ordered=False`."""
+        raise NotImplementedError
+
+    def map(self, jobs: Iterable) -> list:
+        """The results in job order."""
+        return [r for _, r in self.imap(jobs)]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SerialExecutor(Executor):
+    """Every job in this process, one after another; the context is built on the first job."""
+
+    backend = "serial"
+
+    def __init__(self, fn, state=None, *, setup=None, threads=None, describe=describe_job, workers: int = 1):
+        # threads None: this process keeps the thread count its caller chose
+        super().__init__(fn, state, workers=1, setup=setup, threads=threads, describe=describe)
+        self._context, self._ready = None, False
+
+    def imap(self, jobs, ordered=True):
+        for i, job in enumerate(list(jobs)):
+            if not self._ready:
+                self._context, self._ready = build_context(self.state, self.setup, self.threads), True
+            yield i, self.fn(self._context, job)
+
+
+def make_executor(config: ExecutionConfig | None, fn: Callable, state: Any = None, *, stage_workers: int = 1,
+                  setup: Callable | None = None, threads: int | None = 1,
+                  describe: Callable[[Any], str] = describe_job, name: str = "worker") -> Executor:
+    """The executor `config` names for a stage whose own worker count is `stage_workers`.
+
+    `fn` and `setup` must be importable module-level functions (they are sent to spawned workers).
+    `threads` is the torch thread count of each worker process (the serial executor keeps the caller's).
+    """
+    backend, workers = (config or ExecutionConfig()).resolve(stage_workers)
+    if backend == "serial":
+        return SerialExecutor(fn, state, setup=setup, describe=describe)
+    if backend == "processes":
+        from ctrnas.execution.processes import ProcessExecutor
+
+        return ProcessExecutor(fn, state, workers=workers, setup=setup, threads=threads, describe=describe,
+                               name=name)
+    from ctrnas.execution.ray_actors import RayExecutor
+
+    return RayExecutor(fn, state, workers=workers, setup=setup, threads=threads, describe=describe,
+                       address=config.address if config is not None else None)

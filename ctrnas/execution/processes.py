@@ -1,0 +1,179 @@
+"""Spawned local worker processes, one pipe each, so the parent always knows which job a worker holds.
+
+Why not `concurrent.futures.ProcessPoolExecutor`: when a worker dies it reports a bare `BrokenProcessPool`
+(no job, no signal), and its workers neither ignore Ctrl-C nor notice a SIGKILLed parent. Here:
+- each worker gets one job at a time over its own pipe; the parent waits on the pipes and on the
+  processes' sentinels, so a death is reported with the job and the signal (`WorkerDied`);
+- workers ignore SIGINT (a terminal's Ctrl-C reaches the whole process group; the parent handles it once),
+  and a thread in each worker exits it as soon as the parent is gone (SIGKILL of the parent included);
+- while workers run, SIGTERM in the parent becomes `Interrupted`, so the stack unwinds and the workers are
+  stopped and joined; pipes need no semaphores, so nothing is left for the resource tracker to warn about.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import traceback
+from collections import deque
+from multiprocessing.connection import wait
+
+from ctrnas.errors import CtrnasError, Interrupted, WorkerDied
+from ctrnas.execution.base import Executor, build_context, portable_error as _portable
+
+
+def _exit_with_parent() -> None:
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch():
+        wait([parent.sentinel])  # readable once the parent process has ended, however it ended
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ctrnas-parent-watch", daemon=True).start()
+
+
+def _worker_main(conn, fn, state, setup, threads) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
+    try:
+        context, failed = build_context(state, setup, threads), None
+    except Exception as e:
+        context, failed = None, (_portable(e, traceback.format_exc()), traceback.format_exc())
+    del state
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent closed the pipe
+        if msg is None:
+            return
+        i, job = msg
+        if failed is not None:
+            conn.send(("error", i, *failed))
+            continue
+        try:
+            reply = ("ok", i, fn(context, job))
+            conn.send(reply)
+        except Exception as e:
+            tb = traceback.format_exc()
+            conn.send(("error", i, _portable(e, tb), tb))
+
+
+class ProcessExecutor(Executor):
+    """`workers` spawned processes, started on the first job and reused until `close()`."""
+
+    backend = "processes"
+
+    def __init__(self, fn, state=None, *, workers=2, setup=None, threads=1, describe=None, name="worker"):
+        if workers < 1:
+            from ctrnas.errors import RecipeError
+
+            raise RecipeError("execution", "workers", f"expected >= 1, got {workers}")
+        kwargs = {"describe": describe} if describe is not None else {}
+        super().__init__(fn, state, workers=workers, setup=setup, threads=threads, **kwargs)
+        self.name = name
+        self._procs: list = []
+        self._conns: list = []
+        self._old_term = None
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        for _ in range(self.workers):
+            parent_end, child_end = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, name=f"ctrnas-{self.name}",
+                            args=(child_end, self.fn, self.state, self.setup, self.threads))
+            p.start()
+            child_end.close()
+            self._procs.append(p)
+            self._conns.append(parent_end)
+        if threading.current_thread() is threading.main_thread():
+            self._old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
+
+    def imap(self, jobs, ordered=True):
+        jobs = list(jobs)
+        if not jobs:
+            return
+        if not self._procs:
+            self._start()
+        pending = deque(enumerate(jobs))
+        busy: dict[int, int] = {}  # worker -> job index
+        done: dict[int, object] = {}
+        next_out = 0
+        finished = False
+        try:
+            while next_out < len(jobs):
+                for w in range(len(self._procs)):
+                    if w not in busy and pending:
+                        i, job = pending.popleft()
+                        self._conns[w].send((i, job))
+                        busy[w] = i
+                self._collect(busy, done, jobs)
+                if ordered:
+                    while next_out in done:
+                        yield next_out, done.pop(next_out)
+                        next_out += 1
+                else:
+                    for i in sorted(done):
+                        yield i, done.pop(i)
+                        next_out += 1
+            finished = True
+        finally:
+            if not finished:  # an error, an interrupt or a caller that stopped early: drop the queued jobs
+                self.close(kill=True)
+
+    def _collect(self, busy: dict, done: dict, jobs: list) -> None:
+        """Wait for at least one busy worker to answer (or die)."""
+        by_conn = {self._conns[w]: w for w in busy}
+        by_sentinel = {self._procs[w].sentinel: w for w in busy}
+        for obj in wait([*by_conn, *by_sentinel]):
+            w = by_conn.get(obj, by_sentinel.get(obj))
+            if w not in busy:
+                continue
+            conn = self._conns[w]
+            try:
+                # a worker that answered and then ended still left its answer in the pipe
+                msg = conn.recv() if obj is conn or conn.poll() else None
+            except (EOFError, OSError):
+                msg = None
+            i = busy.pop(w)
+            if msg is None:
+                p = self._procs[w]
+                p.join(5)
+                raise WorkerDied(self.describe(jobs[i]), p.exitcode, f"{self.name} process {p.pid}")
+            kind, _, payload, *tb = msg
+            if kind == "error":
+                if tb and not isinstance(payload, CtrnasError):
+                    payload.add_note(f"in {self.name} process {self._procs[w].pid}:\n{tb[0]}")
+                raise payload
+            done[i] = payload
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers (at once with `kill`, after their current job otherwise) and join them."""
+        procs, conns, self._procs, self._conns = self._procs, self._conns, [], []
+        for p, c in zip(procs, conns):
+            if kill:
+                p.terminate()
+            else:
+                try:
+                    c.send(None)
+                except OSError:
+                    pass
+        for p in procs:
+            p.join(None if not kill else 10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for c in conns:
+            c.close()
+        if self._old_term is not None:
+            signal.signal(signal.SIGTERM, self._old_term)
+            self._old_term = None
+
+
+def _raise_interrupted(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: further SIGTERMs must not cut the cleanup short
+    raise Interrupted(signum)
