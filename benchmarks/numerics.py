@@ -102,7 +102,7 @@ def part_chains(args, data) -> list[dict]:
 def part_subnets(args, data) -> list[dict]:
     import numpy as np
 
-    from ctrnas.pipeline.final import final_template, run_job, worker_pool
+    from ctrnas.pipeline.final import final_template, training_executor
     from ctrnas.pipeline.normalise import product_degree
     from ctrnas.space import get_space
 
@@ -118,10 +118,9 @@ def part_subnets(args, data) -> list[dict]:
     for ln in (False, True):
         r = recipe_for(args, ln)
         t0 = time.perf_counter()
-        with worker_pool(r, data, final_template(r, data), args.workers) as pool:
-            jobs = [pool.submit(run_job, ("arch", a), False) for a in archs]
-            for row, job in zip(rows, jobs):
-                res = job.result()
+        jobs = [(("arch", a), False, f"subnet {a.key()}") for a in archs]
+        with training_executor(r, data, final_template(r, data), args.workers, len(jobs)) as ex:
+            for row, (_, res) in zip(rows, ex.imap(jobs)):
                 row["on" if ln else "off"] = outcome(res["val"], res["test"])
         print(f"subnets ln={ln}: {sum(x['on' if ln else 'off']['diverged'] for x in rows)} of {len(rows)} "
               f"diverged ({time.perf_counter() - t0:.0f} s)", flush=True)

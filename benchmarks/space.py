@@ -56,7 +56,7 @@ def _seeded(recipe, seed: int):
 def part_baselines(args) -> dict:
     """The shipped archs and the baselines they stand for, each trained with every seed."""
     from ctrnas import api
-    from ctrnas.pipeline.final import final_template, run_job, worker_pool
+    from ctrnas.pipeline.final import final_template, training_executor
     from ctrnas.space import PRESETS
     from ctrnas.space.baselines import baseline_arch
 
@@ -70,10 +70,9 @@ def part_baselines(args) -> dict:
         if not todo:
             continue
         r_s = _seeded(recipe, seed)
-        with worker_pool(r_s, data, template, min(args.workers, len(todo))) as pool:
-            futs = {pool.submit(run_job, (k, baseline_arch(w) if k == "arch" else w), False): w for k, w in todo}
-            for fut, what in futs.items():
-                r = fut.result()
+        jobs_s = [((k, baseline_arch(w) if k == "arch" else w), False, f"{w} seed {seed}") for k, w in todo]
+        with training_executor(r_s, data, template, args.workers, len(jobs_s)) as ex:
+            for (_, what), (_, r) in zip(todo, ex.imap(jobs_s)):
                 cached[f"{what}@{seed}"] = {"val": r["val"], "test": r["test"], "seconds": r["seconds"],
                                             "dense_params": r["dense_params"]}
                 _results.save(args.out, "baselines", cached)
