@@ -9,7 +9,7 @@ from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.data import load_rows
 from ctrnas.proxies import get_proxy
 from ctrnas.recipe import load_recipe
-from ctrnas.search.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
+from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
 from ctrnas.space import get_space
 from ctrnas.supernet import Supernet, export
 
