@@ -80,6 +80,12 @@ class FolderLock:
             os.close(fd)
             raise FolderInUseError(f"{self.folder}: in use by {holder}; wait for it to finish, or write to "
                                    "another folder") from None
+        except OSError as e:  # a file system without locks (some network mounts): go on, but say so
+            os.close(fd)
+            print(f"ctrnas: {self.folder}: cannot lock this folder ({e.strerror}); make sure no other ctrnas "
+                  "writes to it meanwhile", file=sys.stderr)
+            self._fd = None
+            return self
         previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
         if previous:
             self.took_over = _describe(previous)

@@ -77,7 +77,7 @@ def inventory(folder: Path) -> tuple[list[str], list[str]]:
     return ours, foreign
 
 
-def claim(folder: Path, overwrite: bool, flag: str = "--overwrite") -> list[str]:
+def claim(folder: Path, overwrite: bool, flag: str = "--overwrite (in a recipe: data.overwrite=true)") -> list[str]:
     """Check that a writer may use `folder` (existing or not); returns the files of ours found there."""
     if not folder.exists():
         return []

@@ -221,14 +221,14 @@ class _NoBar:
         pass
 
 
-def _check_inputs(kind: str, inputs: list[str]) -> None:
+def _check_inputs(kind: str, inputs: list[str], cfg: PrepareConfig) -> None:
     if not inputs:
         raise CtrnasError(f"prepare {kind}: no input files given (--input)")
-    for p in inputs:
+    for p in inputs + ([cfg.kdd_profile] if kind == "kdd2012" and cfg.kdd_profile else []):
         if Path(p).is_dir():
             raise PathError(p, f"is a folder; prepare {kind} --input takes raw data files")
         if not Path(p).is_file():
-            raise PathError(p, "no such file (prepare --input)")
+            raise PathError(p, "no such file")
         if not os.access(p, os.R_OK):
             raise PathError(p, "cannot read this input file: permission denied")
 
@@ -343,7 +343,7 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, o
     or one holding files ctrnas did not write, is refused unless `overwrite` (ownership.py); only files
     ctrnas wrote are ever removed. The folder's source record is written last."""
     inputs = [str(p) for p in inputs]
-    _check_inputs(kind, inputs)
+    _check_inputs(kind, inputs, cfg)
     out = Path(out)
     source = raw_source(kind, inputs, to_dict(cfg))
     with folder_lock(out, f"prepare {kind}"):
@@ -415,6 +415,8 @@ def summary(meta: dict, out: str | Path) -> str:
         text += f" ({reasons}; first ones in {Path(out) / REJECTS_FILE})"
     if rows["blank_lines"]:
         text += f", skipped {rows['blank_lines']:,} blank lines"
+    if rows.get("padded"):
+        text += f", filled the missing trailing fields of {rows['padded']:,} rows"
     text += f"; wrote {rows['written']:,}: " + ", ".join(parts)
     text += (f". {len(meta['schema']['dense'])} dense ({meta['settings']['dense_transform']}), "
              f"{len(meta['schema']['sparse'])} sparse ({meta['settings']['sparse_encoding']}), "

@@ -128,3 +128,12 @@ def test_unclosed_quote_rejects_its_line_only_and_keeps_line_numbers(tmp_path):
     assert [(r[1], r[3]) for r in rejects] == [("2", "unbalanced_quote"), ("4", "unbalanced_quote"),
                                                ("6", "non_numeric_dense"), ("7", "field_count")]
     assert rejects[0][5] == '1,"x,1'  # the line as written, not the marker
+
+
+def test_missing_kdd_profile_is_named_before_reading(tmp_path, raw):
+    rng = np.random.default_rng(4)
+    path = raw.write_text(tmp_path / "training.txt", [raw.kdd_line(rng) for _ in range(20)])
+    with pytest.raises(PathError, match="userid_profile.txt: no such file"):
+        prepare("kdd2012", [str(path)], tmp_path / "o",
+                PrepareConfig(kdd_profile=str(tmp_path / "userid_profile.txt"), **QUIET))
+    assert not (tmp_path / "o").exists()

@@ -111,3 +111,15 @@ def test_two_prepares_racing_for_one_folder_leave_one_whole_result(tmp_path, raw
     assert meta["rows"]["written"] == 2000 + 1000 * won[0] and f"read {meta['rows']['read']:,} rows" in results[won[0]][1]
     assert meta["source"]["inputs"][0]["name"] == inputs[won[0]].name
     assert sum(len(list((out / s).iterdir())) for s in ("train", "val", "test")) == 3  # no one else's shards
+
+
+def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, capsys):
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with FolderLock(tmp_path / "nfs", "prepare criteo") as lock:
+        assert lock.took_over is None
+    assert "cannot lock this folder (No locks available)" in capsys.readouterr().err

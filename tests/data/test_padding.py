@@ -49,3 +49,12 @@ def test_padding_never_accepts_too_many_fields_or_bad_values(tmp_path, raw):
     assert meta["rows"]["accepted"] == 28 and meta["rows"]["padded"] == 1
     rejects = [r.split("\t") for r in (tmp_path / "o" / "rejects.tsv").read_text().splitlines()[1:]]
     assert [(r[1], r[3]) for r in rejects] == [("5", "field_count"), ("8", "bad_label")]
+
+
+def test_summary_reports_padded_rows(tmp_path, raw):
+    from ctrnas.data.prepare import summary
+
+    lines = [line.rstrip("\t") for line in raw.need(raw.criteo_sample).read_text().splitlines()]
+    path = raw.write_text(tmp_path / "cut.txt", lines)
+    meta = prepare("criteo", [str(path)], tmp_path / "o", PrepareConfig(pad_missing_trailing=True, progress=False))
+    assert "filled the missing trailing fields of 53 rows" in summary(meta, tmp_path / "o")
