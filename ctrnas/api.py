@@ -142,26 +142,25 @@ def demo_recipe_path() -> Path:
 
 
 def prepare_folder(kind: str, inputs: Sequence[str], out: str | Path, config: str | Path | None = None,
-                   overrides: dict | None = None) -> str:
+                   overrides: dict | None = None, overwrite: bool = False) -> str:
     """Raw files of `kind` -> a prepared dataset folder (PrepareConfig from `config`, then non-None
-    `overrides`); returns the one-paragraph summary. A recipe run with the same settings reuses the folder."""
-    from ctrnas.config import to_dict
-    from ctrnas.data.dataset import raw_source, write_source
+    `overrides`); returns the one-paragraph summary. A recipe run with the same settings reuses the folder.
+    `overwrite` replaces a folder made from other inputs or holding files ctrnas did not write (those stay)."""
     from ctrnas.data.prepare import prepare, summary
     from ctrnas.data.prepare_config import load_prepare_config
 
     cfg = load_prepare_config(config, overrides or {})
-    meta = prepare(kind, inputs, out, cfg)
-    write_source(out, raw_source(kind, inputs, to_dict(cfg)))
+    meta = prepare(kind, inputs, out, cfg, overwrite=overwrite)  # records its source itself, under the lock
     return summary(meta, out)
 
 
-def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000) -> dict:
+def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
+                       overwrite: bool = False) -> dict:
     """A synthetic dataset folder with a known click model; returns its meta (splits, Bayes log loss)."""
     from ctrnas.data.dataset import synthetic_source, write_source
     from ctrnas.data.synthetic import generate
 
-    meta = generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard)
+    meta = generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard, overwrite=overwrite)
     write_source(out, synthetic_source(profile, rows, seed, {}))
     return meta
 

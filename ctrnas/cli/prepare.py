@@ -43,13 +43,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rows-per-shard", type=int, metavar="N", help="rows per Parquet shard (default 1000000)")
     g.add_argument("--block-size", type=int, metavar="BYTES", help="raw bytes parsed per chunk (default 16 MiB)")
     g.add_argument("--limit", type=int, metavar="N", help="stop after N accepted rows")
+    g.add_argument("--pad-missing-trailing", action="store_const", const=True,
+                   help="read a row with too few fields as if its missing trailing fields were empty (some public "
+                        "Criteo samples strip them); counted in meta.json rows.padded")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace a folder prepared from other inputs/settings; files ctrnas did not write are kept")
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False, help="no progress bar")
 
 
 def _overrides(args) -> dict:
     keys = ["dense_transform", "sparse_encoding", "hash_buckets", "min_count", "split", "split_ratios", "seed",
             "on_error", "max_rejects", "rows_per_shard", "block_size", "limit", "progress", "avazu_hour",
-            "avazu_drop_id", "avazu_pseudo_dense", "kdd_profile", "kdd_expand_impressions"]
+            "avazu_drop_id", "avazu_pseudo_dense", "kdd_profile", "kdd_expand_impressions", "pad_missing_trailing"]
     out = {k: getattr(args, k, None) for k in keys}
     if args.kind == "table":
         table = {"label": args.label, "dense": args.dense, "sparse": args.sparse, "delimiter": args.delimiter}
@@ -61,14 +66,15 @@ def _overrides(args) -> dict:
 def _run_prepare(args) -> int:
     from ctrnas import api
 
-    print(api.prepare_folder(args.kind, args.input, args.out, args.config, _overrides(args)))
+    print(api.prepare_folder(args.kind, args.input, args.out, args.config, _overrides(args), overwrite=args.overwrite))
     return 0
 
 
 def _run_synthetic(args) -> int:
     from ctrnas import api
 
-    meta = api.generate_synthetic(args.profile, args.rows, args.seed, args.out, args.rows_per_shard)
+    meta = api.generate_synthetic(args.profile, args.rows, args.seed, args.out, args.rows_per_shard,
+                                     overwrite=args.overwrite)
     splits = meta.get("splits", {})
     rows = ", ".join(f"{s} {splits[s].get('rows', 0):,}" for s in ("train", "val", "test") if s in splits)
     print(f"Generated synthetic {args.profile} data (seed {args.seed}) into {args.out}: {rows} rows.")
@@ -112,4 +118,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", "-o", required=True, metavar="DIR")
     s.add_argument("--rows-per-shard", type=int, default=1_000_000)
+    s.add_argument("--overwrite", action="store_true", help="replace a folder generated with other settings")
     s.set_defaults(func=_run_synthetic)

@@ -17,6 +17,8 @@ handled by torchrun (it stops the whole job).
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import datetime
 
@@ -69,8 +71,8 @@ def run_recipe_distributed(recipe: Recipe, sharding: ShardingConfig | None = Non
                            progress: bool = True, echo=print):
     """`ctrnas.pipeline.run.run_recipe` on every rank of a torchrun job; rank 0 returns the RunResult (the
     same numbers as one process), the other ranks None. See the module docstring."""
-    from ctrnas.pipeline.final import final_stage
-    from ctrnas.pipeline.run import StageClock, finish_run, front_stages, sayer, set_threads
+    from ctrnas.locks import folder_lock
+    from ctrnas.pipeline.run import StageClock, front_stages, sayer, set_threads
 
     if recipe.final_train.embedding_update != "sparse":  # fail now, not after hours of search
         raise CtrnasError("--distributed trains tables with the fused (sparse) Adagrad; set "
@@ -87,7 +89,20 @@ def run_recipe_distributed(recipe: Recipe, sharding: ShardingConfig | None = Non
         front.update(warm=warm)
         return data, search  # small (paths, schema, history); the supernet stays on rank 0
 
-    data, search = share_from_main(env, produce)
+    # rank 0 alone writes the results folder, so it alone holds the folder's lock (until it returns)
+    lock = folder_lock(recipe.output_dir, "run --distributed") if main else contextlib.nullcontext()
+    with lock:
+        return _distributed_stages(recipe, env, sharding, share_from_main(env, produce), front, clock, say,
+                                   progress)
+
+
+def _distributed_stages(recipe, env, sharding, shared, front, clock, say, progress):
+    """The final stage on every rank and rank 0's report, after the front stages (`shared`)."""
+    from ctrnas.pipeline.final import final_stage
+    from ctrnas.pipeline.run import finish_run
+
+    main = env.is_main
+    data, search = shared
     warm = front.get("warm")
     say(f"final stage on {env.world_size} ranks ({env.backend}, sharding: "
         f"{(sharding or ShardingConfig()).sharding_type or 'planner'})")

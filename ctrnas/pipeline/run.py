@@ -115,8 +115,11 @@ def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = 
     A re-run of the same recipe reuses the prepared data and the warmed-up supernet and resumes the search
     from its last generation checkpoint.
     """
+    from ctrnas.locks import folder_lock
+
     set_threads(recipe)
     say, clock = sayer(recipe, echo), StageClock()
-    data, warm, search = front_stages(recipe, data, progress, say, clock)
-    final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
-    return finish_run(recipe, data, warm, search, final, clock, say)
+    with folder_lock(recipe.output_dir, "run"):  # one writer per results folder
+        data, warm, search = front_stages(recipe, data, progress, say, clock)
+        final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
+        return finish_run(recipe, data, warm, search, final, clock, say)

@@ -98,15 +98,21 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     A proxy named "oneshot" is the inherited-weight validation log loss (negated, so higher is better).
     `workers` > 1 trains the subnets in that many processes (same results as one).
     """
+    from ctrnas.locks import folder_lock
     from ctrnas.pipeline.run import set_threads
+
+    set_threads(recipe)  # as `ctrnas run` does: the serial trainings use the recipe's thread count
+    out = recipe.output_dir / "study"
+    with folder_lock(out, "study ranking"):  # one writer per study folder
+        return _ranking_study(recipe, out, n_archs, fractions, proxies, n_boot, progress, echo, workers)
+
+
+def _ranking_study(recipe, out, n_archs, fractions, proxies, n_boot, progress, echo, workers) -> StudyResult:
     from ctrnas.search import plots
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.search.ranking import feature_correlations, rank_correlations
     from ctrnas.space.features import feature_matrix
 
-    set_threads(recipe)  # as `ctrnas run` does: the serial trainings use the recipe's thread count
-    out = recipe.output_dir / "study"
-    out.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     data = prepare_data(recipe)

@@ -114,9 +114,11 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
         metrics = train_and_test_distributed(model, data_dir, cfg, out, name, ShardingConfig(sharding),
                                              train_fraction=train_fraction, extra=extra, backend=dist_backend)
         return metrics, out
+    from ctrnas.locks import folder_lock
     from ctrnas.train.run import train_and_test
 
-    return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra), out
+    with folder_lock(out, "train"):
+        return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra), out
 
 
 def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,
@@ -133,7 +135,10 @@ def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, 
     recipe = Recipe(name="warmup", data=DataSection(path=str(data_dir)), seed=cfg.seed, space=config,
                     warmup=WarmupConfig(fraction=fraction, full_supernet_ratio=full_ratio), train=cfg)
     out = Path(out_dir or f"runs/warmup-{config.name}-{fraction:g}-seed{cfg.seed}")
-    return warmup_stage(recipe, open_data(data_dir), out)
+    from ctrnas.locks import folder_lock
+
+    with folder_lock(out, "warmup"):
+        return warmup_stage(recipe, open_data(data_dir), out)
 
 
 def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir=None, space="nasrec-full",
