@@ -19,8 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--proxies", default="sigeo,zico", metavar="LIST",
                    help="comma-separated proxy names (see --list); default sigeo,zico")
     p.add_argument("--supernet", metavar="CKPT", help="warmed-up supernet checkpoint (default: a fresh supernet)")
-    p.add_argument("--space", default="nasrec-full", help="space name or YAML, for a fresh supernet")
-    p.add_argument("--emb-dim", type=int, default=None, help="embedding dim, for a fresh supernet")
+    p.add_argument("--space", default="nasrec-full",
+                   help="space name or YAML, for a fresh supernet or an old bare state_dict checkpoint")
+    p.add_argument("--emb-dim", type=int, default=None,
+                   help="embedding dim, for a fresh supernet or an old bare state_dict checkpoint")
     p.add_argument("--seed", type=int, default=0,
                    help="the candidate's seed: fresh weights (zero-shot) and stochastic proxies (default 0)")
     p.add_argument("--batches", type=int, default=4, metavar="K", help="number of batches (default 4, SiGeo's k)")

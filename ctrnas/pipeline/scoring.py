@@ -36,7 +36,9 @@ def score_arch(data_dir, arch_path, names: list[str], options: dict[str, dict] |
     if supernet:
         from ctrnas.supernet.io import load_supernet
 
-        net, extra = load_supernet(supernet)
+        # a bare state_dict (what `ctrnas warmup` wrote before it shared the run's warm-up) takes its shapes
+        # from the data and --space / --emb-dim; a ctrnas-supernet/1 file carries its own
+        net, extra = load_supernet(supernet, schema=data.schema, space=space_spec(space), emb_dim=emb_dim)
         fraction = (extra.get("warmup") or {}).get("fraction")  # None: warmed up elsewhere, amount unknown
     else:
         from ctrnas.supernet.io import build_supernet

@@ -45,3 +45,25 @@ def test_warmup_then_score_equals_the_run_history(tests_data, tests_recipe_path,
     assert scores["sigeo"]["terms"] == record["terms"]
     assert scores["sigeo"]["options"]["preset"] == "warmup_recsys"  # what the warm-up chose, as in the run
     assert scores["params"]["value"] == record["params"]  # the exported subnet, not the supernet's full tensors
+
+
+def test_score_reads_an_old_bare_state_dict_like_the_checkpoint_of_the_same_weights(tests_data, tests_recipe_path,
+                                                                                    tmp_path):
+    import numpy as np
+
+    from ctrnas import api
+    from ctrnas.space import get_space
+    from ctrnas.supernet.io import build_supernet, save_supernet
+
+    recipe = load_recipe(tests_recipe_path)
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump(to_dict(recipe.space)))
+    net = build_supernet(tests_data.schema, recipe.space, 5)
+    torch.save(net.state_dict(), tmp_path / "bare.pt")       # as `ctrnas warmup` wrote before
+    save_supernet(net, tmp_path / "new.pt")                  # no warm-up recorded: the same reading
+    arch = get_space(recipe.space).sample(np.random.default_rng(1))
+    (tmp_path / "arch.json").write_text(json.dumps(arch.to_json()))
+    got = {name: api.score_arch(tests_data.path, tmp_path / "arch.json", ["sigeo"], supernet=tmp_path / name,
+                                space=str(tmp_path / "space.yaml"), batches=2, batch_size=64)["sigeo"]
+           for name in ("bare.pt", "new.pt")}
+    assert got["bare.pt"].value == got["new.pt"].value and got["bare.pt"].terms == got["new.pt"].terms
+    assert got["bare.pt"].meta["options"]["preset"] == "warmup_recsys"
