@@ -93,7 +93,7 @@ def is_binary(name: str) -> bool:
 
 
 def dense_reads_sparse(name: str) -> bool:
-    """A dense op that also reads the block's sparse inputs (so its block reads them when only its dense part is live)."""
+    """A dense op that also reads the block's chosen sparse inputs (read even when only the dense part is live)."""
     return op_spec(name).reads_sparse
 
 
