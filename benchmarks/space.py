@@ -42,7 +42,8 @@ def base_recipe(args, space: str = "nasrec-small"):
     from ctrnas.recipe import load_recipe
 
     return load_recipe(ROOT / "recipes/synthetic.yaml", [
-        f"name=space-{args.rows // 1000}k", f"output={args.out}/{{name}}", f"data.path={args.out}/data-{args.rows // 1000}k",
+        f"name=space-{args.rows // 1000}k", f"output={args.out}/{{name}}",
+        f"data.path={args.out}/data-{args.rows // 1000}k",
         f"data.synthetic.rows={args.rows}", "train.progress=false", f"threads={args.threads}",
         f"final.train_rows={'null' if args.train_rows is None else args.train_rows}", f"space.base={space}",
         *args.set])

@@ -174,7 +174,8 @@ class Arch:
 
         The head reads both outputs of the last block. A block's dense output d = dense_op + FM(sparse) is
         needed if a later needed part reads it or it is merged into a read sparse output; its sparse op
-        output is needed if a later needed part reads it (sparse ops, dense ops that read sparse inputs) or FM feeds a needed d.
+        output is needed if a later needed part reads it (sparse ops, dense ops that read sparse inputs) or
+        FM feeds a needed d.
         Walking from the last block back, every part is settled before its sources are.
         """
         n = self.num_blocks

@@ -33,7 +33,7 @@ def arch_features(arch: Arch) -> dict[str, float]:
             reads_emb = reads_emb or reads_raw(b.dense_op) or (dense_reads_sparse(b.dense_op) and 0 in b.sparse_idx)
         if parts.sparse:
             add(f"blocks with sparse {b.sparse_op}")
-            add("total sparse tokens", b.sparse_tokens)
+            add("total sparse tokens", b.sparse_tokens if op_spec(b.sparse_op).sized else 0)
         add("blocks reading the embeddings", reads_emb)
         add("blocks with dense-sparse merge", parts.merge)
     if first is not None:

@@ -28,6 +28,8 @@ class OpSpec:
     reads_raw: bool = False
     # The output's size is the block's `dense_dim` / `sparse_tokens`; False: it has none (the `none` op).
     sized: bool = True
+    # Allowed in the last block only (the head's input): `none` anywhere else starves later blocks of tokens.
+    last_block_only: bool = False
     # Optional: the args that shape the network (e.g. a full-rank cross has no rank), for `Arch.key`.
     shaping: Callable[[dict], dict] | None = None
 
@@ -67,9 +69,10 @@ _TABLE = (
            "bmm 2 (F+1)^2 E FLOPs", reads_raw=True),
     OpSpec("efc", "sparse", 1, True, "efc", "token Linear(tok_in -> s) + LN(E)"),
     OpSpec("attention", "sparse", 1, True, "attention", "token Linear(tok_in -> s) + LN, MHA and FFN over E"),
-    # NASRec's zero op: a block without a sparse output (so a last block feeds only its dense output to the
-    # head, as a DLRM or DCN-v2 top does). It reads the raw tokens only for their batch size.
-    OpSpec("none", "sparse", 1, False, "none", "nothing", reads_raw=True, sized=False),
+    # NASRec's zero op: a last block without a sparse output feeds only its dense output to the head, as a
+    # DLRM or DCN-v2 top does (measured: `none` in earlier blocks leaves later ones without tokens, the worst
+    # subnets of a small run). It reads the raw tokens only for their batch size.
+    OpSpec("none", "sparse", 1, False, "none", "nothing", reads_raw=True, sized=False, last_block_only=True),
 )
 
 OPS: dict[str, OpSpec] = {spec.name: spec for spec in _TABLE}
@@ -93,7 +96,7 @@ def is_binary(name: str) -> bool:
 
 
 def dense_reads_sparse(name: str) -> bool:
-    """A dense op that also reads the block's sparse inputs (so its block reads them when only its dense part is live)."""
+    """A dense op that also reads the block's chosen sparse inputs (read even when only the dense part is live)."""
     return op_spec(name).reads_sparse
 
 

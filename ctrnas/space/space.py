@@ -118,9 +118,17 @@ class SearchSpace:
             return self._sample_sources(i, rng)
         if name in ("dense_left_idx", "dense_right_idx"):
             return int(rng.integers(i))
+        options = self._options(i, name)
+        return options[int(rng.integers(len(options)))]  # a Python value from the config, never a numpy scalar
+
+    def _options(self, i: int, name: str) -> tuple:
+        """The values micro field `name` may take in block i (ops meant for the last block only leave the others)."""
+        c = self.config
         options = {"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
                    "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge, "fm": c.fm}[name]
-        return options[int(rng.integers(len(options)))]  # a Python value from the config, never a numpy scalar
+        if name in ("dense_op", "sparse_op") and i < c.num_blocks:
+            options = tuple(o for o in options if not op_spec(o).last_block_only) or options
+        return options
 
     def _sample_args(self, block: BlockChoice, rng: np.random.Generator) -> BlockChoice:
         """`block` with its dense op's own choices drawn uniformly (none for ops without any).
@@ -158,9 +166,7 @@ class SearchSpace:
             return 2 if i > 1 else 1  # any block past the first has more than one source set
         if name in ("dense_left_idx", "dense_right_idx"):
             return i
-        return len({"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
-                    "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge,
-                    "fm": c.fm}[name])
+        return len(self._options(i, name))
 
     def mutate(self, arch: Arch, rng: np.random.Generator) -> Arch:
         """Copy of `arch` with exactly one choice of one block re-drawn to a different value.
@@ -220,8 +226,6 @@ class SearchSpace:
         if arch.num_blocks != c.num_blocks:
             raise ArchValidationError(None, "blocks", arch.num_blocks,
                                       f"space {c.name!r} has {c.num_blocks} blocks")
-        allowed = {"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
-                   "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge, "fm": c.fm}
         for i, b in enumerate(arch.blocks, start=1):
             for name in ("dense_idx", "sparse_idx"):
                 v = getattr(b, name)
@@ -235,7 +239,8 @@ class SearchSpace:
                 v = getattr(b, name)
                 if not 0 <= v < i:
                     raise ArchValidationError(i, name, v, f"source must lie in 0..{i - 1}")
-            for name, options in allowed.items():
+            for name in MICRO_FIELDS:
+                options = self._options(i, name)
                 v = getattr(b, name)
                 if v not in options or type(v) is not type(options[0]):
                     raise ArchValidationError(i, name, v, f"expected one of {list(options)}")

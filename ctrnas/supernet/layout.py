@@ -150,7 +150,8 @@ def resolve(dims: Dims, arch: Arch) -> Plan:
                             sparse_idx=b.sparse_idx if reads_sparse else (),
                             left=b.dense_left_idx if live.dense and binary else 0,
                             right=b.dense_right_idx if live.dense and binary else 0,
-                            dense_dim=b.dense_dim if live.dense else 0, tokens=b.sparse_tokens if live.sparse and sized else 0,
+                            dense_dim=b.dense_dim if live.dense else 0,
+                            tokens=b.sparse_tokens if live.sparse and sized else 0,
                             merge=live.merge and dims.merge_tokens > 0, fm=b.fm and live.dense))
     return _resolve(dims, choices, full=False)
 

@@ -48,7 +48,7 @@ def test_archs_load_by_name_or_path(tmp_path):
     path = tmp_path / "a.json"
     path.write_text(json.dumps(arch.to_json()))
     assert load_arch(path) == arch
-    with pytest.raises(CtrnasError, match="missing.json: cannot read architecture.*shipped names: dlrm-like, dcnv2-like"):
+    with pytest.raises(CtrnasError, match="missing.json: cannot read architecture.*shipped names: dlrm-like"):
         load_arch(tmp_path / "missing.json")
 
 

@@ -53,3 +53,17 @@ def test_feature_matrix_fills_absent_features_with_zero():
     col = dict(zip(names, zip(*m)))
     assert col["blocks with dense dot"] == (0.0, 1.0) and col["blocks with dense sum"] == (1.0, 0.0)
     assert col["last block dense dot"] == (0.0, 1.0) and col["total dense width"] == (96.0, 64.0)
+
+
+def test_interaction_reads_the_embeddings_and_none_has_no_tokens():
+    # block 2's interaction reads the raw embeddings whatever its sparse_idx ([1]) says; its `none` sparse
+    # op makes no tokens and reads nothing, so block 1's sparse part is dead
+    arch = Arch.from_json({"format": "ctrnas-arch/1", "blocks": [
+        _block(fm=False),
+        _block(dense_idx=[1], sparse_idx=[1], dense_op="interaction", sparse_op="none", fm=False, dense_dim=16),
+    ]})
+    assert not arch.live_parts()[1].sparse
+    f = arch_features(arch)
+    assert f["blocks reading the embeddings"] == 1 and f["blocks with sparse none"] == 1
+    assert f["total sparse tokens"] == 0 and "blocks with sparse efc" not in f
+    assert f["first dense op fc"] == 1 and f["last block dense interaction"] == 1

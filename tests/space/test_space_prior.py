@@ -44,3 +44,28 @@ def test_dot_first_on_raw_inputs_does_not_dominate_samples():
     assert all(share <= n / N + 0.03 for op, n in small.items() if op not in ("dot", "dot on raw inputs"))
     _, _, paper = _counts("nasrec-small")
     assert paper["dot on raw inputs"] / N > 0.45  # the paper's space as measured, for contrast
+
+
+def test_none_is_drawn_for_the_last_block_only():
+    space = get_space("ctrnas-small")
+    rng = np.random.default_rng(1)
+    last = Counter()
+    arch = space.sample(rng)
+    for _ in range(500):
+        arch = space.mutate(arch, rng) if rng.random() < 0.5 else space.sample(rng)
+        assert all(b.sparse_op == "efc" for b in arch.blocks[:-1])
+        last[arch.blocks[-1].sparse_op] += 1
+    assert set(last) == {"efc", "none"}
+
+
+def test_none_before_the_last_block_is_rejected():
+    import dataclasses
+
+    from ctrnas.errors import ArchValidationError
+
+    space = get_space("ctrnas-small")
+    arch = space.sample(np.random.default_rng(0))
+    bad = dataclasses.replace(arch, blocks=(dataclasses.replace(arch.blocks[0], sparse_op="none"),
+                                            *arch.blocks[1:]))
+    with pytest.raises(ArchValidationError, match="block 1, field 'sparse_op'"):
+        space.validate(bad)

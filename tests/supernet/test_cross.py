@@ -71,12 +71,14 @@ def _pairs(op, ref, form, depth, r, pos):
         if form == "full":
             out += [(op.full_w[l].grad, ref.kernels[l].grad), (op.full_b.grad[l][:, None], ref.bias[l].grad)]
         elif form == "lowrank":
-            out += [(op.low_w[l].grad[p][:, :r], ref.W_kernels[l].grad), (op.low_v[l].grad[:r][:, p], ref.V_kernels[l].grad),
+            out += [(op.low_w[l].grad[p][:, :r], ref.W_kernels[l].grad),
+                    (op.low_v[l].grad[:r][:, p], ref.V_kernels[l].grad),
                     (op.low_b.grad[l][p], ref.bias[l].grad)]
         else:
             out += [(op.mix_u[l].grad[:, p][:, :, :r], ref.U_kernels[l].grad),
                     (op.mix_v[l].grad[:, :r][:, :, p], ref.V_kernels[l].grad),
-                    (op.mix_c[l].grad[:, :r, :r], ref.C_kernels[l].grad), (op.mix_b.grad[l][p][:, None], ref.bias[l].grad)]
+                    (op.mix_c[l].grad[:, :r, :r], ref.C_kernels[l].grad),
+                    (op.mix_b.grad[l][p][:, None], ref.bias[l].grad)]
     if form == "mixture":
         out += [(op.gates.grad[k:k + 1, p], ref.gates[k].weight.grad) for k in range(CROSS_EXPERTS)]
     return out

@@ -32,7 +32,8 @@ def assert_grads_are_the_slices(net, model, arch, tol=1e-5):
     total = 0.0
     for (n, g), (n2, p) in zip(export(grads, arch).net.named_parameters(), model.net.named_parameters()):
         assert n == n2
-        torch.testing.assert_close(p.grad if p.grad is not None else torch.zeros_like(p), g.detach(), atol=tol, rtol=tol)
+        grad = p.grad if p.grad is not None else torch.zeros_like(p)
+        torch.testing.assert_close(grad, g.detach(), atol=tol, rtol=tol)
         total += float(g.detach().abs().sum())
     outside = sum(float(p.grad.abs().sum()) for n, p in net.named_parameters()
                   if p.grad is not None and not n.startswith("stem.")) - total

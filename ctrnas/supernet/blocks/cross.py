@@ -2,8 +2,9 @@
 
 x0 = [dense inputs | sparse input tokens flattened] (n wide), x_{l+1} = x0 * (W_l x_l + b_l) + x_l for
 `depth` layers, with W_l full rank (n x n), low rank (U_l V_l^T, rank r) or a mixture of low-rank experts
-(DCN-v2 Eq. 3); then y = ReLU(LN_d(P x_depth + c)), as the first deep layer of DCN-v2's stacked form. Exported models hold TorchRec's `CrossNet`,
-`LowRankCrossNet` or `LowRankMixtureCrossNet` (subclassed only to script) with the sliced weights.
+(DCN-v2 Eq. 3); then y = ReLU(LN_d(P x_depth + c)), the first deep layer of DCN-v2's stacked form.
+Exported models hold TorchRec's `CrossNet`, `LowRankCrossNet` or `LowRankMixtureCrossNet` (subclassed only
+to script) with the sliced weights.
 
 Weight sharing: the low-rank forms hold weights over the block's max-size input and slice the rows/columns
 of the chosen inputs and the first r ranks; layers are shared by depth (depth k uses the first k). The
@@ -61,8 +62,9 @@ class Cross(nn.Module):
     def __init__(self, dims: Dims, i: int):
         super().__init__()
         self.dims, self.i = dims, i
-        n, n0, L, r, k = dims.dense_in_max(i) + dims.tok_in_max(i) * dims.emb, dims.n_dense + dims.n_sparse * dims.emb, \
-            MAX_DEPTH, MAX_RANK, CROSS_EXPERTS
+        n = dims.dense_in_max(i) + dims.tok_in_max(i) * dims.emb  # block i's max-size x0
+        n0 = dims.n_dense + dims.n_sparse * dims.emb  # the raw inputs' x0 (full rank)
+        L, r, k = MAX_DEPTH, MAX_RANK, CROSS_EXPERTS
         self.full_w = nn.ParameterList(_xavier(n0, n0) for _ in range(L))
         self.full_b = nn.Parameter(torch.zeros(L, n0))
         self.low_w = nn.ParameterList(_xavier(n, r) for _ in range(L))  # TorchRec's W (n x r)
@@ -160,7 +162,8 @@ class Cross(nn.Module):
                 p, f = p + depth * (2 * n * r + n), f + depth * 4 * n * r
             else:  # K experts of V (r x n), C (r x r), U (n x r) per layer; K gate rows shared by the layers
                 k = CROSS_EXPERTS
-                p, f = p + depth * (k * (2 * n * r + r * r) + n) + k * n, f + depth * k * (4 * n * r + 2 * r * r + 4 * n)
+                p += depth * (k * (2 * n * r + r * r) + n) + k * n
+                f += depth * k * (4 * n * r + 2 * r * r + 4 * n)  # + gates and the gated sum: 4 n per expert
         return p + ln_params(io.dense_dim, dims.layernorm), f
 
 
