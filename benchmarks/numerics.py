@@ -103,7 +103,7 @@ def part_subnets(args, data) -> list[dict]:
     import numpy as np
 
     from ctrnas.pipeline.final import final_template, run_job, worker_pool
-    from ctrnas.pipeline.normalise import product_degree
+    from ctrnas.train.normalise import product_degree
     from ctrnas.space import get_space
 
     space = get_space("nasrec-full")
@@ -144,7 +144,7 @@ def _command(a: dict, part: str) -> str:
 
 
 def section(chains: dict | None, subs: dict | None) -> str:
-    from ctrnas.pipeline.normalise import AUTO_DEGREE
+    from ctrnas.train.normalise import AUTO_DEGREE
 
     lines = ["## Numerical safety: products of products without LayerNorm (`benchmarks/numerics.py`)", "",
              "Every model trained as the Avazu recipe's final stage trains (lr 0.16, batch 256, one epoch, clip "
@@ -174,7 +174,7 @@ def section(chains: dict | None, subs: dict | None) -> str:
             label = {"off": "off (NASRec, before)", "auto": f"auto (on from degree {AUTO_DEGREE}; after)",
                      "on": "on"}[name]
             lines.append(f"| {label} | {sum(o['diverged'] for o in outs)} of {len(outs)} | {_stats(outs)} |")
-        lines += ["", "By product degree of the logit (`ctrnas.pipeline.normalise.product_degree`), LayerNorm off "
+        lines += ["", "By product degree of the logit (`ctrnas.train.normalise.product_degree`), LayerNorm off "
                   "vs on:", "", "| degree | subnets | diverged off | diverged on | median test off | median test on |",
                   "|---|---|---|---|---|---|"]
         for deg in sorted({s["degree"] for s in subs}):

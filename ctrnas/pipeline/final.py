@@ -116,7 +116,7 @@ def _arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
     if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for products of products
-        from ctrnas.pipeline.normalise import use_layernorm
+        from ctrnas.train.normalise import use_layernorm
 
         template = template[use_layernorm("auto", arch, True)]
     # from scratch: the exported structure with every weight re-drawn from the training seed
