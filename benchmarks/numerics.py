@@ -149,7 +149,7 @@ def section(chains: dict | None, subs: dict | None) -> str:
     lines = ["## Numerical safety: products of products without LayerNorm (`benchmarks/numerics.py`)", "",
              "Every model trained as the Avazu recipe's final stage trains (lr 0.16, batch 256, one epoch, clip "
              "5, fresh weights, TorchRec-style tables). 'diverged' = stopped by the trainer's divergence test "
-             "(NaN/inf loss, or mean loss over 20 steps > 100 x max(constant log loss, ln 2)).", ""]
+             "(NaN/inf loss, or mean loss over 20 steps > 100 x ln 2).", ""]
     if chains:
         lines += ["### (1) Chains of one op: dense-output RMS per block at initialisation, and the training", "",
                   f"Command: {_command(chains['args'], 'chains')}.", "",
