@@ -100,11 +100,16 @@ def part_chains(args, data) -> list[dict]:
 
 
 def part_subnets(args, data) -> list[dict]:
+    """Train each subnet with LayerNorm off, then on; every finished training is saved at once, so an
+    interrupted run resumes where it stopped (same --rows/--seed/--archs)."""
+    import json
+    from concurrent.futures import as_completed
+
     import numpy as np
 
     from ctrnas.pipeline.final import final_template, run_job, worker_pool
-    from ctrnas.train.normalise import product_degree
     from ctrnas.space import get_space
+    from ctrnas.train.normalise import product_degree
 
     space = get_space("nasrec-full")
     rng = np.random.default_rng(args.seed)
@@ -114,17 +119,32 @@ def part_subnets(args, data) -> list[dict]:
         if a.key() not in seen:
             seen.add(a.key())
             archs.append(a)
-    rows = [{"key": a.key(), "degree": product_degree(a)} for a in archs]
-    for ln in (False, True):
-        r = recipe_for(args, ln)
+    done_path = ROOT / "benchmarks/out" / f"numerics_subnets_{args.rows}_{args.seed}.jsonl"
+    done = {}
+    if done_path.exists():
+        for line in done_path.read_text().splitlines():
+            d = json.loads(line)
+            done[(d["key"], d["setting"])] = d["outcome"]
+    for setting in args.settings.split(","):
+        todo = [a for a in archs if (a.key(), setting) not in done]
+        r = recipe_for(args, setting == "on")
         t0 = time.perf_counter()
-        with worker_pool(r, data, final_template(r, data), args.workers) as pool:
-            jobs = [pool.submit(run_job, ("arch", a), False) for a in archs]
-            for row, job in zip(rows, jobs):
-                res = job.result()
-                row["on" if ln else "off"] = outcome(res["val"], res["test"])
-        print(f"subnets ln={ln}: {sum(x['on' if ln else 'off']['diverged'] for x in rows)} of {len(rows)} "
-              f"diverged ({time.perf_counter() - t0:.0f} s)", flush=True)
+        if todo:
+            with worker_pool(r, data, final_template(r, data), args.workers) as pool:
+                jobs = {pool.submit(run_job, ("arch", a), False): a for a in todo}
+                for job in as_completed(jobs):
+                    res = job.result()
+                    out = outcome(res["val"], res["test"])
+                    done[(jobs[job].key(), setting)] = out
+                    with open(done_path, "a") as fh:
+                        fh.write(json.dumps({"key": jobs[job].key(), "setting": setting, "outcome": out}) + "\n")
+        n = sum(done[(a.key(), setting)]["diverged"] for a in archs)
+        print(f"subnets layernorm {setting}: {n} of {len(archs)} diverged ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
+    rows = [{"key": a.key(), "degree": product_degree(a)} for a in archs]
+    for row in rows:
+        for setting in ("off", "on"):
+            row[setting] = done.get((row["key"], setting))
     return rows
 
 
@@ -161,7 +181,8 @@ def section(chains: dict | None, subs: dict | None) -> str:
                          f"{', '.join('%.3g' % x for x in c['init_rms'])} | {end} |")
         lines.append("")
     if subs:
-        lr_test, subs_args, subs = subs["lr_test"], subs["args"], subs["rows"]
+        lr_test, subs_args = subs["lr_test"], subs["args"]
+        subs = [s for s in subs["rows"] if s["off"] and s["on"]]  # trained both ways (a run may be cut short)
         for s in subs:
             s["auto"] = s["on"] if s["degree"] >= AUTO_DEGREE else s["off"]
         lines += [f"### (2) {len(subs)} random NASRec-Full subnets: how many diverge, per LayerNorm setting", "",
@@ -198,6 +219,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="data and subnet sampling seed")
     ap.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3, 4, 6])
     ap.add_argument("--parts", default="chains,subnets")
+    ap.add_argument("--settings", default="off,on", help="LayerNorm settings to train in part 2")
     ap.add_argument("--data", default="/tmp/ctrnas-numerics-data")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/sections/numerics.md")
     args = ap.parse_args(argv)
