@@ -144,8 +144,9 @@ class FinalConfig:
     baselines: tuple[str, ...] = ()
     export: bool = True
     # "auto": each op's LayerNorm on only in models whose logit is a product of products (product degree
-    # >= 4: Dot on Dot/FM), which diverge without it (ctrnas.pipeline.normalise, benchmarks/RESULTS.md);
-    # false: off for all, as NASRec's stand-alone training (main_train.get_model; docs/nasrec.md); null: the space's setting
+    # >= 4: Dot on Dot/FM), which diverge without it (ctrnas.train.normalise, benchmarks/RESULTS.md);
+    # false: off for all, as NASRec's stand-alone training (main_train.get_model;
+    # docs/nasrec.md); null: the space's setting
     layernorm: bool | Literal["auto"] | None = "auto"
     workers: int = 1  # models trained at once in spawned processes (one torch thread each); same results
     # how the from-scratch models draw their embedding tables: "torchrec" (uniform +-sqrt(1/rows), the

@@ -31,7 +31,7 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
     """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings; a
     diverged model is not evaluated (its metrics are NaN with the reason, see `trainer.diverged`)."""
     from ctrnas.train.batches import dataset_batches
-    from ctrnas.train.metrics import MetricResult, constant_logloss
+    from ctrnas.train.metrics import MetricResult
     from ctrnas.train.run import selected_val
 
     cfg = recipe.final_train
@@ -49,9 +49,6 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
 
         # the global batch sources above go in whole: the trainer takes this rank's slice of each batch
         trainer = DistributedTrainer(model, cfg, distributed.env, distributed.sharding, out_dir)
-    train_ctr = data.meta["splits"].get("train", {}).get("ctr")
-    if train_ctr is not None:  # the same reference on every rank, so all ranks stop together
-        trainer.guard.constant_loss = constant_logloss(train_ctr)
     # model selection over epochs (restore_best / early_stop_patience) watches the same val rows
     selecting = (cfg.restore_best or cfg.early_stop_patience is not None) and split_rows(data, "val")
     summary = trainer.fit(train, val if selecting else None, resume=out_dir is not None)
@@ -111,7 +108,7 @@ def _arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
     if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for products of products
-        from ctrnas.pipeline.normalise import use_layernorm
+        from ctrnas.train.normalise import use_layernorm
 
         template = template[use_layernorm("auto", arch, True)]
     # from scratch: the exported structure with every weight re-drawn from the training seed

@@ -55,8 +55,8 @@ class TrainConfig:
     restore_best: bool = False
     early_stop_patience: int | None = None
     checkpoint_every: int = 0            # steps between checkpoints; 0 = only at the end
-    # Stop a training whose mean loss over 20 steps exceeds this x max(constant predictor's log loss, ln 2),
-    # or at once on a NaN/inf loss, and mark it diverged (ctrnas.train.divergence); null: only NaN/inf.
+    # Stop a training whose mean loss over 20 steps exceeds this x ln 2 (the most a constant predictor
+    # loses), or at once on a NaN/inf loss, and mark it diverged (ctrnas.train.divergence); null: only NaN/inf.
     divergence_factor: float | None = 100.0
     log_every: int = 50
     progress: bool = True

@@ -87,9 +87,6 @@ def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out
     during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`."""
     meta, train, val, test = split_batches(data_dir, cfg, train_fraction)
     trainer = Trainer(model, cfg, out_dir)
-    train_ctr = meta["splits"].get("train", {}).get("ctr")
-    if train_ctr is not None:
-        trainer.guard.constant_loss = constant_logloss(train_ctr)
     summary = trainer.fit(train, val)
     if test is None:
         test_result = None

@@ -97,7 +97,6 @@ class Trainer:
         self.bad_evals = 0                 # evaluations since the last improvement
         self._best_weights: list | None = None
         self.stopped_early = False
-        # set `guard.constant_loss` when the training CTR is known; else it is estimated from the labels
         self.guard = DivergenceGuard(cfg.divergence_factor)
         self.diverged: dict | None = None  # {"step", "loss", "reason"} once training blew up
 
@@ -182,7 +181,6 @@ class Trainer:
                 ended = False
                 for batch in train.batches(offset, epoch):
                     loss = self.train_step(batch, total)
-                    self.guard.observe_labels(batch.labels)
                     self.diverged = self.guard.check(self.step, loss, last=self.step >= stop)
                     if self.diverged:
                         stop = self.step

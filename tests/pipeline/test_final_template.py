@@ -62,7 +62,7 @@ def test_final_models_draw_tables_as_final_embedding_init_says():
 
 def test_default_auto_gives_layernorm_to_products_of_products_only():
     from ctrnas.pipeline.final import job_model
-    from ctrnas.pipeline.normalise import product_degree
+    from ctrnas.train.normalise import product_degree
     from tests.helpers.chains import chain_arch
 
     recipe, data, supernet = _setup({})

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from ctrnas.pipeline.final import final_stage
-from ctrnas.pipeline.normalise import product_degree
+from ctrnas.train.normalise import product_degree
 from ctrnas.pipeline.report import write_report
 from ctrnas.pipeline.results import WarmupResult
 from ctrnas.recipe import load_recipe

@@ -12,7 +12,7 @@ from torch import nn
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import TensorBatches
 from ctrnas.train.config import TrainConfig
-from ctrnas.train.divergence import DivergenceGuard, reference_loss
+from ctrnas.train.divergence import REFERENCE, DivergenceGuard
 from ctrnas.train.trainer import Trainer
 
 
@@ -61,36 +61,26 @@ def _source(learnable, rows=2000, bs=100):
     return schema, TensorBatches(dense[:rows], ids[:rows], y[:rows], schema.sparse_names, bs, shuffle_seed=0)
 
 
-def test_reference_is_the_constant_loss_floored_at_ln2():
-    assert reference_loss(0.1) == pytest.approx(math.log(2))
-    assert reference_loss(0.9) == 0.9
-
-
 def test_guard_flags_non_finite_loss_at_once():
-    g = DivergenceGuard(100.0, constant_loss=0.5)
+    g = DivergenceGuard(100.0)
     assert g.check(1, 0.7) is None
     rec = g.check(2, math.inf)
     assert rec["step"] == 2 and rec["loss"] is None and "non-finite" in rec["reason"]
-    assert DivergenceGuard(None).check(5, math.nan)["step"] == 5  # even with the ratio test off
+    assert DivergenceGuard(None).check(5, math.nan)["step"] == 5  # even with the mean-loss test off
 
 
-def test_guard_ratio_uses_the_window_mean_against_factor_times_reference():
-    # constant loss 0.9 > ln 2: threshold = 10 x 0.9 = 9; window of 4 steps
-    g = DivergenceGuard(10.0, constant_loss=0.9, window=4)
-    assert [g.check(s, x) for s, x in enumerate([1.0, 30.0, 1.0], 1)] == [None] * 3  # window not yet full
-    assert g.check(4, 4.0) is None  # mean (1 + 30 + 1 + 4) / 4 = 9.0, not above 9
-    rec = g.check(5, 4.04)           # mean (30 + 1 + 4 + 4.04) / 4 = 9.76
-    assert rec["step"] == 5 and rec["loss"] == pytest.approx(9.76)
-    g2 = DivergenceGuard(10.0, constant_loss=0.9, window=4)
+def test_guard_compares_the_window_mean_with_factor_times_ln2():
+    # the largest log loss of a constant predictor is the entropy of a fair coin
+    assert REFERENCE == pytest.approx(-(0.5 * math.log(0.5) + 0.5 * math.log(0.5)))
+    g = DivergenceGuard(10.0, window=4)  # limit 10 ln 2 = 6.931
+    assert [g.check(s, x) for s, x in enumerate([1.0, 20.0, 1.0], 1)] == [None] * 3  # window not yet full
+    assert g.check(4, 5.7) is None  # mean (1 + 20 + 1 + 5.7) / 4 = 6.925 < 6.931
+    rec = g.check(5, 1.1)           # the first 1.0 leaves: (20 + 1 + 5.7 + 1.1) / 4 = 6.95
+    assert rec["step"] == 5 and rec["loss"] == pytest.approx(6.95) and "10 x ln 2" in rec["reason"]
+    g2 = DivergenceGuard(10.0, window=4)
     g2.check(1, 50.0)
     assert g2.check(2, 50.0, last=True)["step"] == 2  # a short training is judged at its last step
-
-
-def test_guard_estimates_the_constant_loss_from_labels_seen():
-    g = DivergenceGuard(10.0)
-    g.observe_labels(torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 1.0]))  # -1: padding
-    c = (2 + 1) / (9 + 2)  # add-one smoothed CTR of the 9 real rows
-    assert g.reference() == pytest.approx(max(-(c * math.log(c) + (1 - c) * math.log(1 - c)), math.log(2)))
+    assert DivergenceGuard(None, window=1).check(1, 1e30) is None
 
 
 def test_nan_logits_stop_training_without_touching_the_weights(learnable):
