@@ -97,7 +97,7 @@ def test_harness_rows_match_between_cpu_and_cuda(tmp_path):
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(64, 3, 32, 32, generator=g), torch.randint(0, 10, (64,), generator=g)
     table = NB201Table("stand-in", {c.to_str(): {"cifar10_test": float(i % 11)} for i, c in enumerate(enumerate_cells())})
-    cfg = CorrelateConfig(archs=3, proxies=("sigeo", "synflow", "params"), warmup=(0.0, 0.5), batch_size=8, k=2,
+    cfg = CorrelateConfig(archs=3, proxies=("sigeo", "synflow", "params"), warmup=(0.0, 0.5), batch_size=8, k=4,
                           channels=4, cells_per_stage=1)
     rows = {}
     for dev in ("cpu", "cuda"):
