@@ -86,7 +86,7 @@ def main() -> int:
                   f"{p} {med(by.get((p, False), [])):.3f}" for p in ["sigeo", "zico", "synflow", "naswot", "params"])
               + ". Warm-up per cell (median): " + ", ".join(f"{w:g}: {s:.2f} s" for w, s in warm_s.items())
               + ". Throughput: the two runs scored all of the above in 640 s of wall time (334 s + 306 s). SiGeo's "
-              "FR term then read one value back per parameter and batch (hundreds per score), which is why it took "
+              "FR term then read one value back per parameter and batch (hundreds per score), most likely why it took "
               "3.6x ZiCo's time here; it now reads one per batch (not yet timed on a GPU).")
     cmd = "OUT=dir DATA=../shared/data benchmarks/nb201_gpu.sh"
     body = "\n".join([
