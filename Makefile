@@ -1,8 +1,12 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv themselves.
+# GPU users: `make install CUDA=cu128` (any CUDA tag of download.pytorch.org/whl) installs the CUDA builds of
+# torch and fbgemm-gpu matching the pinned torchrec instead of the CPU ones; without CUDA nothing changes.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CUDA ?=
+TORCH_INDEX ?= https://download.pytorch.org/whl
+STAMP := $(VENV)/.installed$(if $(CUDA),-$(CUDA))
 
 .PHONY: demo test install clean
 
@@ -10,8 +14,15 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,ray]'
+ifneq ($(CUDA),)
+	# fbgemm-gpu and fbgemm-gpu-cpu share the folder fbgemm_gpu/: remove the CPU build before the CUDA one.
+	$(BIN)/pip uninstall -q -y torch fbgemm-gpu-cpu
+	$(BIN)/pip install -q --index-url $(TORCH_INDEX)/$(CUDA) --extra-index-url https://pypi.org/simple \
+		"torch==2.13.0+$(CUDA)" "fbgemm-gpu==1.8.0"
+endif
 	# torchrec's metadata wants the CUDA fbgemm-gpu; install it alone (see pyproject.toml).
 	$(BIN)/pip install -q --no-deps torchrec==1.8.0
+	$(BIN)/python -m ctrnas.device
 	touch $(STAMP)
 
 install: $(STAMP)

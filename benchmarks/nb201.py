@@ -62,6 +62,7 @@ def main() -> int:
     ap.add_argument("--search", action="store_true", help="run the proxy-driven evolution searches instead")
     ap.add_argument("--search-seeds", default="0,1,2")
     ap.add_argument("--search-budget", default="10,5,3,4", help="population,generations,tournament,children")
+    ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (auto: CUDA when torch sees one)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads; 1 because on shared cores OpenMP spinning cost ~10x the CPU time here")
     args = ap.parse_args()
@@ -90,7 +91,7 @@ def main() -> int:
     if not args.report_only:
         x, y = to_tensor(read_npz(TRAIN), "cifar10")
         run_correlation(cfg, x, y, table, args.csv.split(",")[0], progress=True, time_limit_s=args.time_limit,
-                        state_dir=args.state_dir, done_csvs=tuple(args.csv.split(",")[1:]))
+                        state_dir=args.state_dir, done_csvs=tuple(args.csv.split(",")[1:]), device=args.device)
     rows = [r for path in args.csv.split(",") for r in read_rows(path)]
     if not rows:
         print("no scores yet")
@@ -246,7 +247,7 @@ def run_searches(args, table) -> int:
     from ctrnas.vision.search import ProxyFitness, cache_from_csv, run_search
 
     x, y = to_tensor(read_npz(TRAIN), "cifar10")
-    fitness = ProxyFitness("sigeo", x, y, seed=args.seed)
+    fitness = ProxyFitness("sigeo", x, y, seed=args.seed, device=args.device)
     pop, gens, tour, children = (int(v) for v in args.search_budget.split(","))
     t0, outcomes = time.perf_counter(), []
     for s in (int(v) for v in args.search_seeds.split(",")):

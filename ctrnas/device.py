@@ -112,3 +112,20 @@ def _tensors(obj):
             yield from _tensors(o)
     elif hasattr(obj, "values") and callable(obj.values) and hasattr(obj, "lengths"):  # KeyedJaggedTensor
         yield obj.values()
+
+
+def main() -> int:
+    """`python -m ctrnas.device`: the device `auto` resolves to and the fbgemm check (exit 1 on a problem)."""
+    try:
+        device = resolve_device("auto")
+        check_fbgemm(device)
+    except DeviceError as e:
+        print(f"ctrnas device: error: {e}")
+        return 1
+    have = ", ".join(f"{n} {v}" for n, v in installed_fbgemm().items()) or "no fbgemm"
+    print(f"ctrnas device: auto = {device}; torch {torch.__version__}; {have}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

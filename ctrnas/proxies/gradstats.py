@@ -70,9 +70,10 @@ def collect(model: nn.Module, batches, loss_fn, groups: dict[str, list[tuple[str
                 if p.grad is not None:
                     used[n] = None
             if theta and update_lr is None:
-                dot = sum(float(t @ grad_or_zero(p).detach().double().flatten()) for _, p, t in theta
-                          if p.grad is not None)
-                stats.fr_dots.append(dot)
+                # One device-to-host read per batch, not one per parameter (each read waits for a GPU);
+                # summed in Python in the same order as before.
+                dots = [t @ grad_or_zero(p).detach().double().flatten() for _, p, t in theta if p.grad is not None]
+                stats.fr_dots.append(sum(torch.stack(dots).tolist()) if dots else 0)
             elif theta:
                 fr_grads.append([grad_or_zero(p).detach().double().flatten() for _, p, _ in theta])
             if update_lr is not None:
@@ -82,7 +83,7 @@ def collect(model: nn.Module, batches, loss_fn, groups: dict[str, list[tuple[str
                             p.sub_(update_lr * p.grad)
         if originals:
             theta_k = [p.detach().double().flatten() for _, p, _ in theta]
-            stats.fr_dots = [sum(float(t @ g) for t, g in zip(theta_k, gs)) for gs in fr_grads]
+            stats.fr_dots = [sum(torch.stack([t @ g for t, g in zip(theta_k, gs)]).tolist()) for gs in fr_grads]
     finally:  # the SGD steps are undone even when a batch fails
         with torch.no_grad():
             for p, orig in originals:

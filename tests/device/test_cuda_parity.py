@@ -97,7 +97,7 @@ def test_harness_rows_match_between_cpu_and_cuda(tmp_path):
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(64, 3, 32, 32, generator=g), torch.randint(0, 10, (64,), generator=g)
     table = NB201Table("stand-in", {c.to_str(): {"cifar10_test": float(i % 11)} for i, c in enumerate(enumerate_cells())})
-    cfg = CorrelateConfig(archs=3, proxies=("sigeo", "synflow", "params"), warmup=(0.0, 0.5), batch_size=8, k=2,
+    cfg = CorrelateConfig(archs=3, proxies=("sigeo", "synflow", "params"), warmup=(0.0, 0.5), batch_size=8, k=4,
                           channels=4, cells_per_stage=1)
     rows = {}
     for dev in ("cpu", "cuda"):
@@ -105,4 +105,6 @@ def test_harness_rows_match_between_cpu_and_cuda(tmp_path):
         rows[dev] = {(r["arch"], r["warmup"], r["proxy"]): float(r["value"]) for r in read_rows(tmp_path / f"{dev}.csv")}
     assert rows["cpu"].keys() == rows["cuda"].keys() and len(rows["cpu"]) == 18
     for key, v in rows["cpu"].items():
-        assert _close(v, rows["cuda"][key], 1e-2), (key, v, rows["cuda"][key])
+        # Zero-shot: float32 rounding only. After the warm-up step: SGD at lr 0.1 through BatchNorm amplifies
+        # rounding (on a full NB201 network 7 steps move SiGeo by 11% between NHWC and NCHW on the CPU alone).
+        assert _close(v, rows["cuda"][key], 1e-3 if key[1] == "0.0" else 5e-2), (key, v, rows["cuda"][key])

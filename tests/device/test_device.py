@@ -81,3 +81,14 @@ def test_same_device_accepts_inputs_on_a_device_of_the_model():
     same_device(torch.nn.ReLU(), ((torch.zeros(3, 2, device="meta"),),), "no parameters: nothing to compare")
     with pytest.raises(DeviceError, match="here: the model is on meta but an input tensor is on cpu"):
         same_device(model.to("meta"), [((torch.zeros(3, 2),), torch.zeros(3))], "here")
+
+
+def test_the_module_reports_the_device_and_fbgemm(no_gpu, capsys, monkeypatch):
+    from ctrnas import device
+
+    monkeypatch.setattr(device, "installed_fbgemm", lambda: {"fbgemm-gpu-cpu": "1.8.0"})
+    assert device.main() == 0
+    assert "auto = cpu" in capsys.readouterr().out
+    monkeypatch.setattr(device, "installed_fbgemm", lambda: {"fbgemm-gpu": "1.8.0", "fbgemm-gpu-cpu": "1.8.0"})
+    assert device.main() == 1
+    assert "pip uninstall -y fbgemm-gpu" in capsys.readouterr().out
