@@ -109,7 +109,12 @@ class ProcessExecutor(Executor):
                 for w in range(len(self._procs)):
                     if w not in busy and pending:
                         i, job = pending.popleft()
-                        self._conns[w].send((i, job))
+                        try:
+                            self._conns[w].send((i, job))
+                        except (BrokenPipeError, ConnectionResetError):  # it died while idle
+                            p = self._procs[w]
+                            p.join(5)
+                            raise WorkerDied(self.describe(job), p.exitcode, f"{self.name} process {p.pid}") from None
                         busy[w] = i
                 self._collect(busy, done, jobs)
                 if ordered:
@@ -150,6 +155,10 @@ class ProcessExecutor(Executor):
                     payload.add_note(f"in {self.name} process {self._procs[w].pid}:\n{tb[0]}")
                 raise payload
             done[i] = payload
+
+    def __exit__(self, exc_type, *exc) -> None:
+        # leaving on an error or an interrupt: do not wait for the jobs the workers are still running
+        self.close(kill=exc_type is not None)
 
     def close(self, kill: bool = False) -> None:
         """Stop the workers (at once with `kill`, after their current job otherwise) and join them."""

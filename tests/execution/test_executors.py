@@ -80,6 +80,17 @@ def test_a_failure_stops_the_queued_jobs(tmp_path):
     assert len(list(tmp_path.iterdir())) <= 2
 
 
+def test_an_error_in_the_block_does_not_wait_for_running_jobs(tmp_path):
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="caller failed"):
+        with ProcessExecutor(jobs.note_pid_and_sleep, str(tmp_path), workers=2) as ex:
+            it = ex.imap([0.1, 600.0, 600.0], ordered=False)
+            assert next(it)[0] == 0
+            raise RuntimeError("caller failed")
+    assert time.monotonic() - t0 < 60  # not the 600 s the other jobs would take
+    assert _wait_gone([int(p.name) for p in tmp_path.iterdir()]) == []
+
+
 @pytest.mark.slow
 def test_ray_gives_the_serial_results():
     pytest.importorskip("ray")
