@@ -1,16 +1,83 @@
-"""Raw-result JSON files of the benchmark scripts, kept under benchmarks/out/ so a report can be rebuilt."""
+"""Benchmark bookkeeping: raw-result JSON files under benchmarks/out/ (so a report can be rebuilt without
+re-measuring), and RESULTS.md assembled from intro.md and the sections the scripts write.
+
+    python benchmarks/_results.py            # rewrite benchmarks/RESULTS.md from the sections
+    python benchmarks/_results.py --check    # exit 1 if RESULTS.md is not the assembly (tests run this)
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import sys
+import tempfile
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# pipeline order: data preparation, loading, training, the supernet, proxies, search, vision, scale-out
+SECTIONS = ("prep", "loader", "train", "supernet", "proxies", "search", "nb201", "scale")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _strict(v):
+    """NaN becomes null and ±inf the strings "inf"/"-inf": strict JSON."""
+    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 1) == 0:
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {str(k): _strict(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_strict(x) for x in v]
+    return v
 
 
 def save(out: Path, name: str, obj) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(obj, indent=1, default=float))
+    _atomic_write(Path(out) / f"{name}.json", json.dumps(_strict(obj), indent=1, default=float, allow_nan=False))
 
 
 def load(out: Path, name: str):
-    p = out / f"{name}.json"
+    p = Path(out) / f"{name}.json"
     return json.loads(p.read_text()) if p.exists() else None
+
+
+def assemble(folder: Path = HERE) -> str:
+    """intro.md, then every section in pipeline order, one blank line apart."""
+    sections = folder / "sections"
+    unknown = sorted(p.stem for p in sections.glob("*.md") if p.stem not in SECTIONS)
+    if unknown:
+        raise SystemExit(f"{sections}: sections {', '.join(unknown)} have no place in SECTIONS "
+                         f"({Path(__file__).name}); add them there")
+    parts = [(folder / "intro.md").read_text().rstrip("\n") + "\n"]
+    parts += [(sections / f"{name}.md").read_text().rstrip("\n") + "\n" for name in SECTIONS
+              if (sections / f"{name}.md").exists()]
+    return "\n".join(parts)
+
+
+def main(argv: list[str]) -> int:
+    target = HERE / "RESULTS.md"
+    text = assemble()
+    if "--check" in argv:
+        if target.read_text() != text:
+            print(f"{target} is not the assembly of intro.md and sections/: run python {__file__}", file=sys.stderr)
+            return 1
+        return 0
+    _atomic_write(target, text)
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -67,18 +67,18 @@ class DeviceError(CtrnasError):
 class WorkerDied(CtrnasError):
     """A worker process ended while running a job (killed by a signal, e.g. the out-of-memory killer)."""
 
-    def __init__(self, job: str, exitcode: int | None, worker: str = "worker"):
+    def __init__(self, job: str, exitcode: int | None, worker: str = "worker", how: str | None = None):
         import signal
 
         self.job, self.exitcode = job, exitcode
-        if exitcode is not None and exitcode < 0:
+        if how is None and exitcode is not None and exitcode < 0:
             try:
                 how = f"killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
             except ValueError:
                 how = f"killed by signal {-exitcode}"
             if exitcode == -signal.SIGKILL:
                 how += "; often the out-of-memory killer: try fewer workers"
-        else:
+        elif how is None:
             how = f"exited with code {exitcode}"
         super().__init__(f"{worker} died while running {job}: {how}")
 

@@ -12,6 +12,7 @@ Pieces: data.py (rank slices of each global batch), reduce.py (collectives), lau
 ranks without torchrun), testing.py (rank functions for tests and benchmarks).
 
 Search scoring (backends.py, search.py): SerialBackend, ProcessBackend(workers), RayBackend(workers,
-address=None|"auto"|"ray://host:port"); run_search_on(backend, strategy, fitness) gives the serial history.
+address=None|"auto"|"ray://host:port"), all on `ctrnas.execution`; run_search_on(backend, strategy,
+fitness) gives the serial history.
 Import the submodules directly; this file stays import-light.
 """

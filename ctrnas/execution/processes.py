@@ -36,13 +36,23 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="ctrnas-parent-watch", daemon=True).start()
 
 
-def _worker_main(conn, fn, state, setup, threads) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _worker_main(conn, fn, setup, threads) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited ignored from the start; kept so
     _exit_with_parent()
     try:
-        context, failed = build_context(state, setup, threads), None
-    except Exception as e:
-        context, failed = None, (_portable(e, traceback.format_exc()), traceback.format_exc())
+        state = conn.recv()  # sent over this pipe, not with the spawn data: an error here is ours to report
+    except BaseException as e:
+        parent = multiprocessing.parent_process()
+        if parent is None or not parent.is_alive():
+            os._exit(1)  # the parent ended while sending it: nothing to report to
+        state, failed = None, (_portable(e, traceback.format_exc()), traceback.format_exc())
+    else:
+        failed = None
+    if failed is None:
+        try:
+            context = build_context(state, setup, threads)
+        except Exception as e:
+            failed = (_portable(e, traceback.format_exc()), traceback.format_exc())
     del state
     while True:
         try:
@@ -82,34 +92,54 @@ class ProcessExecutor(Executor):
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
-        for _ in range(self.workers):
-            parent_end, child_end = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, name=f"ctrnas-{self.name}",
-                            args=(child_end, self.fn, self.state, self.setup, self.threads))
-            p.start()
-            child_end.close()
-            self._procs.append(p)
-            self._conns.append(parent_end)
-        if threading.current_thread() is threading.main_thread():
+        main = threading.current_thread() is threading.main_thread()
+        if main:
             self._old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
+            # a child starts with SIGINT ignored when its parent ignores it at spawn time (Python keeps an
+            # inherited SIG_IGN), so a Ctrl-C during its start-up cannot print a traceback
+            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for _ in range(self.workers):
+                parent_end, child_end = ctx.Pipe()
+                p = ctx.Process(target=_worker_main, name=f"ctrnas-{self.name}",
+                                args=(child_end, self.fn, self.setup, self.threads))
+                p.start()
+                child_end.close()
+                self._procs.append(p)
+                self._conns.append(parent_end)
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, old_int)
+        for w, conn in enumerate(self._conns):
+            try:
+                conn.send(self.state)  # once per worker; large tensors travel as shared memory
+            except (BrokenPipeError, ConnectionResetError):
+                p = self._procs[w]
+                p.join(5)
+                raise WorkerDied("its start", p.exitcode, f"{self.name} process {p.pid}") from None
 
     def imap(self, jobs, ordered=True):
         jobs = list(jobs)
         if not jobs:
             return
-        if not self._procs:
-            self._start()
         pending = deque(enumerate(jobs))
         busy: dict[int, int] = {}  # worker -> job index
         done: dict[int, object] = {}
         next_out = 0
         finished = False
         try:
+            if not self._procs:
+                self._start()
             while next_out < len(jobs):
                 for w in range(len(self._procs)):
                     if w not in busy and pending:
                         i, job = pending.popleft()
-                        self._conns[w].send((i, job))
+                        try:
+                            self._conns[w].send((i, job))
+                        except (BrokenPipeError, ConnectionResetError):  # it died while idle
+                            p = self._procs[w]
+                            p.join(5)
+                            raise WorkerDied(self.describe(job), p.exitcode, f"{self.name} process {p.pid}") from None
                         busy[w] = i
                 self._collect(busy, done, jobs)
                 if ordered:
@@ -150,6 +180,10 @@ class ProcessExecutor(Executor):
                     payload.add_note(f"in {self.name} process {self._procs[w].pid}:\n{tb[0]}")
                 raise payload
             done[i] = payload
+
+    def __exit__(self, exc_type, *exc) -> None:
+        # leaving on an error or an interrupt: do not wait for the jobs the workers are still running
+        self.close(kill=exc_type is not None)
 
     def close(self, kill: bool = False) -> None:
         """Stop the workers (at once with `kill`, after their current job otherwise) and join them."""

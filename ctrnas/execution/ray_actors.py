@@ -102,7 +102,8 @@ class RayExecutor(Executor):
                     i, ok, out = pool.get_next() if ordered else pool.get_next_unordered()
                 except ray.exceptions.RayActorError as e:
                     job = self.describe(jobs[n]) if ordered else "a job"
-                    raise WorkerDied(job, None, f"a Ray actor ({type(e).__name__})") from None
+                    raise WorkerDied(job, None, "a Ray actor", how=str(e).splitlines()[0] if str(e) else
+                                     type(e).__name__) from None
                 if not ok:
                     error, tb = out
                     if not isinstance(error, CtrnasError):

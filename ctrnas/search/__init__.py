@@ -1,9 +1,10 @@
 """Search strategies over any space that satisfies `space_protocol.SearchSpace`.
 
 This package knows nothing about NASRec blocks or proxies (NASLib-style separation): a space gives
-`sample(rng)`, `mutate(arch, rng)` and `arch.key()`; a fitness maps `(arch, seed)` to a `FitnessResult`
-(or a bare float). Every strategy is ask/tell; `run(fitness, ...)` drives it through `runner.run_search`,
-which owns the score cache, parallel workers, history and per-generation checkpoints:
+`sample(rng)`, `mutate(arch, rng)` and `arch.key()`; a fitness maps `(arch, seed)`, or `(arch, seed,
+budget)` when it can spend more or less (see `fitness`), to a `FitnessResult` (or a bare float). Every
+strategy is ask/tell; `run(fitness, ...)` drives it through `runner.run_search`, which owns the score
+cache, parallel scoring (on a `ctrnas.execution` executor), history and per-generation checkpoints:
 
     from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
     from ctrnas.search.constraints import ConstraintConfig, Constraints

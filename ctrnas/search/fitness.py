@@ -119,6 +119,14 @@ class ScoreCache:
     def put(self, key: str, result: FitnessResult, budget: int | None = None) -> None:
         self._entries[_cache_key(key, budget)] = result
 
+    def adopt_unbudgeted(self, budget: int) -> None:
+        """Read entries without a budget (a checkpoint from before budgets existed) as scores at `budget`,
+        the default budget of the fitness that wrote them."""
+        for (key, b), result in list(self._entries.items()):
+            if b is None:
+                self._entries.setdefault((key, budget), result)
+                del self._entries[(key, None)]
+
     def state_dict(self) -> dict:
         return {"entries": dict(self._entries), "hits": self.hits, "misses": self.misses}
 

@@ -75,4 +75,4 @@ class Scorer:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        self.executor.__exit__(*exc)  # on an error: stop the workers without waiting for their jobs

@@ -147,6 +147,8 @@ def run_search(
         strategy.load_state_dict(state["strategy"])
         history = History(state["history"])
         cache.load_state_dict(state["cache"])
+        if default_budget(fitness) is not None:
+            cache.adopt_unbudgeted(default_budget(fitness))
 
     own = scorer is None
     if own:

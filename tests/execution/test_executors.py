@@ -16,6 +16,7 @@ from ctrnas.errors import RecipeError, WorkerDied
 from ctrnas.execution import ExecutionConfig, SerialExecutor, make_executor
 from ctrnas.execution.processes import ProcessExecutor
 from tests.helpers import jobs
+from tests.helpers.procs import wait_gone
 
 JOBS = [(v, 1000 + 7 * v) for v in range(9)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +81,17 @@ def test_a_failure_stops_the_queued_jobs(tmp_path):
     assert len(list(tmp_path.iterdir())) <= 2
 
 
+def test_an_error_in_the_block_does_not_wait_for_running_jobs(tmp_path):
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="caller failed"):
+        with ProcessExecutor(jobs.note_pid_and_sleep, str(tmp_path), workers=2) as ex:
+            it = ex.imap([0.1, 600.0, 600.0], ordered=False)
+            assert next(it)[0] == 0
+            raise RuntimeError("caller failed")
+    assert time.monotonic() - t0 < 60  # not the 600 s the other jobs would take
+    assert wait_gone([int(p.name) for p in tmp_path.iterdir()]) == []
+
+
 @pytest.mark.slow
 def test_ray_gives_the_serial_results():
     pytest.importorskip("ray")
@@ -92,6 +104,9 @@ def test_ray_gives_the_serial_results():
     with make_executor(ExecutionConfig("ray", 1), jobs.fail_on, 3) as ex:
         with pytest.raises(RecipeError, match="refused"):
             ex.map([1, 3])
+    with make_executor(ExecutionConfig("ray", 1), jobs.kill_self_on, 2, describe=lambda j: f"arch #{j}") as ex:
+        with pytest.raises(WorkerDied, match="a Ray actor died while running arch #2"):
+            ex.map([1, 2, 3])
     assert not ray.is_initialized()
 
 
@@ -108,27 +123,12 @@ def _start_driver(folder: Path, workers: int = 2) -> tuple[subprocess.Popen, lis
     return proc, [int(p.name) for p in folder.iterdir()]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
-def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
-
-
 @pytest.mark.skipif(not Path("/proc").exists(), reason="reads process states from /proc")
 def test_workers_exit_when_their_parent_is_sigkilled(tmp_path):
     proc, pids = _start_driver(tmp_path)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == []
 
 
 @pytest.mark.skipif(not Path("/proc").exists(), reason="reads process states from /proc")
@@ -145,4 +145,4 @@ def test_a_stop_signal_is_handled_once_in_the_parent(tmp_path, sig, code):
     lines = [x for x in err.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("driver: interrupted"), err
     assert "Traceback" not in err and "leaked" not in err
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == []

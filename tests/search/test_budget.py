@@ -86,3 +86,19 @@ def test_a_fitness_without_a_budget_is_called_as_before_and_records_none():
     assert len(calls) == len({r.key for r in result.history}) and all(r.budget is None for r in result.history)
     cache = ScoreCache({"1-1-1-1-1-1": 5.0})  # bare keys (filled from a table of scores) mean "no budget"
     assert cache.get("1-1-1-1-1-1") == 5.0 and "1-1-1-1-1-1" in cache
+
+
+def test_a_checkpoint_from_before_budgets_resumes_with_its_cache(tmp_path):
+    import pickle
+
+    ckpt = tmp_path / "search.ckpt"
+    first = _run(checkpoint_path=ckpt)
+    state = pickle.loads(ckpt.read_bytes())
+    # as written before budgets: the cache keyed by architecture alone (records lack the field: default)
+    state["cache"]["entries"] = {k: v for (k, _), v in state["cache"]["entries"].items()}
+    ckpt.write_bytes(pickle.dumps(state))
+    cache = ScoreCache()
+    again = _run(checkpoint_path=ckpt, cache=cache)
+    assert again.history.same_as(first.history)
+    assert len(cache) == len({r.key for r in first.history}) and all(
+        (r.key, 4) in cache for r in first.history)  # read as scores at the fitness's default budget

@@ -1,0 +1,37 @@
+"""Process helpers for tests that start and signal real processes (Linux: reads /proc)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Running, sleeping or stopped; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
+    """The pids still alive after waiting up to `seconds` for all of them to end."""
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def spawned_children(pid: int) -> list[int]:
+    """The multiprocessing workers (spawn_main) whose parent is `pid`."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmd = (stat.parent / "cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid and b"spawn_main" in cmd:
+            out.append(int(stat.parent.name))
+    return out
