@@ -246,8 +246,17 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         m = judge(TrainedModel(name, None, val, test, float(dense_params(model)), math.nan, sec,
                                diverged=trainer.diverged), data, has_val)
         baselines.append(m)
-        if distributed is None and candidates[best_rank].status != "ok":  # a fallback may need it
-            base_models[len(baselines) - 1] = model
+        if candidates[best_rank].status != "ok":  # a fallback may need it (every rank decides alike)
+            if distributed is None:
+                base_models[len(baselines) - 1] = model
+            else:
+                from ctrnas.distributed.checkpoint import gather_state_dict
+
+                state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
+                if main:
+                    base_models[len(baselines) - 1] = job_model(recipe, data, template, ("baseline", name))
+                    base_models[len(baselines) - 1].load_state_dict(state)
+                del state
         del model, trainer
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
                    distributed)

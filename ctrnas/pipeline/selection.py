@@ -94,8 +94,6 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
         fallback = fallback_message(candidates, baselines[b] if b is not None else None)
         if b is not None:
             best, best_model = baselines[b], base_models.get(b)
-            if best_model is None:
-                fallback += " (not exported: trained on several ranks)"
         else:
             best_model = None
     export_dir = None
