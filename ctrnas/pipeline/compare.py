@@ -1,5 +1,6 @@
 """`ctrnas compare`: the same recipe at several warm-up fractions (zero-shot 0, sub-one-shot 0.01, one-shot
-1.0 with inherited-weight evaluation) on the same prepared data, with quality and wall time side by side."""
+1.0 with inherited-weight evaluation) on the same prepared data, with quality, wall time and compute in
+full-training equivalents (FTE, `pipeline.budget`) side by side."""
 
 from __future__ import annotations
 
@@ -32,17 +33,18 @@ def setting_recipe(recipe: Recipe, fraction: float, data_path: Path, out: Path) 
     label = setting_label(fraction)
     return dataclasses.replace(
         recipe, name=f"{recipe.name}-{label}", output=str(out / label),
-        warmup=dataclasses.replace(recipe.warmup, fraction=fraction),
+        warmup=dataclasses.replace(recipe.warmup, fraction=fraction, rows=None),
         data=dataclasses.replace(recipe.data, path=str(data_path)))
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| setting | fitness | test log loss | test AUC | val log loss | "
+    head = ("| setting | fitness | test log loss | test AUC | val log loss | FTE | "
             + " | ".join(f"{s} s" for s in STAGES) + " |")
-    lines = [head, "|" + "---|" * (5 + len(STAGES))]
+    lines = [head, "|" + "---|" * (6 + len(STAGES))]
     for r in rows:
         lines.append(f"| {r['setting']} | {r['fitness']} | {r['test_logloss']:.5f} | {r['test_auc']:.5f} | "
-                     f"{r['val_logloss']:.5f} | " + " | ".join(f"{r[f'{s}_s']:.1f}" for s in STAGES) + " |")
+                     f"{r['val_logloss']:.5f} | {r['fte']:.2f} | "
+                     + " | ".join(f"{r[f'{s}_s']:.1f}" for s in STAGES) + " |")
     return "\n".join(lines)
 
 
@@ -63,6 +65,7 @@ def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.
                      "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc"),
                      "val_logloss": best.val.get("logloss"), "arch_key": best.arch.key() if best.arch is not None else None,
                      "evaluations": len(res.search.history),
+                     "fte": res.metrics["compute"]["fte"]["total"],  # full-training equivalents, all stages
                      **{f"{s}_s": res.timings.get(s, 0.0) for s in STAGES}})
     with open(out / "compare.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
