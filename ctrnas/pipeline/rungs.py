@@ -5,6 +5,8 @@ Each rung names a fitness and a budget in that fitness's unit:
 - `oneshot`: inherited-weight evaluation after fine-tuning the last layer; budget = fine-tuning steps.
 - `short`: training from scratch with the final stage's settings for one epoch on the first `budget`
   training rows, then the validation log loss on the search's validation rows (`oneshot.eval_rows`).
+- `random`: a seeded uniform draw, free; as a first rung it is the control that shows what a proxy rung
+  adds at equal compute.
 The final stage, which retrains the candidates that went furthest, is the last rung.
 
 The default ladder (`default_rungs`) is set by the size of the training split, so it means the same
@@ -24,7 +26,7 @@ from ctrnas.search.fidelity import Ladder
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.multifidelity import RungConfig
 
-KINDS = ("proxy", "oneshot", "short")
+KINDS = ("proxy", "oneshot", "short", "random")
 
 
 def default_rungs(recipe: Recipe, train_rows: int) -> tuple[RungConfig, ...]:
@@ -46,6 +48,18 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
             raise RecipeError(recipe.source or "recipe", f"{key}.budget",
                               f"a short training needs 1..{split_rows(data, 'train')} training rows, got {r.budget}")
     return tuple(rungs)
+
+
+class RandomFitness:
+    """fitness(arch, seed, budget) = a uniform draw from the candidate's seed (higher is better): a rung that
+    promotes at random, to measure what a real first rung contributes."""
+
+    maximize = True
+
+    def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
+        import numpy as np
+
+        return FitnessResult(float(np.random.default_rng(seed).random()))
 
 
 class ShortTrainingFitness:
@@ -102,6 +116,8 @@ def build_ladder(recipe: Recipe, data: DataResult, supernet) -> tuple[Ladder, tu
             elif r.fitness == "oneshot":
                 rec = dataclasses.replace(recipe, oneshot=dataclasses.replace(recipe.oneshot, finetune_steps=steps))
                 made["oneshot"], note = make_fitness(rec, data, supernet, "oneshot")
+            elif r.fitness == "random":
+                made["random"], note = RandomFitness(), "no rows"
             else:
                 val = min(recipe.oneshot.eval_rows, split_rows(data, "val"))
                 made["short"] = ShortTrainingFitness(recipe, data, final_template(recipe, data, supernet), val)
@@ -119,5 +135,7 @@ def rung_samples(recipe: Recipe, rung: RungConfig, budget: int | None) -> int:
         return b * (recipe.proxy.batch_size or recipe.train.batch_size)
     if rung.fitness == "oneshot":
         return (recipe.oneshot.finetune_steps if budget is None else budget) * recipe.oneshot.batch_size
+    if rung.fitness == "random":
+        return 0
     return int(budget or 0)
 

@@ -110,3 +110,21 @@ def test_search_starts_from_the_space_baselines(tests_recipe_path, data_dir, tes
         assert keys[:len(baselines)] == baselines  # first, then the sampled rest
     else:
         assert not set(baselines) & set(keys)
+
+
+def test_rung_kinds_are_checked_and_the_random_rung_is_free(tests_recipe_path, data_dir, tests_data):
+    from ctrnas.errors import RecipeError
+    from ctrnas.pipeline.rungs import RandomFitness, ladder_rungs, rung_samples
+
+    bad = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "search.multifidelity.rungs=[{fitness: sigeo}]")
+    with pytest.raises(RecipeError, match=r"search.multifidelity.rungs\[0\].fitness.*'sigeo'"):
+        ladder_rungs(bad, tests_data)
+    too_many = api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                               "search.multifidelity.rungs=[{fitness: short, budget: 10000000}]")
+    with pytest.raises(RecipeError, match=r"rungs\[0\].budget"):
+        ladder_rungs(too_many, tests_data)
+    rungs = ladder_rungs(api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                                         "search.multifidelity.rungs=[{fitness: random, keep: 0.5}]"), tests_data)
+    assert rung_samples(bad, rungs[0], None) == 0
+    r = RandomFitness()
+    assert r("a", 3).value == r("b", 3).value != r("a", 4).value  # the candidate's seed alone decides
