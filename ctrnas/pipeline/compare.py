@@ -48,20 +48,30 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def multifidelity_recipe(recipe: Recipe, data_path: Path, out: Path) -> Recipe:
+    """The recipe at its own warm-up with `search.strategy: multifidelity`, writing to `out/multifidelity`."""
+    return dataclasses.replace(
+        recipe, name=f"{recipe.name}-multifidelity", output=str(out / "multifidelity"),
+        search=dataclasses.replace(recipe.search, strategy="multifidelity"),
+        data=dataclasses.replace(recipe.data, path=str(data_path)))
+
+
 def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progress: bool = True,
-                     echo=print) -> CompareResult:
-    """Run the pipeline once per warm-up fraction; write compare.{json,csv,md} under `<output>/compare`."""
+                     echo=print, multifidelity: bool = False) -> CompareResult:
+    """Run the pipeline once per warm-up fraction (and, with `multifidelity`, once with the multi-fidelity
+    search at the recipe's warm-up); write compare.{json,csv,md} under `<output>/compare`."""
     out = recipe.output_dir / "compare"
     out.mkdir(parents=True, exist_ok=True)
     data = prepare_data(recipe)
     runs, rows = {}, []
-    for f in fractions:
-        r = setting_recipe(recipe, float(f), data.path, out)
+    settings = [(setting_label(float(f)), float(f), setting_recipe(recipe, float(f), data.path, out)) for f in fractions]
+    if multifidelity:
+        settings.append(("multifidelity", recipe.warmup.fraction, multifidelity_recipe(recipe, data.path, out)))
+    for label, f, r in settings:
         res = run_recipe(r, data=data, progress=progress, echo=echo)
-        label = setting_label(float(f))
         runs[label] = res
         best = res.final.best
-        rows.append({"setting": label, "fraction": float(f), "fitness": res.search.fitness_name,
+        rows.append({"setting": label, "fraction": f, "fitness": res.search.fitness_name,
                      "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc"),
                      "val_logloss": best.val.get("logloss"), "arch_key": best.arch.key() if best.arch is not None else None,
                      "evaluations": len(res.search.history),

@@ -128,3 +128,14 @@ def test_rung_kinds_are_checked_and_the_random_rung_is_free(tests_recipe_path, d
     assert rung_samples(bad, rungs[0], None) == 0
     r = RandomFitness()
     assert r("a", 3).value == r("b", 3).value != r("a", 4).value  # the candidate's seed alone decides
+
+
+def test_compare_shows_the_multifidelity_search_with_compute(tests_recipe_path, data_dir, tests_data, tmp_path):
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'cmp'}",
+                             "search.evolution.generations=1", "final.baselines=[]", "search.top_k=1", RUNGS)
+    result = api.compare(recipe, fractions=(0.05,), progress=False, echo=None, multifidelity=True)
+    assert [r["setting"] for r in result.table] == ["sub-one-shot-0.05", "multifidelity"]
+    assert result.table[1]["fitness"] == "proxy > oneshot > short"
+    for row in result.table:
+        assert row["fte"] == result.runs[row["setting"]].metrics["compute"]["fte"]["total"] > 1  # top-1 + search
+    assert "| FTE |" in (result.output_dir / "compare.md").read_text()
