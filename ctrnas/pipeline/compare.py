@@ -64,7 +64,8 @@ def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.
     out.mkdir(parents=True, exist_ok=True)
     data = prepare_data(recipe)
     runs, rows = {}, []
-    settings = [(setting_label(float(f)), float(f), setting_recipe(recipe, float(f), data.path, out)) for f in fractions]
+    settings = [(setting_label(float(f)), float(f), setting_recipe(recipe, float(f), data.path, out))
+                for f in fractions]
     if multifidelity:
         settings.append(("multifidelity", recipe.warmup.fraction, multifidelity_recipe(recipe, data.path, out)))
     for label, f, r in settings:
