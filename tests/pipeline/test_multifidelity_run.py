@@ -139,3 +139,14 @@ def test_compare_shows_the_multifidelity_search_with_compute(tests_recipe_path, 
     for row in result.table:
         assert row["fte"] == result.runs[row["setting"]].metrics["compute"]["fte"]["total"] > 1  # top-1 + search
     assert "| FTE |" in (result.output_dir / "compare.md").read_text()
+
+
+def test_ctr_ladder_scored_in_worker_processes_equals_serial(mf_run, tests_data):
+    """The ladder (proxy, one-shot and short-training fitnesses) ships to spawned scoring workers and gives
+    the serial run's history, short trainings included."""
+    from ctrnas.pipeline.stages import search_stage
+
+    recipe, result = mf_run
+    parallel = search_stage(dataclasses.replace(recipe, search=dataclasses.replace(recipe.search, workers=2)),
+                            tests_data, result.warmup, progress=False)
+    assert parallel.history.same_as(result.search.history)
