@@ -108,11 +108,12 @@ def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, ech
 
 
 def compare(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progress: bool = True,
-            echo=print) -> CompareResult:
-    """Zero-shot / sub-one-shot / one-shot (by default) on the same data: test log loss, AUC, time per stage."""
+            echo=print, multifidelity: bool = False) -> CompareResult:
+    """Zero-shot / sub-one-shot / one-shot (by default) on the same data, and with `multifidelity` the
+    multi-fidelity search: test log loss, AUC, time per stage and compute (FTE)."""
     from ctrnas.pipeline.compare import compare_settings
 
-    return compare_settings(recipe, fractions, progress=progress, echo=echo)
+    return compare_settings(recipe, fractions, progress=progress, echo=echo, multifidelity=multifidelity)
 
 
 def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),

@@ -1,5 +1,6 @@
 """`ctrnas compare`: the same recipe at several warm-up fractions (zero-shot 0, sub-one-shot 0.01, one-shot
-1.0 with inherited-weight evaluation) on the same prepared data, with quality and wall time side by side."""
+1.0 with inherited-weight evaluation) on the same prepared data, with quality, wall time and compute in
+full-training equivalents (FTE, `pipeline.budget`) side by side."""
 
 from __future__ import annotations
 
@@ -32,37 +33,50 @@ def setting_recipe(recipe: Recipe, fraction: float, data_path: Path, out: Path) 
     label = setting_label(fraction)
     return dataclasses.replace(
         recipe, name=f"{recipe.name}-{label}", output=str(out / label),
-        warmup=dataclasses.replace(recipe.warmup, fraction=fraction),
+        warmup=dataclasses.replace(recipe.warmup, fraction=fraction, rows=None),
         data=dataclasses.replace(recipe.data, path=str(data_path)))
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| setting | fitness | test log loss | test AUC | val log loss | "
+    head = ("| setting | fitness | test log loss | test AUC | val log loss | FTE | "
             + " | ".join(f"{s} s" for s in STAGES) + " |")
-    lines = [head, "|" + "---|" * (5 + len(STAGES))]
+    lines = [head, "|" + "---|" * (6 + len(STAGES))]
     for r in rows:
         lines.append(f"| {r['setting']} | {r['fitness']} | {r['test_logloss']:.5f} | {r['test_auc']:.5f} | "
-                     f"{r['val_logloss']:.5f} | " + " | ".join(f"{r[f'{s}_s']:.1f}" for s in STAGES) + " |")
+                     f"{r['val_logloss']:.5f} | {r['fte']:.2f} | "
+                     + " | ".join(f"{r[f'{s}_s']:.1f}" for s in STAGES) + " |")
     return "\n".join(lines)
 
 
+def multifidelity_recipe(recipe: Recipe, data_path: Path, out: Path) -> Recipe:
+    """The recipe at its own warm-up with `search.strategy: multifidelity`, writing to `out/multifidelity`."""
+    return dataclasses.replace(
+        recipe, name=f"{recipe.name}-multifidelity", output=str(out / "multifidelity"),
+        search=dataclasses.replace(recipe.search, strategy="multifidelity"),
+        data=dataclasses.replace(recipe.data, path=str(data_path)))
+
+
 def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progress: bool = True,
-                     echo=print) -> CompareResult:
-    """Run the pipeline once per warm-up fraction; write compare.{json,csv,md} under `<output>/compare`."""
+                     echo=print, multifidelity: bool = False) -> CompareResult:
+    """Run the pipeline once per warm-up fraction (and, with `multifidelity`, once with the multi-fidelity
+    search at the recipe's warm-up); write compare.{json,csv,md} under `<output>/compare`."""
     out = recipe.output_dir / "compare"
     out.mkdir(parents=True, exist_ok=True)
     data = prepare_data(recipe)
     runs, rows = {}, []
-    for f in fractions:
-        r = setting_recipe(recipe, float(f), data.path, out)
+    settings = [(setting_label(float(f)), float(f), setting_recipe(recipe, float(f), data.path, out))
+                for f in fractions]
+    if multifidelity:
+        settings.append(("multifidelity", recipe.warmup.fraction, multifidelity_recipe(recipe, data.path, out)))
+    for label, f, r in settings:
         res = run_recipe(r, data=data, progress=progress, echo=echo)
-        label = setting_label(float(f))
         runs[label] = res
         best = res.final.best
-        rows.append({"setting": label, "fraction": float(f), "fitness": res.search.fitness_name,
+        rows.append({"setting": label, "fraction": f, "fitness": res.search.fitness_name,
                      "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc"),
                      "val_logloss": best.val.get("logloss"), "arch_key": best.arch.key() if best.arch is not None else None,
                      "evaluations": len(res.search.history),
+                     "fte": res.metrics["compute"]["fte"]["total"],  # full-training equivalents, all stages
                      **{f"{s}_s": res.timings.get(s, 0.0) for s in STAGES}})
     with open(out / "compare.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

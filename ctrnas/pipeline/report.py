@@ -47,7 +47,8 @@ def gap_closed(found: float, lr: float | None, bayes: float | None) -> float | N
 
 
 def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, warm=None, search=None,
-                  final: FinalResult | None = None, timings: dict | None = None, cpu: dict | None = None) -> dict:
+                  final: FinalResult | None = None, timings: dict | None = None, cpu: dict | None = None,
+                  compute: dict | None = None) -> dict:
     """The metrics.json content of a run (usable before the RunResult exists)."""
     if run is not None:
         data, warm, search, final, timings = run.data, run.warmup, run.search, run.final, run.timings
@@ -59,7 +60,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     models = list(final.candidates) + list(final.baselines)
     return {
         "name": recipe.name,
-        "setting": {"warmup_fraction": recipe.warmup.fraction, "fitness": search.fitness,
+        "setting": {"warmup_fraction": warm.fraction, "fitness": search.fitness,
                     "fitness_name": search.fitness_name, "maximize": search.maximize, "rows": search.rows_note},
         "data": {"path": str(data.path), "rows": {s: v.get("rows") for s, v in data.meta["splits"].items()},
                  "bayes_logloss": data.bayes_logloss},
@@ -82,6 +83,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "gap_closed_vs_lr": gap_closed(found, lr, bayes),
         "timings": timings or {},
         "cpu_seconds": cpu or {},
+        "compute": compute or {},  # training samples and full-training equivalents per stage (pipeline.budget)
         **({"final_distributed": final.distributed} if final.distributed is not None else {}),
     }
 
@@ -134,9 +136,26 @@ def summary_markdown(metrics: dict) -> str:
     cpu = metrics.get("cpu_seconds") or {}
     lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (with joined workers) |", "|---|---|---|"]
     lines += [f"| {k} | {v:.1f} | {_fmt(cpu.get(k), 1)} |" for k, v in metrics["timings"].items()]
+    lines += compute_lines(metrics.get("compute") or {}, metrics["timings"])
     lines += ["", "Files: `search/history.csv`, `best_arch.json`, `model/`, `metrics.json`, `plots/*.png`, "
               "`recipe.yaml`, `environment.json`.", ""]
     return "\n".join(lines)
+
+
+def compute_lines(compute: dict, timings: dict) -> list[str]:
+    """The summary's table of training samples and full-training equivalents (FTE) per stage."""
+    if not compute.get("fte"):
+        return []
+    lines = ["", "## Compute per stage (full-training equivalents)", "",
+             "| stage | training samples | FTE | wall s |", "|---|---|---|---|"]
+    for k, n in compute["samples"].items():
+        wall = "(in final)" if k == "baselines" else _fmt(timings.get(k), 1)
+        lines.append(f"| {k} | {n} | {compute['fte'][k]:.3f} | {wall} |")
+    lines += [f"| total | {sum(compute['samples'].values())} | {compute['fte']['total']:.3f} | "
+              f"{_fmt(timings.get('total'), 1)} |", "",
+              f"1 FTE = {compute['unit_samples']} samples, one final-stage training of one model (`final`: the "
+              "retrained top-k, `baselines` apart; search: proxy batches, fine-tuning steps and short trainings)."]
+    return lines
 
 
 def write_candidates_csv(path: Path, rows: list[dict]) -> None:

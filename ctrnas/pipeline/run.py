@@ -82,7 +82,7 @@ def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
 
     warm = warmup_stage(recipe, data, out / "warmup")
     clock.lap("warmup", warm.seconds)
-    say(f"warm-up {recipe.warmup.fraction:g}: {warm.steps} steps on {warm.rows} rows in {warm.seconds:.1f} s")
+    say(f"warm-up {warm.fraction:g}: {warm.steps} steps on {warm.rows} rows in {warm.seconds:.1f} s")
 
     search = search_stage(recipe, data, warm, out / "search", progress=progress)
     clock.lap("search", search.seconds)
@@ -95,11 +95,15 @@ def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
 def finish_run(recipe: Recipe, data: DataResult, warm: WarmupResult, search: SearchStageResult,
                final: FinalResult, clock: StageClock, say) -> RunResult:
     """The report folder of a finished run."""
+    from ctrnas.pipeline.budget import fte_by_stage, fte_line
+
     out = recipe.output_dir
     clock.lap("final", final.seconds)
     clock.total()
+    compute = fte_by_stage(recipe, data, warm, search, final)
     metrics = write_report(out, recipe, {"data": data, "warm": warm, "search": search, "final": final,
-                                         "timings": clock.timings, "cpu": clock.cpu})
+                                         "timings": clock.timings, "cpu": clock.cpu, "compute": compute})
+    say(fte_line(compute) + f"; wall {clock.timings['total']:.0f} s")
     if final.fallback:
         say(f"fallback: {final.fallback}")
     what = f"reported baseline {final.best.label}" if final.fallback else "best by validation"

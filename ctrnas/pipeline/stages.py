@@ -18,6 +18,17 @@ from ctrnas.space import get_space
 from ctrnas.train.config import numeric_settings
 
 
+def resolve_warmup(recipe: Recipe, data: DataResult) -> Recipe:
+    """The recipe with `warmup.rows` turned into the fraction of this training split that reads exactly
+    those rows (the loader takes ceil(fraction x N)); unchanged when `warmup.rows` is unset."""
+    rows = recipe.warmup.rows
+    if rows is None:
+        return recipe
+    n = split_rows(data, "train")
+    fraction = min(1.0, rows / n) if n else 0.0
+    return dataclasses.replace(recipe, warmup=dataclasses.replace(recipe.warmup, fraction=fraction, rows=None))
+
+
 def new_supernet(recipe: Recipe, data: DataResult):
     """The recipe's supernet with weights drawn from the recipe seed (the global RNG is left untouched)."""
     from ctrnas.supernet.io import build_supernet
@@ -44,6 +55,7 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
     from ctrnas.train.batches import dataset_batches
     from ctrnas.train.warmup import warmup
 
+    recipe = resolve_warmup(recipe, data)
     t0 = time.perf_counter()
     fingerprint = _warmup_fingerprint(recipe, data)
     ckpt = done = None
@@ -105,6 +117,7 @@ def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = 
     from ctrnas.pipeline import ctr_fitness
     from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, default_init
 
+    recipe = resolve_warmup(recipe, data)
     kind = kind or recipe.fitness_kind
     fraction = recipe.warmup.fraction if fraction is None else fraction
     if kind == "proxy":
@@ -132,15 +145,33 @@ def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = 
 
 def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
                  progress: bool = True) -> SearchStageResult:
-    """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`."""
+    """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`.
+    Evolution starts from the space's baseline archs when `search.seed_population` (those that fit)."""
     from ctrnas.search.build import make_strategy
+    from ctrnas.space.baselines import initial_population
 
+    recipe = resolve_warmup(recipe, data)
     t0 = time.perf_counter()
     kind = recipe.fitness_kind
-    fitness, note = make_fitness(recipe, data, warm.supernet, kind)
+    space = get_space(recipe.space)
+    initial = tuple(initial_population(space)) if recipe.search.seed_population else ()
     count_params, count_flops = resource_counters(recipe, data)
-    strategy = make_strategy(recipe.search, get_space(recipe.space), seed=recipe.seed, maximize=fitness.maximize,
-                             count_params=count_params, count_flops=count_flops)
+    fp = {"warmup": _warmup_fingerprint(recipe, data), "kind": kind, "proxy": to_dict(recipe.proxy),
+          "oneshot": to_dict(recipe.oneshot)}
+    if recipe.search.strategy == "multifidelity":
+        from ctrnas.pipeline.rungs import build_ladder
+
+        fitness, rungs, directions, note = build_ladder(recipe, data, warm.supernet)
+        kind, name, maximize = "multifidelity", " > ".join(r.fitness for r in rungs), directions[-1]
+        strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
+                                 count_params=count_params, count_flops=count_flops, initial=initial,
+                                 rungs=rungs, rung_maximize=directions)
+        fp["final_train"] = numeric_settings(recipe.final_train)  # the short trainings train as the final stage
+    else:
+        fitness, note = make_fitness(recipe, data, warm.supernet, kind)
+        name, maximize = (recipe.proxy.name if kind == "proxy" else "oneshot"), fitness.maximize
+        strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
+                                 count_params=count_params, count_flops=count_flops, initial=initial)
     ckpt = None
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -148,21 +179,19 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         # The runner checks the strategy's settings on resume; what it scores with is checked here, so a
         # changed warm-up, proxy or data never continues an old search.
         marker = Path(out_dir) / "fitness.json"
-        fp = json.loads(json.dumps({"warmup": _warmup_fingerprint(recipe, data), "kind": kind,
-                                    "proxy": to_dict(recipe.proxy), "oneshot": to_dict(recipe.oneshot)}))
+        fp = json.loads(json.dumps(fp))
         if ckpt.exists() and (not marker.exists() or json.loads(marker.read_text()) != fp):
             ckpt.unlink()
         atomic_write_text(marker, json.dumps(fp, indent=1))
     result = strategy.run(fitness, workers=recipe.search.workers, execution=recipe.execution,
                           checkpoint_path=ckpt, progress=progress)
-    name = recipe.proxy.name if kind == "proxy" else "oneshot"
-    return SearchStageResult(result, kind, name, fitness.maximize, time.perf_counter() - t0, note)
+    return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note)
 
 
 def warmup_config_for(recipe: Recipe, fraction: float) -> Recipe:
     """The recipe with another warm-up fraction (the three settings differ only in this)."""
-    return dataclasses.replace(recipe, warmup=dataclasses.replace(recipe.warmup, fraction=fraction))
+    return dataclasses.replace(recipe, warmup=dataclasses.replace(recipe.warmup, fraction=fraction, rows=None))
 
 
 __all__ = ["warmup_stage", "search_stage", "make_fitness", "resource_counters", "new_supernet", "warmup_rows",
-           "warmup_config_for"]
+           "warmup_config_for", "resolve_warmup"]

@@ -9,21 +9,34 @@ from typing import Any, Callable, Literal
 from ctrnas.errors import RecipeError
 from ctrnas.search.constraints import ConstraintConfig, Constraints
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
+from ctrnas.search.multifidelity import MultiFidelity, RungConfig
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
 from ctrnas.search.space_protocol import SearchSpace
 
 
 @dataclass(frozen=True)
+class MultiFidelityConfig:
+    """The rungs of `strategy: multifidelity` (regularized evolution with successive halving, see
+    `multifidelity`), cheapest first; empty: the caller's default ladder (the CTR pipeline's is in
+    `ctrnas.pipeline.rungs`). Evolution's settings come from `search.evolution`."""
+
+    rungs: tuple[RungConfig, ...] = ()
+
+
+@dataclass(frozen=True)
 class SearchConfig:
     """strategy picks which sub-config is used; workers > 1 scores in spawned processes; top_k is how many
-    of the history's best the final stage retrains from scratch (NASRec/SiGeo: 15)."""
+    of the history's best the final stage retrains from scratch (NASRec/SiGeo: 15). seed_population: the
+    space's hand-designed baseline archs start evolution's initial population (those that fit the space)."""
 
-    strategy: Literal["evolution", "random"] = "evolution"
+    strategy: Literal["evolution", "random", "multifidelity"] = "evolution"
     evolution: EvolutionConfig = EvolutionConfig()
     random: RandomSearchConfig = RandomSearchConfig()
+    multifidelity: MultiFidelityConfig = MultiFidelityConfig()
     constraints: ConstraintConfig = ConstraintConfig()
     workers: int = 1
     top_k: int = 15
+    seed_population: bool = True
 
     def __post_init__(self):
         if self.workers < 1:
@@ -40,11 +53,22 @@ def make_strategy(
     maximize: bool,
     count_params: Callable[[Any], float] | None = None,
     count_flops: Callable[[Any], float] | None = None,
-) -> RegularizedEvolution | RandomSearch:
-    """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False)."""
+    initial: tuple = (),
+    rungs: tuple[RungConfig, ...] = (),
+    rung_maximize: list[bool] | None = None,
+) -> RegularizedEvolution | RandomSearch | MultiFidelity:
+    """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False).
+    `initial`: archs evolution's initial population starts with (used when `config.seed_population`).
+    multifidelity: `rungs` (default `config.multifidelity.rungs`) and each rung's direction."""
     constraints = Constraints(config.constraints, count_params, count_flops)
+    initial = tuple(initial) if config.seed_population else ()
+    if config.strategy == "multifidelity":
+        rungs = rungs or config.multifidelity.rungs
+        evolution = build_strategy("evolution", space, seed=seed, maximize=maximize, evolution=config.evolution,
+                                   constraints=constraints, initial=initial)
+        return MultiFidelity(evolution, rungs, rung_maximize if rung_maximize is not None else [maximize] * len(rungs))
     return build_strategy(config.strategy, space, seed=seed, maximize=maximize, evolution=config.evolution,
-                          random=config.random, constraints=constraints)
+                          random=config.random, constraints=constraints, initial=initial)
 
 
 STRATEGIES = ("evolution", "random")
@@ -60,12 +84,14 @@ def build_strategy(
     random: RandomSearchConfig = RandomSearchConfig(),
     constraints: Constraints | None = None,
     source: str = "search",
+    initial: tuple = (),
 ) -> RegularizedEvolution | RandomSearch:
     """The strategy called `name` with its config; the one place a strategy is chosen by name (the CTR
-    recipe and the vision harness both come here). `source` names where `name` came from in errors."""
+    recipe and the vision harness both come here). `source` names where `name` came from in errors; `initial`
+    seeds evolution's population. `multifidelity` needs rungs and is made by `make_strategy`."""
     if name == "evolution":
         return RegularizedEvolution(space, dataclasses.replace(evolution, maximize=maximize), seed=seed,
-                                    constraints=constraints)
+                                    constraints=constraints, initial=initial)
     if name == "random":
         return RandomSearch(space, dataclasses.replace(random, maximize=maximize), seed=seed,
                             constraints=constraints)

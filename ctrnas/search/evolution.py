@@ -19,7 +19,7 @@ from ctrnas.errors import RecipeError
 from ctrnas.search.constraints import Constraints, propose
 from ctrnas.search.fitness import FitnessResult, rank_value
 from ctrnas.search.runner import Candidate, SearchResult, run_search
-from ctrnas.search.space_protocol import SearchSpace
+from ctrnas.search.space_protocol import SearchSpace, arch_key
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def mutations_at(generation: int, config: EvolutionConfig) -> int:
 class _Member:
     arch: Any
     key: str
-    rank: float  # rank_value: higher is better, non-finite is -inf
+    rank: Any  # rank_value (higher is better, non-finite is -inf), or the caller's comparable rank
 
 
 class RegularizedEvolution:
@@ -84,9 +84,13 @@ class RegularizedEvolution:
         *,
         seed: int = 0,
         constraints: Constraints | None = None,
+        initial: tuple = (),
     ):
         self.space, self.config, self.seed = space, config, int(seed)
         self.constraints = constraints if constraints is not None else Constraints()
+        # archs the initial population starts with (e.g. the space's hand-designed baselines), so the
+        # search has to beat what a user would have built; the rest of it is sampled
+        self.initial = tuple(initial)
         self.maximize = config.maximize
         self.total_evaluations = config.population_size + config.generations * config.children_per_generation
         self.rng = np.random.default_rng(self.seed)
@@ -115,6 +119,18 @@ class RegularizedEvolution:
             arch = self.space.mutate(arch, self.rng)
         return arch
 
+    def _seeded(self) -> list[Candidate]:
+        """The `initial` archs that fit the constraints, without repeats, as generation-0 candidates."""
+        out = []
+        for arch in self.initial:
+            key = arch_key(arch)
+            if key in self._seen or not self.constraints.satisfied(arch):
+                continue
+            self._seen.add(key)
+            params, flops = self.constraints.measure(arch)
+            out.append(Candidate(arch, key, 0, params, flops))
+        return out
+
     def ask(self) -> list[Candidate]:
         """The initial population (generation 0) or the children of the next generation."""
         if self._pending is not None:
@@ -123,7 +139,8 @@ class RegularizedEvolution:
             raise RuntimeError("the search is finished")
         cfg = self.config
         if self.generation == 0:
-            out = [self._propose(lambda: self.space.sample(self.rng)) for _ in range(cfg.population_size)]
+            out = self._seeded()[: cfg.population_size]
+            out += [self._propose(lambda: self.space.sample(self.rng)) for _ in range(cfg.population_size - len(out))]
         else:
             n = mutations_at(self.generation, cfg)
             parent = None if cfg.parent_per_child else self._tournament_parent()
@@ -134,20 +151,28 @@ class RegularizedEvolution:
         self._pending = out
         return out
 
-    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None:
-        """Add the scored candidates as the youngest members; after generation 0 the oldest as many die."""
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult], ranks: list | None = None) -> None:
+        """Add the scored candidates as the youngest members; after generation 0 the oldest as many die.
+
+        `ranks` (higher is better, any mutually comparable values) replaces the ranking of `results` by
+        value, for a caller that ranks by more than one number (`multifidelity`: rung reached, then value)."""
         if self._pending is None or [c.key for c in candidates] != [c.key for c in self._pending]:
             raise RuntimeError("tell() must receive exactly the candidates of the last ask()")
         if len(results) != len(candidates):
             raise ValueError(f"tell() got {len(results)} results for {len(candidates)} candidates")
-        self.population += [_Member(c.arch, c.key, rank_value(r.value, self.maximize)) for c, r in zip(candidates, results)]
+        if ranks is None:
+            ranks = [rank_value(r.value, self.maximize) for r in results]
+        self.population += [_Member(c.arch, c.key, rank) for c, rank in zip(candidates, ranks)]
         if self.generation > 0:
             del self.population[: len(candidates)]
         self.generation += 1
         self._pending = None
 
     def fingerprint(self) -> dict:
-        return {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
+        fp = {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
+        if self.initial:
+            fp["initial"] = [arch_key(a) for a in self.initial]
+        return fp
 
     def state_dict(self) -> dict:
         return {

@@ -21,7 +21,8 @@ class HistoryRecord:
 
     `time_s` is the wall time of the fitness call (0 for a cache hit); it is the only field that is not
     reproducible between runs, so `HistoryRecord.same_as` ignores it. `budget` is what the score was
-    allowed to spend (see `fitness`; None for a fitness that takes no budget).
+    allowed to spend (see `fitness`; None for a fitness that takes no budget), `rung` the fidelity it was
+    scored at in a multi-fidelity search.
     """
 
     index: int
@@ -38,6 +39,7 @@ class HistoryRecord:
     cached: bool = False
     parent_key: str = ""
     budget: int | None = None
+    rung: int | None = None  # the rung of a multi-fidelity search (None: single fidelity)
 
     def same_as(self, other: "HistoryRecord") -> bool:
         """Equal in everything but timing (NaN equals NaN)."""
@@ -148,7 +150,7 @@ class History:
         for r in self.records:
             term_names += [t for t in r.terms if t not in term_names]
         base = ["index", "generation", "key", "value", "params", "flops", "time_s", "seed", "cached", "parent_key",
-                "budget"]
+                "budget", "rung"]
         with open(path, "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(base + [f"term_{t}" for t in term_names] + ["arch", "meta", "note"])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ctrnas.search.fidelity import Fidelity
 from ctrnas.search.checkpoint import load_checkpoint, save_checkpoint
 from ctrnas.search.fitness import FitnessResult, ScoreCache, candidate_seed, default_budget, warn_non_finite
 from ctrnas.search.history import History, HistoryRecord
@@ -33,6 +34,7 @@ class Candidate:
     flops: float = math.nan
     parent_key: str = ""
     budget: int | None = None
+    rung: int | None = None  # a multi-fidelity search's rung; the fitness then gets Fidelity(rung, budget)
 
 
 class Strategy(Protocol):
@@ -63,13 +65,19 @@ class SearchResult:
     history: History
     maximize: bool
     cache: ScoreCache
+    # how a strategy whose values are not comparable with each other ranks its history (multi-fidelity:
+    # by rung reached, then value): ranker(history, k) -> the k best distinct candidates
+    ranker: Callable[[History, int], list[HistoryRecord]] | None = None
 
     @property
     def best(self) -> HistoryRecord | None:
-        return self.history.best(self.maximize)
+        top = self.top_k(1)
+        return top[0] if top else None
 
     def top_k(self, k: int) -> list[HistoryRecord]:
         """The k best distinct candidates, e.g. the 15 NASRec retrains from scratch."""
+        if self.ranker is not None:
+            return self.ranker(self.history, k)
         return self.history.top_k(k, self.maximize)
 
 
@@ -80,6 +88,7 @@ def _score_batch(
     """(result, seconds, seed, cached, budget) per candidate; each distinct uncached (key, budget) is scored once."""
     seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
     budgets = [c.budget if c.budget is not None else budget for c in candidates]
+    budgets = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, budgets)]
     seen: set[tuple] = set()
     jobs, job_pos = [], []
     known: dict[tuple, FitnessResult] = {}
@@ -167,7 +176,8 @@ def run_search(
                     HistoryRecord(
                         index=index, generation=c.generation, key=c.key, arch=to_json(c.arch), value=result.value,
                         terms=dict(result.terms), meta=dict(result.meta), params=c.params, flops=c.flops,
-                        time_s=seconds, seed=seed, cached=cached, parent_key=c.parent_key, budget=spent,
+                        time_s=seconds, seed=seed, cached=cached, parent_key=c.parent_key,
+                        budget=spent.budget if isinstance(spent, Fidelity) else spent, rung=c.rung,
                     )
                 )
             strategy.tell(candidates, [s[0] for s in scored])
@@ -178,4 +188,4 @@ def run_search(
                     {"fingerprint": fingerprint, "strategy": strategy.state_dict(),
                      "history": list(history), "cache": cache.state_dict()},
                 )
-    return SearchResult(history, strategy.maximize, cache)
+    return SearchResult(history, strategy.maximize, cache, getattr(strategy, "ranker", None))

@@ -78,3 +78,23 @@ class NoisyFitness:
 def vector_sum(arch: IntVector) -> float:
     """A stand-in resource counter (like a parameter count): the sum of the choices."""
     return float(sum(arch.values))
+
+
+@dataclass(frozen=True)
+class NoisyFidelityFitness:
+    """A multi-fidelity toy: the separable fitness plus seed-driven noise of standard deviation
+    `noise / sqrt(budget)`, so a larger budget measures the true value more exactly (as a longer training
+    does). fitness(arch, seed, budget); `default_budget` 1."""
+
+    target: tuple[int, ...]
+    noise: float = 1.0
+    default_budget: int = 1
+
+    def sigma(self, budget: int) -> float:
+        return self.noise / math.sqrt(budget)
+
+    def __call__(self, arch: IntVector, seed: int = 0, budget: int | None = None) -> FitnessResult:
+        budget = self.default_budget if budget is None else budget
+        base = SeparableFitness(self.target)(arch).value
+        eps = float(np.random.default_rng(seed).normal(0.0, self.sigma(budget)))
+        return FitnessResult(base + eps, {"noise": eps, "true": base}, {"budget": budget})

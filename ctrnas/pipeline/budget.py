@@ -1,0 +1,56 @@
+"""What a run cost, in full-training equivalents (FTE).
+
+One FTE is the training samples of one final-stage training of one model (its training rows x its
+epochs). A stage's FTE is the training samples it processed divided by that: the warm-up's rows, every
+scoring pass of the search (proxy batches, one-shot fine-tuning steps, short trainings; cache hits cost
+nothing; validation passes are not counted), and the final stage's trainings (planned rows x epochs per
+model, the top-k and the baselines apart). So a run whose only cost is a final stage of k models is k FTE,
+and the stages add up to the total.
+"""
+
+from __future__ import annotations
+
+from ctrnas.pipeline.data import split_rows
+from ctrnas.pipeline.results import DataResult
+from ctrnas.recipe import Recipe
+from ctrnas.search.multifidelity import RungConfig
+
+
+def final_samples(recipe: Recipe, data: DataResult) -> int:
+    """Training samples of one final-stage training: its training rows x its epochs (the FTE unit)."""
+    train = split_rows(data, "train")
+    rows = min(recipe.final.train_rows, train) if recipe.final.train_rows is not None else train
+    return rows * recipe.final_train.epochs
+
+
+def search_samples(recipe: Recipe, data: DataResult, history, kind: str) -> int:
+    """Training samples the search's scoring processed (cache hits are free)."""
+    from ctrnas.pipeline.rungs import ladder_rungs, rung_samples
+
+    rungs = ladder_rungs(recipe, data) if kind == "multifidelity" else None
+    total = 0
+    for r in history:
+        if r.cached:
+            continue
+        rung = rungs[r.rung] if rungs is not None else RungConfig(kind)
+        total += rung_samples(recipe, rung, r.budget)
+    return total
+
+
+def fte_by_stage(recipe: Recipe, data: DataResult, warm, search, final) -> dict:
+    """{"unit_samples", "samples": {stage: n}, "fte": {stage: x, ..., "total": sum}} of a finished run
+    (`final` may be None before the final stage)."""
+    unit = final_samples(recipe, data)
+    samples = {"warmup": int(warm.rows), "search": search_samples(recipe, data, search.history, search.fitness)}
+    if final is not None:
+        samples["final"] = unit * len(final.candidates)
+        samples["baselines"] = unit * len(final.baselines)
+    fte = {k: v / unit for k, v in samples.items()}
+    fte["total"] = sum(fte.values())
+    return {"unit_samples": unit, "samples": samples, "fte": fte}
+
+
+def fte_line(report: dict) -> str:
+    """One console line: FTE per stage and the total."""
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in report["fte"].items() if k != "total")
+    return f"compute: {report['fte']['total']:.2f} FTE ({parts}; 1 FTE = {report['unit_samples']} samples)"

@@ -1,0 +1,160 @@
+"""Multi-fidelity search: regularized evolution whose candidates go through successive halving.
+
+Each batch evolution proposes (the initial population, then each generation's children) is scored at
+rung 0, the cheapest fidelity; the best `keep` share of a rung's candidates (at least one) is scored again
+at the next rung, and so on up the ladder (Jamieson & Talwalkar 2016; Li et al., Hyperband, 2018). Then
+evolution is told the whole batch, each candidate ranked by the highest rung it reached and, within a
+rung, by its value there. Values of different rungs are never compared with each other (they may be a
+proxy score and a log loss): a candidate that reached rung r+1 beat, at rung r, every candidate of its
+batch that stopped there, so it ranks above all candidates that stopped at rung r or lower, in any batch.
+A non-finite score at the highest rung reached ranks below everything. `ranker` orders a history the same
+way, so the final stage retrains the candidates that went furthest.
+
+Every rung of a batch is one ask/tell step of the runner: rungs are scored in parallel on the executor,
+the history records rung and budget, and a checkpoint after every rung makes an interrupted search resume
+mid-batch with the same history as an uninterrupted one.
+
+Why not Ray Tune's schedulers: ASHA/HyperBand there promote trials that report after every training
+iteration inside a Tune trial loop; our rungs are separate fitnesses (a proxy, an inherited-weight
+fine-tuning, a short training from scratch) that report once each, the search must stay deterministic for a
+seed and resumable through our own checkpoints, and `search/` may not import Ray. Synchronous successive
+halving over one batch is a few dozen lines here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ctrnas.errors import RecipeError
+from ctrnas.search.evolution import RegularizedEvolution
+from ctrnas.search.fitness import FitnessResult, rank_value
+from ctrnas.search.history import History, HistoryRecord
+from ctrnas.search.runner import Candidate, SearchResult, run_search
+
+
+@dataclass(frozen=True)
+class RungConfig:
+    """One fidelity: `fitness` names what scores it (the caller's name, e.g. the CTR pipeline's "proxy"),
+    `budget` is in that fitness's own unit (None: its default), `keep` the share promoted to the next rung."""
+
+    fitness: str
+    budget: int | None = None
+    keep: float = 1 / 3
+
+    def __post_init__(self):
+        if not 0 < self.keep <= 1:
+            raise RecipeError("search.multifidelity", "rungs.keep", f"expected in (0, 1], got {self.keep}")
+        if self.budget is not None and self.budget < 0:
+            raise RecipeError("search.multifidelity", "rungs.budget", f"expected >= 0 or null, got {self.budget}")
+
+
+def survivors(n: int, keeps: list[float]) -> list[int]:
+    """How many of a batch of n are scored at each rung: n, then ceil(keep * previous), at least 1."""
+    out = [n]
+    for keep in keeps:
+        out.append(max(1, math.ceil(keep * out[-1] - 1e-9)))
+    return out
+
+
+def ladder_rank(rung: int | None, value: float, maximize: list[bool]) -> tuple[int, float]:
+    """(rung reached, rank at that rung), higher is better; non-finite ranks below every rung."""
+    r = rung or 0
+    v = rank_value(value, maximize[r])
+    return (-1, -math.inf) if not math.isfinite(v) else (r, v)
+
+
+class MultiFidelity:
+    """Successive halving over the batches of a `RegularizedEvolution` (see the module docstring).
+
+    `rungs` give each rung's budget and promotion share; `maximize[r]` says whether rung r's fitness is
+    maximized. Candidates carry `rung` and `budget`, so the fitness must take a `fidelity.Fidelity`
+    (`fidelity.Ladder` builds one from a fitness per rung).
+    """
+
+    def __init__(self, evolution: RegularizedEvolution, rungs: tuple[RungConfig, ...], maximize: list[bool]):
+        if not rungs:
+            raise RecipeError("search.multifidelity", "rungs", "expected at least one rung")
+        if len(maximize) != len(rungs):
+            raise ValueError(f"{len(rungs)} rungs but {len(maximize)} directions")
+        self.evolution, self.rungs, self.rung_maximize = evolution, tuple(rungs), list(maximize)
+        self.seed = evolution.seed
+        self.maximize = self.rung_maximize[-1]
+        keeps = [r.keep for r in self.rungs[:-1]]
+        cfg = evolution.config
+        self.total_evaluations = sum(survivors(cfg.population_size, keeps)) + \
+            cfg.generations * sum(survivors(cfg.children_per_generation, keeps))
+        self._keeps = keeps
+        self.batch: list[Candidate] | None = None  # the batch in flight
+        self.rung = 0
+        self.alive: list[int] = []  # positions in `batch` scored at `rung`
+        self.reached: dict[int, tuple[int, FitnessResult]] = {}  # position -> (highest rung, its result)
+        self._pending: list[Candidate] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.batch is None and self.evolution.done
+
+    def ask(self) -> list[Candidate]:
+        if self._pending is not None:
+            raise RuntimeError("ask() called twice without tell()")
+        if self.batch is None:
+            self.batch, self.rung, self.reached = self.evolution.ask(), 0, {}
+            self.alive = list(range(len(self.batch)))
+        budget = self.rungs[self.rung].budget
+        self._pending = [Candidate(c.arch, c.key, c.generation, c.params, c.flops, c.parent_key, budget, self.rung)
+                         for c in (self.batch[i] for i in self.alive)]
+        return self._pending
+
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None:
+        if self._pending is None or [c.key for c in candidates] != [c.key for c in self._pending]:
+            raise RuntimeError("tell() must receive exactly the candidates of the last ask()")
+        if len(results) != len(candidates):
+            raise ValueError(f"tell() got {len(results)} results for {len(candidates)} candidates")
+        self._pending = None
+        for pos, result in zip(self.alive, results):
+            self.reached[pos] = (self.rung, result)
+        if self.rung + 1 < len(self.rungs):
+            n_next = survivors(len(self.alive), [self._keeps[self.rung]])[1]
+            maximize = self.rung_maximize[self.rung]
+            # ties go to the earlier proposal; a non-finite score is never promoted
+            order = sorted(zip(self.alive, results), key=lambda t: (-rank_value(t[1].value, maximize), t[0]))
+            promoted = sorted(pos for pos, r in order[:n_next] if r.finite)
+            if promoted:
+                self.rung, self.alive = self.rung + 1, promoted
+                return
+        batch, self.batch = self.batch, None
+        outcome = [self.reached[i] for i in range(len(batch))]
+        self.evolution.tell(batch, [r for _, r in outcome],
+                            ranks=[ladder_rank(rung, r.value, self.rung_maximize) for rung, r in outcome])
+
+    def ranker(self, history: History, k: int) -> list[HistoryRecord]:
+        """The k best distinct candidates: each by its highest-rung record, ranked as evolution ranks them."""
+        top: dict[str, HistoryRecord] = {}
+        for r in history:
+            if r.key not in top or (r.rung or 0) > (top[r.key].rung or 0):
+                top[r.key] = r
+        ranked = sorted(top.values(), key=lambda r: (tuple(-x for x in ladder_rank(r.rung, r.value,
+                                                                                   self.rung_maximize)), r.index))
+        return ranked[:k]
+
+    def fingerprint(self) -> dict:
+        return {"evolution": self.evolution.fingerprint(),
+                "rungs": [[r.fitness, r.budget, r.keep] for r in self.rungs], "maximize": self.rung_maximize}
+
+    def state_dict(self) -> dict:
+        return {"evolution": self.evolution.state_dict(), "batch": self.batch, "rung": self.rung,
+                "alive": list(self.alive), "reached": dict(self.reached),
+                "evolution_pending": self.evolution._pending}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.evolution.load_state_dict(state["evolution"])
+        self.evolution._pending = state["evolution_pending"]
+        self.batch, self.rung = state["batch"], state["rung"]
+        self.alive, self.reached = list(state["alive"]), dict(state["reached"])
+        self._pending = None
+
+    def run(self, fitness: Any, **options) -> SearchResult:
+        """Search to the end with `runner.run_search` (workers, execution, checkpoint_path, progress)."""
+        return run_search(self, fitness, **options)

@@ -1,0 +1,152 @@
+"""The CTR multi-fidelity search end to end at test size, its compute accounting (FTE), warm-up by rows and
+the seeded population."""
+
+import dataclasses
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from ctrnas import api
+from ctrnas.pipeline.budget import fte_by_stage
+from ctrnas.pipeline.data import split_rows, warmup_rows
+
+RUNGS = ("search.multifidelity.rungs=[{fitness: proxy, budget: 2, keep: 0.5}, {fitness: oneshot, budget: 5, "
+         "keep: 0.5}, {fitness: short, budget: 1024}]")
+
+
+@pytest.fixture(scope="module")
+def mf_run(tests_data, tests_recipe_path, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mf") / "run"
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={out}",
+                             "search.strategy=multifidelity", RUNGS)
+    return recipe, api.run(recipe, progress=False, echo=None)
+
+
+def test_rungs_are_scored_in_order_and_the_final_stage_retrains_the_highest_rung(mf_run):
+    recipe, result = mf_run
+    h = list(result.search.history)
+    evo = recipe.search.evolution
+    # 6 -> 3 -> 2 in the initial population, then 3 -> 2 -> 1 per generation (keep 0.5, rounded up)
+    assert [r.rung for r in h] == [0] * 6 + [1] * 3 + [2] * 2 + ([0] * 3 + [1] * 2 + [2]) * evo.generations
+    assert {(r.rung, r.budget) for r in h} == {(0, 2), (1, 5), (2, 1024)}
+    assert all(r.meta.get("train_rows") == 1024 for r in h if r.rung == 2)
+    top = result.search.result.top_k(recipe.top_k)
+    best_short = sorted((r for r in h if r.rung == 2), key=lambda r: (r.value, r.index))
+    assert [r.key for r in top] == [r.key for r in best_short[:recipe.top_k]]
+    assert [c.arch.key() for c in result.final.candidates] == [r.key for r in top]
+
+
+def test_compute_adds_up_per_stage(mf_run, tests_data):
+    recipe, result = mf_run
+    metrics = json.loads((result.output_dir / "metrics.json").read_text())
+    c = metrics["compute"]
+    unit = recipe.final.train_rows * recipe.final_train.epochs
+    assert c["unit_samples"] == unit
+    h = list(result.search.history)
+    by_rung = {0: 2 * 256, 1: 5 * 256, 2: 1024}  # proxy batches x 256, fine-tuning steps x 256, rows
+    assert c["samples"]["search"] == sum(by_rung[r.rung] for r in h if not r.cached)
+    assert c["samples"]["warmup"] == result.warmup.rows == warmup_rows(tests_data, recipe.warmup.fraction)
+    assert c["fte"]["final"] == recipe.top_k and c["fte"]["baselines"] == len(recipe.final.baselines)
+    assert math.isclose(sum(v for k, v in c["fte"].items() if k != "total"), c["fte"]["total"])
+    assert "Compute per stage" in (result.output_dir / "summary.md").read_text()
+
+
+def test_a_run_with_only_a_final_stage_of_k_models_is_k_fte(tests_recipe_path, data_dir, tests_data):
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}")
+    nothing = SimpleNamespace(history=[], fitness="proxy")
+    for k in (1, 3):
+        final = SimpleNamespace(candidates=[object()] * k, baselines=[])
+        report = fte_by_stage(recipe, tests_data, SimpleNamespace(rows=0), nothing, final)
+        assert report["fte"] == {"warmup": 0, "search": 0, "final": k, "baselines": 0, "total": k}
+
+
+def test_short_training_rung_is_the_final_stage_training_on_fewer_rows(tests_recipe_path, data_dir, tests_data):
+    """At its full budget, one epoch, the short-training fitness gives the final stage's validation log loss."""
+    from ctrnas.pipeline.final import final_template, train_from_scratch, job_model
+    from ctrnas.pipeline.rungs import ShortTrainingFitness
+    from ctrnas.space import get_space
+    import numpy as np
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "final.train.epochs=1",
+                             "final.train.restore_best=false", "final.train_rows=1024", "final.val_rows=2000")
+    arch = get_space(recipe.space).sample(np.random.default_rng(3))
+    template = final_template(recipe, tests_data)
+    fit = ShortTrainingFitness(recipe, tests_data, template, val_rows=2000)
+    got = fit(arch, seed=123, budget=1024)
+    val, _, _ = train_from_scratch(job_model(recipe, tests_data, template, ("arch", arch)), recipe, tests_data, "x")
+    assert got.value == pytest.approx(val["logloss"], rel=1e-6)
+    assert got.meta["samples"] == 1024
+    assert fit(arch, seed=7, budget=512).value != got.value  # fewer rows, another model
+
+
+def test_warmup_rows_reads_exactly_that_many_rows(tests_recipe_path, data_dir, tests_data, tmp_path):
+    from ctrnas.pipeline.stages import resolve_warmup, warmup_stage
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "warmup.rows=700")
+    resolved = resolve_warmup(recipe, tests_data)
+    assert warmup_rows(tests_data, resolved.warmup.fraction) == 700
+    assert resolved.warmup.fraction == pytest.approx(700 / split_rows(tests_data, "train"))
+    warm = warmup_stage(recipe, tests_data)
+    assert warm.rows == 700 and warm.steps == math.ceil(700 / recipe.train.batch_size)
+    assert resolve_warmup(dataclasses.replace(recipe, warmup=dataclasses.replace(recipe.warmup, rows=None)),
+                          tests_data).warmup.fraction == recipe.warmup.fraction
+
+
+@pytest.mark.parametrize("seeded", [True, False])
+def test_search_starts_from_the_space_baselines(tests_recipe_path, data_dir, tests_data, seeded):
+    from ctrnas.pipeline.stages import search_stage, warmup_stage
+    from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "space=ctrnas-small", "warmup.fraction=0",
+                             "proxy.name=params", "search.evolution.generations=0",
+                             f"search.seed_population={str(seeded).lower()}")
+    search = search_stage(recipe, tests_data, warmup_stage(recipe, tests_data), progress=False)
+    keys = [r.key for r in search.history]
+    baselines = [baseline_arch(n).key() for n in BASELINE_ARCHS]
+    assert len(keys) == recipe.search.evolution.population_size
+    if seeded:
+        assert keys[:len(baselines)] == baselines  # first, then the sampled rest
+    else:
+        assert not set(baselines) & set(keys)
+
+
+def test_rung_kinds_are_checked_and_the_random_rung_is_free(tests_recipe_path, data_dir, tests_data):
+    from ctrnas.errors import RecipeError
+    from ctrnas.pipeline.rungs import RandomFitness, ladder_rungs, rung_samples
+
+    bad = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "search.multifidelity.rungs=[{fitness: sigeo}]")
+    with pytest.raises(RecipeError, match=r"search.multifidelity.rungs\[0\].fitness.*'sigeo'"):
+        ladder_rungs(bad, tests_data)
+    too_many = api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                               "search.multifidelity.rungs=[{fitness: short, budget: 10000000}]")
+    with pytest.raises(RecipeError, match=r"rungs\[0\].budget"):
+        ladder_rungs(too_many, tests_data)
+    rungs = ladder_rungs(api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                                         "search.multifidelity.rungs=[{fitness: random, keep: 0.5}]"), tests_data)
+    assert rung_samples(bad, rungs[0], None) == 0
+    r = RandomFitness()
+    assert r("a", 3).value == r("b", 3).value != r("a", 4).value  # the candidate's seed alone decides
+
+
+def test_compare_shows_the_multifidelity_search_with_compute(tests_recipe_path, data_dir, tests_data, tmp_path):
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'cmp'}",
+                             "search.evolution.generations=1", "final.baselines=[]", "search.top_k=1", RUNGS)
+    result = api.compare(recipe, fractions=(0.05,), progress=False, echo=None, multifidelity=True)
+    assert [r["setting"] for r in result.table] == ["sub-one-shot-0.05", "multifidelity"]
+    assert result.table[1]["fitness"] == "proxy > oneshot > short"
+    for row in result.table:
+        assert row["fte"] == result.runs[row["setting"]].metrics["compute"]["fte"]["total"] > 1  # top-1 + search
+    assert "| FTE |" in (result.output_dir / "compare.md").read_text()
+
+
+def test_ctr_ladder_scored_in_worker_processes_equals_serial(mf_run, tests_data):
+    """The ladder (proxy, one-shot and short-training fitnesses) ships to spawned scoring workers and gives
+    the serial run's history, short trainings included."""
+    from ctrnas.pipeline.stages import search_stage
+
+    recipe, result = mf_run
+    parallel = search_stage(dataclasses.replace(recipe, search=dataclasses.replace(recipe.search, workers=2)),
+                            tests_data, result.warmup, progress=False)
+    assert parallel.history.same_as(result.search.history)
