@@ -11,7 +11,7 @@ def _compare(args) -> int:
     from ctrnas import api
 
     recipe = api.load_recipe(args.recipe, *args.overrides)
-    result = api.compare(recipe, args.fractions, progress=args.progress)
+    result = api.compare(recipe, args.fractions, progress=args.progress, multifidelity=args.multifidelity)
     print(f"table: {result.output_dir / 'compare.md'}")
     return 0
 
@@ -23,4 +23,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_recipe_args(c, positional=False)
     c.add_argument("--fractions", type=floats, default=[0.0, 0.01, 1.0], metavar="F,F,..",
                    help="warm-up fractions (default 0,0.01,1.0)")
+    c.add_argument("--multifidelity", action="store_true",
+                   help="add the multi-fidelity search (search.strategy=multifidelity) as another setting")
     c.set_defaults(func=_compare)
