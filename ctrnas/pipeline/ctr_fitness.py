@@ -5,8 +5,9 @@ spawned scoring workers get them through the pool initializer and give results i
 (torch hands the tensors over in shared memory: the workers read one supernet, so scoring must not write it).
 
 - `ProxyFitness`: the subnet (exported with inherited or freshly drawn weights) is scored by a registry
-  proxy on a fixed list of k training batches (its budget: a call may use the first b <= k of them). The pipeline draws those rows once per search, right after
-  the warm-up rows, so every candidate sees the same data and none of it was used to warm up.
+  proxy on a fixed list of k training batches (its budget: a call may use the first b <= k of them).
+  The pipeline draws those rows once per search, right after the warm-up rows, so every candidate sees
+  the same data and none of it was used to warm up.
 - `OneShotFitness` (NASRec `eval_subnet_from_supernet.py`): inherited weights, optionally fine-tune the
   last linear layer only, then the validation log loss (lower is better, so the search minimises); its
   budget is the number of fine-tuning steps.

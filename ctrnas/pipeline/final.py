@@ -212,7 +212,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     has_val = bool(split_rows(data, "val"))
     candidates: list[TrainedModel] = []
     best_rank, best_model, best_state = None, None, None
-    if distributed is None and in_workers(recipe, recipe.final.workers):
+    if distributed is None and in_workers(recipe, min(recipe.final.workers, len(top) + len(recipe.final.baselines))):
         return _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch = Arch.from_json(rec.arch)

@@ -49,7 +49,8 @@ def test_bootstrap_is_seeded_and_covers_estimate():
 
 def test_too_few_cells_give_no_interval():
     two = correlate([1.0, 2.0], [1.0, 2.0])
-    assert two.spearman == pytest.approx(1.0) and math.isnan(two.spearman_ci[0])  # an estimate from 2, an interval from 3
+    # an estimate from 2 cells, an interval from 3
+    assert two.spearman == pytest.approx(1.0) and math.isnan(two.spearman_ci[0])
     assert math.isnan(correlate([1.0], [1.0]).spearman)
 
 
