@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from ctrnas import __version__
@@ -48,13 +49,28 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        previous = signal.signal(signal.SIGTERM, _stop)  # SIGTERM unwinds like Ctrl-C: cleanup runs once
+    except ValueError:  # not the main thread (an embedding application): leave its handlers alone
+        previous = None
+    try:
         return int(args.func(args) or 0)
     except CtrnasError as e:
         print(f"ctrnas {args.command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"ctrnas {args.command}: interrupted; re-run the same command to finish", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        how = "stopped by SIGTERM" if signum == signal.SIGTERM else "interrupted"
+        print(f"ctrnas {args.command}: {how}; re-run the same command to finish", file=sys.stderr)
+        return 128 + int(signum)  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(signum, _frame):
+    from ctrnas.errors import Interrupted
+
+    raise Interrupted(signum)
 
 
 if __name__ == "__main__":
