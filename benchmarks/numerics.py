@@ -183,17 +183,20 @@ def section(chains: dict | None, subs: dict | None) -> str:
     if subs:
         lr_test, subs_args = subs["lr_test"], subs["args"]
         subs = [s for s in subs["rows"] if s["off"] and s["on"]]  # trained both ways (a run may be cut short)
+        thresholds = sorted({2, 4, AUTO_DEGREE})
         for s in subs:
-            s["auto"] = s["on"] if s["degree"] >= AUTO_DEGREE else s["off"]
+            for t in thresholds:
+                s[f"auto{t}"] = s["on"] if s["degree"] >= t else s["off"]
         lines += [f"### (2) {len(subs)} random NASRec-Full subnets: how many diverge, per LayerNorm setting", "",
                   f"Command: {_command(subs_args, 'subnets')}. LR on the same rows: test log loss {lr_test:.4f}.",
                   "",
-                  "| final.layernorm | diverged | test log loss of the rest: best / median / worst |",
-                  "|---|---|---|"]
-        for name in ("off", "auto", "on"):
+                  "| LayerNorm in the final models | diverged | test log loss of the rest: best | median | worst |",
+                  "|---|---|---|---|---|"]
+        for name in ("off", *(f"auto{t}" for t in thresholds), "on"):
             outs = [s[name] for s in subs]
-            label = {"off": "off (NASRec, before)", "auto": f"auto (on from degree {AUTO_DEGREE}; after)",
-                     "on": "on"}[name]
+            t = int(name[4:]) if name.startswith("auto") else None
+            label = ("off (NASRec; before)" if name == "off" else "on" if name == "on" else
+                     f"on from product degree {t}" + (" (`auto`; after)" if t == AUTO_DEGREE else ""))
             lines.append(f"| {label} | {sum(o['diverged'] for o in outs)} of {len(outs)} | {_stats(outs)} |")
         lines += ["", "By product degree of the logit (`ctrnas.train.normalise.product_degree`), LayerNorm off "
                   "vs on:", "", "| degree | subnets | diverged off | diverged on | median test off | median test on |",
