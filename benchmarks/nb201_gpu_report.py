@@ -3,8 +3,8 @@ warm-up level, the paired warm-up rises, and timings, next to SiGeo Tables 2-3.
 
     .venv/bin/python benchmarks/nb201_gpu_report.py [--csv benchmarks/results/nb201_gpu_scores.csv.gz]
 
-Writes benchmarks/sections/nb201_gpu.md and the same text into benchmarks/sections/nb201.md between the
-markers `<!-- gpu -->` and `<!-- /gpu -->` (appended the first time).
+Writes its text into benchmarks/sections/nb201.md between the markers `<!-- gpu -->` and `<!-- /gpu -->`
+(appended the first time).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.nb201 import PAPER, SECTION, TABLE  # noqa: E402
 
-GPU_SECTION = ROOT / "benchmarks/sections/nb201_gpu.md"
 CSV = ROOT / "benchmarks/results/nb201_gpu_scores.csv.gz"
 LEVELS = [0.0, 0.1, 0.2, 0.4, 1.25]
 ZERO = ["sigeo", "zico", "naswot", "synflow", "params", "sigeo.zico", "sigeo.fr"]
@@ -122,7 +121,6 @@ def main() -> int:
         "<!-- /gpu -->",
     ])
     print(body)
-    GPU_SECTION.write_text(body + "\n")
     old = SECTION.read_text() if SECTION.exists() else ""
     if "<!-- gpu -->" in old:
         head, _, rest = old.partition("<!-- gpu -->")
