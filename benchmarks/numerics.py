@@ -166,7 +166,7 @@ def _command(a: dict, part: str) -> str:
 def section(chains: dict | None, subs: dict | None) -> str:
     from ctrnas.train.normalise import AUTO_DEGREE
 
-    lines = ["## Numerical safety: products of products without LayerNorm (`benchmarks/numerics.py`)", "",
+    lines = ["## Numerical safety: products without LayerNorm (`benchmarks/numerics.py`)", "",
              "Every model trained as the Avazu recipe's final stage trains (lr 0.16, batch 256, one epoch, clip "
              "5, fresh weights, TorchRec-style tables). 'diverged' = stopped by the trainer's divergence test "
              "(NaN/inf loss, or mean loss over 20 steps > 100 x ln 2).", ""]
