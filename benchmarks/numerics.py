@@ -181,14 +181,15 @@ def section(chains: dict | None, subs: dict | None) -> str:
                          f"{', '.join('%.3g' % x for x in c['init_rms'])} | {end} |")
         lines.append("")
     if subs:
-        lr_test, subs_args = subs["lr_test"], subs["args"]
+        lr_test, subs_args, const = subs["lr_test"], subs["args"], subs["constant_test"]
         subs = [s for s in subs["rows"] if s["off"] and s["on"]]  # trained both ways (a run may be cut short)
         thresholds = sorted({2, 4, AUTO_DEGREE})
         for s in subs:
             for t in thresholds:
                 s[f"auto{t}"] = s["on"] if s["degree"] >= t else s["off"]
         lines += [f"### (2) {len(subs)} random NASRec-Full subnets: how many diverge, per LayerNorm setting", "",
-                  f"Command: {_command(subs_args, 'subnets')}. LR on the same rows: test log loss {lr_test:.4f}.",
+                  f"Command: {_command(subs_args, 'subnets')}. On the same rows LR's test log loss is "
+                  f"{lr_test:.4f}, the constant predictor's (training CTR) {const:.4f}.",
                   "",
                   "| LayerNorm in the final models | diverged | test log loss of the rest: best | median | worst |",
                   "|---|---|---|---|---|"]
@@ -239,8 +240,11 @@ def main(argv=None) -> int:
     if "subnets" in parts:
         rows = part_subnets(args, data)
         _, test, _ = train_from_scratch(job_model(base, data, None, ("baseline", "lr")), base, data, "lr")
+        sp = data.meta["splits"]
+        c, v = sp["train"]["ctr"], sp["test"]["ctr"]  # always predicting the training CTR, on test
         _results.save(out, "numerics_subnets", {"args": vars(args) | {"out": str(args.out)}, "rows": rows,
-                                                "lr_test": test.get("logloss")})
+                                                "lr_test": test.get("logloss"),
+                                                "constant_test": -(v * math.log(c) + (1 - v) * math.log(1 - c))})
     chains, subs = _results.load(out, "numerics_chains"), _results.load(out, "numerics_subnets")
     text = section(chains, subs)
     args.out.write_text(text)
