@@ -191,14 +191,18 @@ def section(chains: dict | None, subs: dict | None) -> str:
                   f"Command: {_command(subs_args, 'subnets')}. On the same rows LR's test log loss is "
                   f"{lr_test:.4f}, the constant predictor's (training CTR) {const:.4f}.",
                   "",
-                  "| LayerNorm in the final models | diverged | test log loss of the rest: best | median | worst |",
-                  "|---|---|---|---|---|"]
+                  "| LayerNorm in the final models | diverged | trained, but within 0.001 of the constant predictor or "
+                  "worse | test log loss of the rest: best | median | worst |",
+                  "|---|---|---|---|---|---|"]
         for name in ("off", *(f"auto{t}" for t in thresholds), "on"):
             outs = [s[name] for s in subs]
             t = int(name[4:]) if name.startswith("auto") else None
             label = ("off (NASRec; before)" if name == "off" else "on" if name == "on" else
                      f"on from product degree {t}" + (" (`auto`; after)" if t == AUTO_DEGREE else ""))
-            lines.append(f"| {label} | {sum(o['diverged'] for o in outs)} of {len(outs)} | {_stats(outs)} |")
+            flat = sum(not o["diverged"] and o["test_logloss"] is not None and o["test_logloss"] > const - 1e-3
+                       for o in outs)
+            lines.append(f"| {label} | {sum(o['diverged'] for o in outs)} of {len(outs)} | {flat} | "
+                         f"{_stats(outs)} |")
         lines += ["", "By product degree of the logit (`ctrnas.train.normalise.product_degree`), LayerNorm off "
                   "vs on:", "", "| degree | subnets | diverged off | diverged on | median test off | median test on |",
                   "|---|---|---|---|---|---|"]
