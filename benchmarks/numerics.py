@@ -164,7 +164,7 @@ def _command(a: dict, part: str) -> str:
 def section(chains: dict | None, subs: dict | None) -> str:
     from ctrnas.train.normalise import AUTO_DEGREE
 
-    lines = ["## Numerical safety: products of products without LayerNorm (`benchmarks/numerics.py`)", "",
+    lines = ["## Numerical safety: products without LayerNorm (`benchmarks/numerics.py`)", "",
              "Every model trained as the Avazu recipe's final stage trains (lr 0.16, batch 256, one epoch, clip "
              "5, fresh weights, TorchRec-style tables). 'diverged' = stopped by the trainer's divergence test "
              "(NaN/inf loss, or mean loss over 20 steps > 100 x ln 2).", ""]
@@ -179,23 +179,28 @@ def section(chains: dict | None, subs: dict | None) -> str:
                          f"{', '.join('%.3g' % x for x in c['init_rms'])} | {end} |")
         lines.append("")
     if subs:
-        lr_test, subs_args = subs["lr_test"], subs["args"]
+        lr_test, subs_args, const = subs["lr_test"], subs["args"], subs["constant_test"]
         subs = [s for s in subs["rows"] if s["off"] and s["on"]]  # trained both ways (a run may be cut short)
         thresholds = sorted({2, 4, AUTO_DEGREE})
         for s in subs:
             for t in thresholds:
                 s[f"auto{t}"] = s["on"] if s["degree"] >= t else s["off"]
         lines += [f"### (2) {len(subs)} random NASRec-Full subnets: how many diverge, per LayerNorm setting", "",
-                  f"Command: {_command(subs_args, 'subnets')}. LR on the same rows: test log loss {lr_test:.4f}.",
+                  f"Command: {_command(subs_args, 'subnets')}. On the same rows LR's test log loss is "
+                  f"{lr_test:.4f}, the constant predictor's (training CTR) {const:.4f}.",
                   "",
-                  "| LayerNorm in the final models | diverged | test log loss of the rest: best | median | worst |",
-                  "|---|---|---|---|---|"]
+                  "| LayerNorm in the final models | diverged | trained, but within 0.001 of the constant predictor or "
+                  "worse | test log loss of the rest: best | median | worst |",
+                  "|---|---|---|---|---|---|"]
         for name in ("off", *(f"auto{t}" for t in thresholds), "on"):
             outs = [s[name] for s in subs]
             t = int(name[4:]) if name.startswith("auto") else None
             label = ("off (NASRec; before)" if name == "off" else "on" if name == "on" else
                      f"on from product degree {t}" + (" (`auto`; after)" if t == AUTO_DEGREE else ""))
-            lines.append(f"| {label} | {sum(o['diverged'] for o in outs)} of {len(outs)} | {_stats(outs)} |")
+            flat = sum(not o["diverged"] and o["test_logloss"] is not None and o["test_logloss"] > const - 1e-3
+                       for o in outs)
+            lines.append(f"| {label} | {sum(o['diverged'] for o in outs)} of {len(outs)} | {flat} | "
+                         f"{_stats(outs)} |")
         lines += ["", "By product degree of the logit (`ctrnas.train.normalise.product_degree`), LayerNorm off "
                   "vs on:", "", "| degree | subnets | diverged off | diverged on | median test off | median test on |",
                   "|---|---|---|---|---|---|"]
@@ -237,8 +242,11 @@ def main(argv=None) -> int:
     if "subnets" in parts:
         rows = part_subnets(args, data)
         _, test, _ = train_from_scratch(job_model(base, data, None, ("baseline", "lr")), base, data, "lr")
+        sp = data.meta["splits"]
+        c, v = sp["train"]["ctr"], sp["test"]["ctr"]  # always predicting the training CTR, on test
         _results.save(out, "numerics_subnets", {"args": vars(args) | {"out": str(args.out)}, "rows": rows,
-                                                "lr_test": test.get("logloss")})
+                                                "lr_test": test.get("logloss"),
+                                                "constant_test": -(v * math.log(c) + (1 - v) * math.log(1 - c))})
     chains, subs = _results.load(out, "numerics_chains"), _results.load(out, "numerics_subnets")
     text = section(chains, subs)
     args.out.write_text(text)

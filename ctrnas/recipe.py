@@ -143,8 +143,8 @@ class FinalConfig:
     test_rows: int | None = None
     baselines: tuple[str, ...] = ()
     export: bool = True
-    # "auto": each op's LayerNorm on only in models whose logit is a product of products (product degree
-    # >= 4: Dot on Dot/FM), which diverge without it (ctrnas.train.normalise, benchmarks/RESULTS.md);
+    # "auto": each op's LayerNorm on only in models whose logit holds a product (product degree >= 2: a
+    # Dot-Product or FM term), which mostly diverge without it (ctrnas.train.normalise, benchmarks/RESULTS.md);
     # false: off for all, as NASRec's stand-alone training (main_train.get_model;
     # docs/nasrec.md); null: the space's setting
     layernorm: bool | Literal["auto"] | None = "auto"

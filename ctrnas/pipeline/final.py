@@ -107,7 +107,7 @@ def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None
 def _arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
-    if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for products of products
+    if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for models with products
         from ctrnas.train.normalise import use_layernorm
 
         template = template[use_layernorm("auto", arch, True)]

@@ -6,12 +6,13 @@ from ctrnas.space import Arch
 from ctrnas.space.arch import BlockChoice
 
 
-def chain_arch(op: str, depth: int, dense_dim: int = 16, tokens: int = 4) -> Arch:
-    """`depth` blocks of dense op `op` (and EFC), block i reading block i-1's outputs; block 1 adds FM."""
+def chain_arch(op: str, depth: int, dense_dim: int = 16, tokens: int = 4, fm: bool = True) -> Arch:
+    """`depth` blocks of dense op `op` (and EFC), block i reading block i-1's outputs; block 1 adds FM
+    (the one way besides Dot into the dense path when the dense features are constant) unless `fm` is off."""
     return Arch(tuple(
         BlockChoice(dense_idx=(i - 1,), sparse_idx=(i - 1,), dense_left_idx=i - 1, dense_right_idx=i - 1,
                     dense_op=op, sparse_op="efc", dense_dim=dense_dim, sparse_tokens=tokens,
-                    dense_sparse_merge=False, fm=i == 1)
+                    dense_sparse_merge=False, fm=fm and i == 1)
         for i in range(1, depth + 1)))
 
 

@@ -60,7 +60,7 @@ def test_final_models_draw_tables_as_final_embedding_init_says():
         assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
 
 
-def test_default_auto_gives_layernorm_to_products_of_products_only():
+def test_default_auto_gives_layernorm_to_models_with_products_only():
     from ctrnas.pipeline.final import job_model
     from ctrnas.train.normalise import product_degree
     from tests.helpers.chains import chain_arch
@@ -70,8 +70,8 @@ def test_default_auto_gives_layernorm_to_products_of_products_only():
     template = final_template(recipe, data, supernet)
     assert template[True] is supernet and template[False].space.config.layernorm is False
     assert template[False].stem is supernet.stem  # one set of tables for both shapes
-    plain, products = chain_arch("fc", 2, dense_dim=16), chain_arch("dot", 2, dense_dim=16)
-    assert product_degree(plain) == 2 and product_degree(products) == 4
+    plain, products = chain_arch("fc", 2, dense_dim=16, fm=False), chain_arch("dot", 2, dense_dim=16, fm=False)
+    assert product_degree(plain) == 1 and product_degree(products) == 4
     for arch, ln in ((plain, False), (products, True)):
         got = job_model(recipe, data, template, ("arch", arch))
         assert (_layernorms(got) > 0) is ln and got.space_config.layernorm is ln

@@ -71,7 +71,7 @@ def test_every_candidate_diverged_falls_back_to_the_best_baseline(tests_data, te
 
 
 def test_auto_layernorm_keeps_the_chain_finite(tests_data, tests_recipe_path, data_dir, tmp_path):
-    # the same Dot chain and learning rate as above, with final.layernorm: auto (degree 8 -> LayerNorm on)
+    # the same Dot chain and learning rate as above, with final.layernorm: auto (degree 8: LayerNorm on)
     recipe = _recipe(tests_recipe_path, data_dir, lr=0.5, top_k=1, layernorm="auto")
     final = final_stage(recipe, tests_data, search_of([chain_arch("dot", 3)]), None, None, progress=False)
     assert final.candidates[0].diverged is None and math.isfinite(final.candidates[0].val["logloss"])
@@ -79,13 +79,14 @@ def test_auto_layernorm_keeps_the_chain_finite(tests_data, tests_recipe_path, da
 
 @pytest.mark.parametrize("op, depth, degree", [
     ("fc", 3, 2),      # block 1's FM squares the embeddings; FC keeps the degree
+    ("fc", 2, 1),      # (without the FM) a plain MLP on the embeddings
     ("gating", 3, 2),  # a sigmoid gate in (0, 1) keeps its right input's degree
     ("dot", 1, 2),     # one Dot: pairwise products of degree-1 inputs
     ("dot", 2, 4),     # Dot on Dot: a product of products
     ("dot", 3, 8),
 ])
 def test_product_degree_of_chains(op, depth, degree):
-    assert product_degree(chain_arch(op, depth)) == degree
+    assert product_degree(chain_arch(op, depth, fm=degree != 1)) == degree
 
 
 def test_attention_resets_the_degree_and_merge_carries_it():
