@@ -37,9 +37,22 @@ __all__ = ["load_recipe", "override", "prepare_data", "warmup", "search", "train
            "demo_recipe_path", "Recipe", "RunResult", "CompareResult", "StudyResult"]
 
 
-def load_recipe(path: str | Path, *overrides: str) -> Recipe:
-    """A recipe file with 'key=value' overrides (strictly checked: bad keys/types raise RecipeError)."""
-    return _load_recipe(path, overrides)
+def load_recipe(path: str | Path, *overrides: str, device: str | None = None) -> Recipe:
+    """A recipe file with 'key=value' overrides (strictly checked: bad keys/types raise RecipeError);
+    `device` (auto | cpu | cuda | cuda:N) sets where every training of the run computes (warm-up, short
+    trainings, final stage, baselines)."""
+    recipe = _load_recipe(path, overrides)
+    if device is None:
+        return recipe
+    import dataclasses
+
+    from ctrnas.device import resolve_device
+
+    resolve_device(device)  # a bad setting fails here, before any stage
+    final = recipe.final
+    if final.train is not None:
+        final = dataclasses.replace(final, train=dataclasses.replace(final.train, device=device))
+    return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, device=device), final=final)
 
 
 def _out(recipe: Recipe, out_dir, sub: str) -> Path | None:

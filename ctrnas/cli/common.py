@@ -35,6 +35,13 @@ def add_recipe_args(p: argparse.ArgumentParser, positional: bool) -> None:
                    help="override a recipe value, e.g. --set warmup.fraction=0.1 --set search.workers=2 "
                         "(repeatable; VALUE is read as YAML)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+    add_device_arg(p)
+
+
+def add_device_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="auto | cpu | cuda | cuda:N for every training (default: the recipe's train.device, auto: "
+                        "CUDA when torch sees one)")
 
 
 def floats(text: str) -> list[float]:

@@ -10,7 +10,7 @@ from ctrnas.cli.common import add_recipe_args, floats
 def _compare(args) -> int:
     from ctrnas import api
 
-    recipe = api.load_recipe(args.recipe, *args.overrides)
+    recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
     result = api.compare(recipe, args.fractions, progress=args.progress, multifidelity=args.multifidelity)
     print(f"table: {result.output_dir / 'compare.md'}")
     return 0

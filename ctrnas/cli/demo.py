@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from ctrnas.cli.common import add_device_arg
+
 
 def _demo(args) -> int:
     from ctrnas import api
 
     overrides = ([f"output={args.out}"] if args.out else []) + args.overrides
-    result = api.run(api.load_recipe(api.demo_recipe_path(), *overrides), progress=args.progress)
+    result = api.run(api.load_recipe(api.demo_recipe_path(), *overrides, device=args.device), progress=args.progress)
     print(f"report: {result.output_dir / 'summary.md'}")
     return 0
 
@@ -22,4 +24,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe value (repeatable)")
     d.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+    add_device_arg(d)
     d.set_defaults(func=_demo)

@@ -10,7 +10,7 @@ from ctrnas.cli.common import add_distributed_args, add_recipe_args, sharding_fr
 def _run(args) -> int:
     from ctrnas import api
 
-    recipe = api.load_recipe(args.recipe, *args.overrides)
+    recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
     if args.distributed:  # under torchrun: every rank runs this; rank 0 alone gets a result and writes
         result = api.run(recipe, progress=args.progress, distributed=True, sharding=sharding_from_args(args),
                          dist_backend=args.dist_backend)

@@ -10,7 +10,7 @@ from ctrnas.cli.common import add_recipe_args, floats, names
 def _study_ranking(args) -> int:
     from ctrnas import api
 
-    recipe = api.load_recipe(args.recipe, *args.overrides)
+    recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
     result = api.ranking_study(recipe, args.archs, args.fractions, args.proxies, progress=args.progress,
                                workers=args.workers)
     print(f"report: {result.output_dir / 'summary.md'}")

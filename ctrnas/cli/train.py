@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ctrnas.cli.common import add_distributed_args, sharding_from_args
+from ctrnas.cli.common import add_device_arg, add_distributed_args, sharding_from_args
 
 
 def train_args(p: argparse.ArgumentParser) -> None:
@@ -22,6 +22,7 @@ def train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=int,
                    help="also checkpoint every N steps, so an interrupted run resumes mid-epoch (default: end only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_device_arg(p)
 
 
 def train_config(args, **more):
@@ -30,7 +31,7 @@ def train_config(args, **more):
 
     return api.train_config(args.recipe, seed=args.seed, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
                             row_cap=args.row_cap, threads=args.threads, checkpoint_every=args.checkpoint_every,
-                            progress=False if args.no_progress else None, **more)
+                            progress=False if args.no_progress else None, device=args.device, **more)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -59,6 +59,7 @@ class DistributedTrainer(Trainer):
             raise CtrnasError("--distributed trains tables with the fused (sparse) Adagrad; "
                               "set embedding_update: sparse")
         cfg = cfg if env.is_main else dataclasses.replace(cfg, progress=False)
+        cfg = dataclasses.replace(cfg, device=str(env.device))  # the rank's device (gloo: cpu, nccl: its GPU)
         super().__init__(model, cfg, out_dir if env.is_main else None, forward, eval_forward)
         self.env = env
         self.ckpt_dir = Path(out_dir) if out_dir is not None else None

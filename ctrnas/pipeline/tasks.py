@@ -66,7 +66,11 @@ def train_config(recipe_path: str | Path | None = None, **overrides):
         if "train" in data and isinstance(data["train"], dict):
             data = data["train"]
     cfg = from_dict(TrainConfig, data, source=source)
-    return dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    from ctrnas.device import resolve_device
+
+    resolve_device(cfg.device)  # an unusable device fails now, before any data is read
+    return cfg
 
 
 def arch_model(arch_path, schema, cfg, space="nasrec-full", layernorm: str = "off",

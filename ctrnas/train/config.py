@@ -11,7 +11,9 @@ from ctrnas.errors import RecipeError
 
 # TrainConfig keys that change how a run is shown or paced, not its numbers: resume checks and cache
 # fingerprints compare everything else
-RUN_ONLY_KEYS = frozenset({"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads"})
+# where a run computes, not what: the device changes numbers only by float rounding (README, "Running on a GPU")
+RUN_ONLY_KEYS = frozenset({"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads",
+                           "device"})
 
 
 def numeric_settings(cfg: "TrainConfig | dict") -> dict:
@@ -61,6 +63,7 @@ class TrainConfig:
     log_every: int = 50
     progress: bool = True
     threads: int | None = None           # torch.set_num_threads; None = leave as is
+    device: str = "auto"                 # auto | cpu | cuda | cuda:N (auto: CUDA when torch sees one)
 
     def __post_init__(self):
         checks = [

@@ -27,6 +27,7 @@ from torchrec.datasets.utils import Batch
 from tqdm.auto import tqdm
 
 from ctrnas.config import to_dict
+from ctrnas.device import check_fbgemm, configure, resolve_device
 from ctrnas.errors import CtrnasError
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import BatchSource
@@ -71,6 +72,11 @@ class Trainer:
         self.out_dir = Path(out_dir) if out_dir is not None else None
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        self.device = resolve_device(cfg.device)
+        if self.device.type == "cuda":  # stop before any step when fbgemm cannot run the tables there
+            check_fbgemm(self.device)
+            configure(self.device)
+        model.to(self.device)  # in place: the parameters stay the same objects for the optimizers below
         sparse = cfg.embedding_update == "sparse"
         for m in model.modules():
             if isinstance(m, EmbeddingStem):
@@ -245,6 +251,14 @@ class Trainer:
         for t, w in zip(tensors, weights):
             t.copy_(w)
 
+    def to_device(self, batch: Batch) -> Batch:
+        """`batch` on the trainer's device (unchanged on the CPU); pinned first, so the copy can overlap."""
+        if self.device.type == "cpu":
+            return batch
+        if self.device.type == "cuda":
+            batch = batch.pin_memory()
+        return batch.to(self.device, non_blocking=True)
+
     def train_step(self, batch: Batch, total_steps: int) -> float:
         """One optimizer step on `batch`; returns its mean loss. A NaN/inf loss takes no step (the weights stay
         finite; the caller stops the training)."""
@@ -252,6 +266,7 @@ class Trainer:
         for o in self.optimizers:
             for g in o.param_groups:
                 g["lr"] = lr
+        batch = self.to_device(batch)
         logits = self.forward(self.model, batch, self.step)
         loss = F.binary_cross_entropy_with_logits(logits.reshape(-1), batch.labels.reshape(-1))
         value = float(loss.detach())
@@ -278,6 +293,7 @@ class Trainer:
         self.model.eval()
         m = StreamingMetrics()
         for batch in source.batches(0):
+            batch = self.to_device(batch)
             logits = self.eval_forward(self.model, batch, -1).reshape(-1)
             labels = batch.labels.reshape(-1)
             if max_rows is not None and m.rows + labels.shape[0] > max_rows:
