@@ -42,16 +42,26 @@ class TensorRows:
     def slice(self, start: int, stop: int) -> "TensorRows":
         return TensorRows(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
 
-    def batch(self, start: int, stop: int) -> tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]:
-        """(dense, KJT, labels) of rows [start, stop), built as the trainer's in-memory batches are."""
+    def batch(self, start: int, stop: int, device: torch.device | None = None
+              ) -> tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]:
+        """(dense, KJT, labels) of rows [start, stop), built as the trainer's in-memory batches are, on
+        `device` when given (the scored model's)."""
         from ctrnas.train.batches import make_batch
 
         b = make_batch(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
+        if device is not None and device.type != "cpu":
+            b = b.to(device, non_blocking=True)
         return b.dense_features, b.sparse_features, b.labels
 
-    def batches(self, batch_size: int, limit: int | None = None) -> list[tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]]:
+    def batches(self, batch_size: int, limit: int | None = None, device: torch.device | None = None
+                ) -> list[tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]]:
         n = len(self) if limit is None else min(limit, len(self))
-        return [self.batch(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
+        return [self.batch(s, min(s + batch_size, n), device) for s in range(0, n, batch_size)]
+
+
+def device_of(model: nn.Module) -> torch.device:
+    """Where `model` computes (its first parameter's device; the CPU for a model without parameters)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
 
 
 def default_init(fraction: float | None) -> str:
@@ -147,7 +157,8 @@ class ProxyFitness(_Cached):
         """The k fixed batches in the proxy format [((dense, kjt), labels), ...]."""
         if self._batches is None:
             self._batches = [((d, k), y) for d, k, y in
-                             self.rows.batches(self.batch_size, self.num_batches * self.batch_size)]
+                             self.rows.batches(self.batch_size, self.num_batches * self.batch_size,
+                                               device_of(self.supernet))]
         return self._batches
 
     def model(self, arch, seed: int) -> nn.Module:
@@ -159,7 +170,8 @@ class ProxyFitness(_Cached):
         from ctrnas.supernet import export
 
         copy = self.init == "fresh" or self.proxy.writes_weights
-        return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=copy)
+        # on the supernet's device (fresh weights are drawn on the CPU, so every device starts alike)
+        return export(self.supernet, arch, init=self.init, seed=seed, copy_stem=copy).to(device_of(self.supernet))
 
     def proxy_result(self, arch, seed: int, budget: int | None = None):
         """The proxy's full result (value, terms, meta with options and time) for one candidate; `budget`
@@ -219,7 +231,7 @@ class OneShotFitness(_Cached):
         n = len(self.finetune_rows)
         starts = [(s * self.batch_size) % n for s in range(steps)]
         for step, start in enumerate(starts):
-            dense, kjt, labels = self.finetune_rows.batch(start, min(start + self.batch_size, n))
+            dense, kjt, labels = self.finetune_rows.batch(start, min(start + self.batch_size, n), device_of(head))
             feats = head_input(model, dense, kjt)
             # cosine decay over the fine-tuning steps (NASRec uses a cosine schedule here too)
             for g in opt.param_groups:
@@ -235,7 +247,7 @@ class OneShotFitness(_Cached):
 
         model.eval()
         m = StreamingMetrics()
-        for dense, kjt, labels in self.eval_rows.batches(self.eval_batch_size):
+        for dense, kjt, labels in self.eval_rows.batches(self.eval_batch_size, device=device_of(model)):
             m.update(model(dense, kjt), labels)
         r = m.result()
         return r.logloss, r.auc
@@ -252,7 +264,7 @@ class OneShotFitness(_Cached):
 
         # The subnet shares the supernet's tables (no per-candidate copy of full-size tables): nothing here
         # writes them, fine-tuning reads the body without grad, and the stem's mode is put back.
-        model = export(self.supernet, arch, init="inherit", copy_stem=False)
+        model = export(self.supernet, arch, init="inherit", copy_stem=False).to(device_of(self.supernet))
         for p in model.net.parameters():
             p.requires_grad_(False)
         for p in model.net.head.parameters():
