@@ -33,6 +33,7 @@ from ctrnas.config import to_dict
 from ctrnas.data.dataset import SPLITS, DatasetWriter, atomic_write_text, check_replaceable, raw_source, write_source
 from ctrnas.data.ownership import REJECTS_FILE
 from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.data.preprocess import TRANSFORM_FILE, Preprocess
 from ctrnas.data.readers import make_reader
 from ctrnas.data.readers.base import Reject, input_info
 from ctrnas.data.schema import DatasetSchema, SparseFeature
@@ -388,6 +389,7 @@ def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite
     if tally.kept:
         _write_rejects(out, tally.kept)
     _check_rows(inputs, out, tally)
+    Preprocess(reader.format, cfg, schema, encoder.vocabs).save(out, own=writer.own)  # travels with models
     meta = {
         "source": {**reader.describe(), "inputs": input_info(inputs)},
         "schema": schema.to_json(),
@@ -397,6 +399,7 @@ def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite
         "splits": {s: {"ctr": float(tally.clicks[i] / tally.rows[i]) if tally.rows[i] else None,
                        "clicks": int(tally.clicks[i])} for i, s in enumerate(SPLITS)},
         "rejects_file": REJECTS_FILE if tally.kept else None,
+        "transform_file": TRANSFORM_FILE,
         "settings": to_dict(cfg),
         "seconds": round(time.time() - t0, 3),
     }

@@ -1,0 +1,147 @@
+"""The preprocessing of a prepared dataset, saved as data so a model trained on it can score raw rows.
+
+`prepare` writes two files into the dataset folder, and an export copies them beside the model:
+  transform.json    format "ctrnas-transform/1": the raw format, the reader and encoding settings, the
+                    dense and sparse field order, each field's encoding and table size
+  vocab.parquet     (vocab encoding only) field, key (uint64), id: every kept category key and its id
+`Preprocess.load(folder)` reads them back; `encode(raw)` turns a reader's RawBatch into the ids and dense
+values `prepare` wrote for the same rows (same functions: transforms.dense_transform, transforms.hash_ids,
+vocab.Vocabulary.lookup). `reader(paths)` is the reader `prepare` used, with its settings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ctrnas.config import from_dict, to_dict
+from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.data.transforms import dense_transform, hash_ids
+from ctrnas.data.vocab import Vocabulary
+from ctrnas.errors import CtrnasError
+
+TRANSFORM_FORMAT = "ctrnas-transform/1"
+TRANSFORM_FILE, VOCAB_FILE = "transform.json", "vocab.parquet"
+
+
+@dataclass
+class Preprocess:
+    """Raw rows of format `kind` -> (labels, dense float32 [n, D], ids int64 [n, F]) as `prepare` encoded them."""
+
+    kind: str
+    settings: PrepareConfig
+    schema: DatasetSchema
+    vocabs: list[Vocabulary]  # empty with hash encoding
+
+    @property
+    def buckets(self) -> list[int]:
+        return [self.settings.buckets(n) for n in self.schema.sparse_names]
+
+    def reader(self, paths: list[str], kind: str | None = None, **changes):
+        """The reader `prepare` used for this format and settings, over `paths` (`changes`: e.g. on_error)."""
+        from ctrnas.data.readers import make_reader
+
+        kind = kind or self.kind
+        if kind != self.kind:
+            raise CtrnasError(f"the model was trained on {self.kind} data; its preprocessing cannot read {kind} "
+                              f"rows (use --kind {self.kind}, or leave --kind out)")
+        cfg = replace(self.settings, limit=None, **changes)
+        r = make_reader(kind, [str(p) for p in paths], cfg)
+        if tuple(r.dense_names) != self.schema.dense or tuple(r.sparse_names) != self.schema.sparse_names:
+            raise CtrnasError(f"the {kind} reader with these settings gives other fields than the model's "
+                              f"({list(r.dense_names) + list(r.sparse_names)} vs "
+                              f"{list(self.schema.dense) + list(self.schema.sparse_names)})")
+        return r
+
+    def encode(self, raw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(labels float32 [n], dense float32 [n, D], ids int64 [n, F]) of a RawBatch."""
+        n = len(raw.labels)
+        dense = np.empty((n, len(self.schema.dense)), dtype=np.float32)
+        for j in range(dense.shape[1]):
+            dense[:, j] = dense_transform(raw.dense[j], self.settings.dense_transform)
+        ids = np.empty((n, len(self.schema.sparse)), dtype=np.int64)
+        for j, b in enumerate(self.buckets):
+            if self.vocabs:
+                ids[:, j] = self.vocabs[j].lookup(raw.keys[j], raw.missing[j])
+            else:
+                ids[:, j] = hash_ids(raw.keys[j], raw.missing[j], b)
+        return raw.labels.astype(np.float32), dense, ids
+
+    # ---- files -------------------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        fields = []
+        for j, f in enumerate(self.schema.sparse):
+            enc = {"name": f.name, "cardinality": f.cardinality}
+            enc.update({"encoding": "vocab", "vocab_size": self.vocabs[j].size} if self.vocabs
+                       else {"encoding": "hash", "buckets": self.buckets[j]})
+            fields.append(enc)
+        return {"format": TRANSFORM_FORMAT, "kind": self.kind, "label": self.schema.label,
+                "dense": list(self.schema.dense), "dense_transform": self.settings.dense_transform,
+                "dense_missing": 0.0, "sparse": fields,
+                "ids": ("0 missing, 1 out-of-vocabulary, 2.. by frequency" if self.vocabs
+                        else "0 missing, 1 + key mod (buckets - 1)"),
+                "settings": to_dict(self.settings)}
+
+    def save(self, folder: str | Path, own=None) -> list[str]:
+        """Write transform.json (and vocab.parquet) into `folder`; `own(name) -> path` lets a folder writer
+        list the files first (DatasetWriter.own). Returns the names written."""
+        from ctrnas.data.dataset import atomic_write_text
+
+        own = own or (lambda name: Path(folder) / name)
+        names = [TRANSFORM_FILE]
+        if self.vocabs:
+            names.append(VOCAB_FILE)
+            cols = [(np.full(v.size, j, dtype=np.int32), *v.entries()) for j, v in enumerate(self.vocabs)]
+            table = pa.table({"field": pa.DictionaryArray.from_arrays(
+                                  np.concatenate([c[0] for c in cols]), list(self.schema.sparse_names)),
+                              "key": np.concatenate([c[1] for c in cols]),
+                              "id": np.concatenate([c[2] for c in cols])})
+            path = own(VOCAB_FILE)
+            tmp = path.with_name(f".{path.name}.tmp")
+            pq.write_table(table, tmp)
+            tmp.replace(path)
+        atomic_write_text(own(TRANSFORM_FILE), json.dumps(self.to_json(), indent=1) + "\n")  # last
+        return names
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "Preprocess":
+        folder = Path(folder)
+        path = folder / TRANSFORM_FILE
+        if not path.is_file():
+            raise CtrnasError(f"{folder}: no {TRANSFORM_FILE} (the preprocessing of the data the model was "
+                              "trained on); export with --data DIR, or prepare the data again with this ctrnas")
+        try:
+            d = json.loads(path.read_text())
+        except ValueError as e:
+            raise CtrnasError(f"{path}: not valid JSON: {e}") from None
+        if d.get("format") != TRANSFORM_FORMAT:
+            raise CtrnasError(f"{path}: format {d.get('format')!r}, expected {TRANSFORM_FORMAT!r}")
+        settings = from_dict(PrepareConfig, d["settings"], source=str(path), prefix="settings.")
+        schema = DatasetSchema.from_json({"label": d["label"], "dense": d["dense"], "sparse": d["sparse"]})
+        vocabs = []
+        if any(f["encoding"] == "vocab" for f in d["sparse"]):
+            t = pq.read_table(folder / VOCAB_FILE)
+            field = np.asarray(t.column("field").combine_chunks().indices)
+            names = t.column("field").combine_chunks().dictionary.to_pylist()
+            keys, ids = t.column("key").to_numpy(), t.column("id").to_numpy()
+            for f in d["sparse"]:
+                sel = field == names.index(f["name"]) if f["name"] in names else np.zeros(len(field), bool)
+                vocabs.append(Vocabulary.restore(keys[sel], ids[sel]))
+        return cls(d["kind"], settings, schema, vocabs)
+
+
+def copy_preprocess(data_dir: str | Path, folder: str | Path) -> bool:
+    """Copy a dataset folder's transform files into an export `folder`; False if the dataset has none
+    (prepared by an older ctrnas, or synthetic)."""
+    src = Path(data_dir)
+    if not (src / TRANSFORM_FILE).is_file():
+        return False
+    pre = Preprocess.load(src)
+    pre.save(folder)
+    return True
