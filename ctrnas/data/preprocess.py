@@ -142,6 +142,6 @@ def copy_preprocess(data_dir: str | Path, folder: str | Path) -> bool:
     src = Path(data_dir)
     if not (src / TRANSFORM_FILE).is_file():
         return False
-    pre = Preprocess.load(src)
-    pre.save(folder)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    Preprocess.load(src).save(folder)
     return True

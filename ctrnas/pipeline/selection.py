@@ -99,6 +99,9 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
     export_dir = None
     if out_dir is not None and recipe.final.export and main and best_model is not None:
         export_dir = Path(out_dir) / "model"
+        from ctrnas.data.preprocess import copy_preprocess
+
+        copy_preprocess(recipe.data_dir, export_dir)  # the raw-row preprocessing travels with the model
         if fallback is not None:
             export_baseline(best_model, export_dir, best, fallback)
         else:
