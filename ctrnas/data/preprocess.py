@@ -3,7 +3,8 @@
 `prepare` writes two files into the dataset folder, and an export copies them beside the model:
   transform.json    format "ctrnas-transform/1": the raw format, the reader and encoding settings, the
                     dense and sparse field order, each field's encoding and table size
-  vocab.parquet     (vocab encoding only) field, key (uint64), id: every kept category key and its id
+  vocab.parquet     field, key (uint64), id: with vocab encoding every kept category key and its id; with
+                    hashing, for the fields whose tables were sized by the data, each seen hash id and its row
 `Preprocess.load(folder)` reads them back; `encode(raw)` turns a reader's RawBatch into the ids and dense
 values `prepare` wrote for the same rows (same functions: transforms.dense_transform, transforms.hash_ids,
 vocab.Vocabulary.lookup). `reader(paths)` is the reader `prepare` used, with its settings.
@@ -37,7 +38,9 @@ class Preprocess:
     kind: str
     settings: PrepareConfig
     schema: DatasetSchema
-    vocabs: list[Vocabulary]  # empty with hash encoding
+    # vocab encoding: one per field; hash: empty, or one per field, None where the field's ids are as hashed
+    # and a Vocabulary of its seen hashed ids where its table was sized by the data (prepare's hash_table_size)
+    vocabs: list[Vocabulary | None]
 
     @property
     def buckets(self) -> list[int]:
@@ -71,26 +74,36 @@ class Preprocess:
         for j in range(dense.shape[1]):
             dense[:, j] = dense_transform(raw.dense[j], self.settings.dense_transform)
         ids = np.empty((n, len(self.schema.sparse)), dtype=np.int64)
+        by_vocab = self.settings.sparse_encoding == "vocab"
         for j, b in enumerate(self.buckets):
-            if self.vocabs:
+            if by_vocab:
                 ids[:, j] = self.vocabs[j].lookup(raw.keys[j], raw.missing[j])
-            else:
-                ids[:, j] = hash_ids(raw.keys[j], raw.missing[j], b)
+                continue
+            h = hash_ids(raw.keys[j], raw.missing[j], b)
+            rows = self.vocabs[j] if self.vocabs else None
+            ids[:, j] = h if rows is None else rows.lookup(h.view(np.uint64), raw.missing[j])
         return raw.labels.astype(np.float32), dense, ids
 
     # ---- files -------------------------------------------------------------------------------------------
     def to_json(self) -> dict:
         fields = []
+        by_vocab = self.settings.sparse_encoding == "vocab"
         for j, f in enumerate(self.schema.sparse):
             enc = {"name": f.name, "cardinality": f.cardinality}
-            enc.update({"encoding": "vocab", "vocab_size": self.vocabs[j].size} if self.vocabs
-                       else {"encoding": "hash", "buckets": self.buckets[j]})
+            v = self.vocabs[j] if self.vocabs else None
+            if by_vocab:
+                enc.update({"encoding": "vocab", "vocab_size": v.size})
+            else:
+                enc.update({"encoding": "hash" if v is None else "hash+rows", "buckets": self.buckets[j]})
+                if v is not None:
+                    enc["distinct_ids"] = v.size
             fields.append(enc)
         return {"format": TRANSFORM_FORMAT, "kind": self.kind, "label": self.schema.label,
                 "dense": list(self.schema.dense), "dense_transform": self.settings.dense_transform,
                 "dense_missing": 0.0, "sparse": fields,
-                "ids": ("0 missing, 1 out-of-vocabulary, 2.. by frequency" if self.vocabs
-                        else "0 missing, 1 + key mod (buckets - 1)"),
+                "ids": {"vocab": "0 missing, 1 out-of-vocabulary, 2.. by frequency",
+                        "hash": "0 missing, 1 + key mod (buckets - 1)",
+                        "hash+rows": "the hash id h, then 0 missing, 1 unseen h, 2.. the seen h in order"},
                 "settings": to_dict(self.settings)}
 
     def save(self, folder: str | Path, own=None) -> list[str]:
@@ -100,9 +113,10 @@ class Preprocess:
 
         own = own or (lambda name: Path(folder) / name)
         names = [TRANSFORM_FILE]
-        if self.vocabs:
+        if any(v is not None for v in self.vocabs):
             names.append(VOCAB_FILE)
-            cols = [(np.full(v.size, j, dtype=np.int32), *v.entries()) for j, v in enumerate(self.vocabs)]
+            cols = [(np.full(v.size, j, dtype=np.int32), *v.entries()) for j, v in enumerate(self.vocabs)
+                    if v is not None]
             table = pa.table({"field": pa.DictionaryArray.from_arrays(
                                   np.concatenate([c[0] for c in cols]), list(self.schema.sparse_names)),
                               "key": np.concatenate([c[1] for c in cols]),
@@ -130,12 +144,15 @@ class Preprocess:
         settings = from_dict(PrepareConfig, d["settings"], source=str(path), prefix="settings.")
         schema = DatasetSchema.from_json({"label": d["label"], "dense": d["dense"], "sparse": d["sparse"]})
         vocabs = []
-        if any(f["encoding"] == "vocab" for f in d["sparse"]):
+        if any(f["encoding"] in ("vocab", "hash+rows") for f in d["sparse"]):
             t = pq.read_table(folder / VOCAB_FILE)
             field = np.asarray(t.column("field").combine_chunks().indices)
             names = t.column("field").combine_chunks().dictionary.to_pylist()
             keys, ids = t.column("key").to_numpy(), t.column("id").to_numpy()
             for f in d["sparse"]:
+                if f["encoding"] == "hash":
+                    vocabs.append(None)
+                    continue
                 sel = field == names.index(f["name"]) if f["name"] in names else np.zeros(len(field), bool)
                 vocabs.append(Vocabulary.restore(keys[sel], ids[sel]))
         return cls(d["kind"], settings, schema, vocabs)

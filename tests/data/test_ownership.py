@@ -69,7 +69,7 @@ def test_reprepare_removes_only_its_own_files(tmp_path, criteo):
     written = sorted(f for s in meta["splits"].values() for f in s["files"])
     assert written == ["test/part-00000.parquet", "train/part-00000.parquet", "val/part-00000.parquet"]
     assert files_under(out) == sorted(written + ["ctrnas-source.json", "meta.json", MANIFEST, LOCK_FILE,
-                                                 "transform.json"])
+                                                 "transform.json", "vocab.parquet"])
     ours, foreign = inventory(out)
     assert foreign == [] and len(ours) == len(files_under(out))
 

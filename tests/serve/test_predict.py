@@ -60,8 +60,10 @@ def test_predict_raw_rows_equals_model_on_prepared_rows_and_counts_every_row(tmp
     assert "label" not in t2.column_names and s2["metrics"] is None
     assert s2["rows"]["rejected_by_reason"] == {"field_count": 1, "non_numeric_dense": 1}
     rows = [good.index(x) for x in t2.column("line").to_pylist() if x in good]
-    np.testing.assert_array_equal(t2.column("probability").to_numpy()[[x in good for x in t2.column("line").to_pylist()]],
-                                  t.column("probability").to_numpy()[rows])
+    assert t2.num_rows == 98  # line 4's bad label went with the labels
+    in_good = [x in good for x in t2.column("line").to_pylist()]
+    np.testing.assert_allclose(t2.column("probability").to_numpy()[in_good], t.column("probability").to_numpy()[rows],
+                               rtol=1e-6)  # other batch boundaries: float32 rounding
 
     # a prepared folder as input: the model's probabilities on its rows
     s3 = api.predict(model, str(data), tmp_path / "p3.parquet", split="train", progress=False)

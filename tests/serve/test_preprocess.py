@@ -40,20 +40,25 @@ def check_same(tmp_path, kind, inputs, cfg):
     return pre, ids
 
 
-@pytest.mark.parametrize("encoding", ["hash", "vocab"])
+@pytest.mark.parametrize("encoding", ["hash", "hash+rows", "vocab"])
 def test_criteo_sample_reencodes_to_the_prepared_rows(tmp_path, criteo_sample, encoding):
-    cfg = PrepareConfig(sparse_encoding=encoding, hash_buckets=1000, min_count=2, dense_transform="log_square",
+    cfg = PrepareConfig(sparse_encoding=encoding.split("+")[0], hash_buckets=1000, min_count=2,
+                        dense_transform="log_square", hash_table_size="data" if "+" in encoding else "buckets",
                         **IN_ORDER)
     pre, ids = check_same(tmp_path, "criteo", [str(criteo_sample)], cfg)
-    if encoding == "hash":  # hand check of line 1, C1: 1 + int(hex, 16) mod (buckets - 1)
-        c1 = criteo_sample.read_text().splitlines()[0].split("\t")[14]
-        assert ids[0, 0] == (1 + int(c1, 16) % 999 if c1 else 0)
+    c1 = [line.split("\t")[14] for line in criteo_sample.read_text().splitlines()]
+    if encoding == "hash":  # hand check of C1: 1 + int(hex, 16) mod (buckets - 1)
+        assert ids[:, 0].tolist() == [1 + int(c, 16) % 999 if c else 0 for c in c1]
+    elif encoding == "hash+rows":  # C1's distinct hash ids, in order, are rows 2..
+        seen = sorted({1 + int(c, 16) % 999 for c in c1 if c})
+        assert ids[:, 0].tolist() == [2 + seen.index(1 + int(c, 16) % 999) if c else 0 for c in c1]
+        assert pre.schema.sparse[0].cardinality == len(seen) + 2 < 1000
     else:
         assert len(pre.vocabs) == 26 and all(int(ids[:, j].max()) < pre.schema.sparse[j].cardinality
                                              for j in range(26))
 
 
-@pytest.mark.parametrize("encoding", ["hash", "vocab"])
+@pytest.mark.parametrize("encoding", ["hash", "vocab"])  # hash: tables sized by the data (the default)
 def test_avazu_sample_reencodes_to_the_prepared_rows(tmp_path, avazu_sample, encoding):
     cfg = PrepareConfig(sparse_encoding=encoding, hash_buckets=5000, min_count=3, avazu_hour="split", **IN_ORDER)
     check_same(tmp_path, "avazu", [str(avazu_sample)], cfg)
