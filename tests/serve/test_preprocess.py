@@ -83,3 +83,22 @@ def test_generated_table_with_bad_rows_reencodes_and_survives_export_copy(tmp_pa
     assert copy_preprocess(tmp_path / "ds", model_dir)
     (labels, dense, ids), _ = reencoded(model_dir, [str(path)])  # from the copy beside a model
     np.testing.assert_array_equal(ids, prepared_rows(tmp_path / "ds", Preprocess.load(model_dir).schema)[2])
+
+
+@pytest.mark.parametrize("expand", [False, True])
+def test_generated_kdd2012_with_profile_reencodes_to_the_prepared_rows(tmp_path, expand):
+    rng = np.random.default_rng(4)
+    lines = []
+    for _ in range(400):
+        imps = int(rng.integers(1, 4))
+        clicks = int(rng.integers(0, imps + 1)) if rng.random() < 0.3 else 0
+        ids = [str(int(rng.integers(0, 2**63)))] + [str(int(rng.integers(0, 300))) for _ in range(7)]
+        lines.append("\t".join([str(clicks), str(imps), ids[0], ids[1], ids[2], str(int(rng.integers(1, 4))),
+                                str(int(rng.integers(1, 4))), *ids[3:]]))
+    path = tmp_path / "training.txt"
+    path.write_text("\n".join(lines) + "\n")
+    profile = tmp_path / "userid_profile.txt"
+    profile.write_text("\n".join(f"{u}\t{u % 3}\t{u % 6}" for u in range(0, 300, 2)) + "\n")
+    cfg = PrepareConfig(kdd_profile=str(profile), kdd_expand_impressions=expand, hash_buckets=2000, **IN_ORDER)
+    pre, _ = check_same(tmp_path, "kdd2012", [str(path)], cfg)
+    assert "Gender" in pre.schema.sparse_names
