@@ -47,27 +47,32 @@ def save_serving(model: nn.Module, schema, folder: str | Path) -> Path:
     """Write `folder/model.pt2` (atomic) for a model with `forward(dense, kjt) -> logits` over `schema`."""
     import logging
 
+    from ctrnas.supernet.stem import EmbeddingStem
+
     model = model.cpu().eval()
-    stem = getattr(model, "stem", None)
-    cap = getattr(stem, "row_cap", None)
     # a capped stem folds ids into a new KJT whose per-key lengths depend on the data: fold them in the
-    # wrapper instead and trace the stem without its cap (folding twice gives the same ids)
-    wrapper = Serving(model, list(schema.sparse_names), list(stem.rows) if cap else None)
+    # wrapper instead and trace the stems without their cap (every stem of a model has the same schema and
+    # cap, e.g. a baseline's LR term and its embeddings; folding twice gives the same ids)
+    capped = [m for m in model.modules() if isinstance(m, EmbeddingStem) and m.row_cap]
+    cap = [m.row_cap for m in capped]
+    if len(set(cap)) > 1:
+        raise ValueError(f"stems with different row caps {sorted(set(cap))}: cannot fold ids once")
+    wrapper = Serving(model, list(schema.sparse_names), list(capped[0].rows) if capped else None)
     example = (torch.zeros(2, schema.dense_dim), torch.zeros(2, len(schema.sparse), dtype=torch.int64))
     batch = torch.export.Dim("batch", min=1)
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # TorchRec warns that tracing its to_dict is slow (seconds, once)
     try:
-        if cap:
-            stem.row_cap = None
+        for m in capped:
+            m.row_cap = None
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             program = torch.export.export(wrapper, example, dynamic_shapes=({0: batch}, {0: batch}), strict=False)
     finally:
         root.setLevel(level)
-        if cap:
-            stem.row_cap = cap
+        for m, c in zip(capped, cap):
+            m.row_cap = c
     path = Path(folder) / SERVING_FILE
     tmp = path.with_name(f".{path.stem}.tmp.pt2")
     torch.export.save(program, str(tmp))

@@ -8,8 +8,14 @@ import sys
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
+import torch
 
 from ctrnas.data.dataset import load_schema, split_files
+from ctrnas.pipeline.predict import kjt_of
+from ctrnas.supernet.serving import save_serving
+from ctrnas.supernet.testing import make_schema
+from ctrnas.train.baselines import build_baseline
 from tests.helpers.serve import prepared_and_exported, training_path_probabilities
 
 LOAD = """
@@ -41,3 +47,18 @@ def test_artifact_loads_with_torch_alone_and_matches_the_model(tmp_path, criteo_
                                rtol=1e-5, atol=1e-7)
     card = json.loads((model / "model_card.json").read_text())
     assert card["serving"]["file"] == "model.pt2" and "torch.export.load" in (model / "model_card.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["lr", "deepfm", "dcnv2"])
+def test_baselines_export_to_the_same_probabilities_with_a_row_cap(tmp_path, name):
+    """A run that falls back to a baseline exports it the same way (several capped stems in one model)."""
+    schema = make_schema(n_dense=3, cards=(50, 7, 300))
+    model = build_baseline(name, schema, dim=4, row_cap=40, seed=1).eval()
+    program = torch.export.load(str(save_serving(model, schema, tmp_path))).module()
+    rng = np.random.default_rng(0)
+    dense = torch.from_numpy(rng.random((9, 3)).astype(np.float32))
+    ids = torch.from_numpy(np.stack([rng.integers(0, c, 9) for c in (50, 7, 300)], 1))
+    with torch.no_grad():
+        want = torch.sigmoid(model(dense, kjt_of(ids.numpy(), schema.sparse_names)))
+        np.testing.assert_allclose(program(dense, ids).numpy(), want.numpy(), rtol=1e-6)
+    assert all(m.row_cap == 40 for m in model.modules() if hasattr(m, "row_cap"))  # the caps are back
