@@ -4,7 +4,8 @@ dataset folder, or an in-memory table.
 The output has one row per accepted input row, in input order: `file`, `line` (physical line of a text
 file, 1-based row of a Parquet file or table, row of a prepared split), `probability` (float32), and
 `label` when any input has labels. Rejected rows are the ones `prepare` rejects (`on_error: skip`); they are
-counted by reason and the first ones named, so rows read = written + rejected (blank lines are not rows).
+counted by reason and the first ones named, so rows read = accepted + rejected (blank lines are not rows),
+and written = accepted (unless the format expands rows: KDD 2012 impressions).
 Memory is bounded: one reader chunk (`block_size` bytes of text) at a time, the metrics in bounded memory
 (`train.metrics.StreamingMetrics`), the output streamed to Parquet (atomic: a temp file renamed at the end).
 """
@@ -59,12 +60,13 @@ def logits_of(model, dense: np.ndarray, ids: np.ndarray, names, batch_rows: int 
 class _Tally:
     def __init__(self, max_rejects: int):
         self.max_rejects = max_rejects
-        self.written = self.blank = 0
+        self.written = self.accepted = self.blank = 0
         self.by_reason: dict[str, int] = {}
         self.first: list[dict] = []
 
     def add(self, raw) -> None:
         self.blank += raw.blank
+        self.accepted += raw.accepted
         for r in raw.rejects:
             self.by_reason[r.reason] = self.by_reason.get(r.reason, 0) + 1
             if len(self.first) < self.max_rejects:
@@ -73,7 +75,9 @@ class _Tally:
 
     def rows(self) -> dict:
         rejected = sum(self.by_reason.values())
-        return {"read": self.written + rejected, "written": self.written, "rejected": rejected,
+        # read = accepted + rejected; written = accepted, except where a format expands rows (KDD impressions)
+        return {"read": self.accepted + rejected, "accepted": self.accepted, "written": self.written,
+                "rejected": rejected,
                 "rejected_by_reason": dict(sorted(self.by_reason.items())), "blank_lines": self.blank}
 
 
@@ -161,7 +165,8 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     finally:
         tmp.unlink(missing_ok=True)
     seconds = time.perf_counter() - t0
-    rows = tally.rows() if not folder else {"read": tally.written, "written": tally.written, "rejected": 0}
+    rows = tally.rows() if not folder else {"read": tally.written, "accepted": tally.written, "written": tally.written,
+                                                    "rejected": 0}
     m = metrics.result().to_dict() if metrics.rows else None
     result = finite_or_none({"model": str(model_dir), "inputs": inputs, "out": str(out), "rows": rows,
                            "metrics": m, "first_rejects": tally.first, "seconds": round(seconds, 3),
