@@ -6,14 +6,16 @@ The raw files are parsed once, streamed in `block_size` chunks (never held whole
          so an interrupted run leaves a folder that reads as incomplete; re-running the same command rebuilds
          it from scratch) at once: one pass.
   stage  when something must be known before the first row is placed (label counts for the stratified
-         split, the row count for the order split, category counts for vocabularies), the encoded chunks
+         split, the row count for the order split, category counts for vocabularies, the hash ids seen for
+         tables sized by the data: `hash_table_size: data`, the default), the encoded chunks
          go to an uncompressed Arrow IPC stream in the output folder instead (`.staging-PID.arrows`,
          ~264 bytes per Criteo row with hashed ids), then are read back one at a time, assigned and
          written, and the staging file is deleted. This replaces a second parse of the raw text (it
          cost about as much CPU as the first). In `on_error: raise` mode the first bad row stops the run
          before any shard is written.
-Memory: one chunk at a time, plus 1 byte per row for the stratified fold arrays and 16 bytes per distinct
-category for vocabularies; never the rows themselves.
+Memory: one chunk at a time, plus 1 byte per row for the stratified fold arrays, 16 bytes per distinct
+category for vocabularies and 1 byte per hash bucket for sizing tables by the data; never the rows themselves.
+The transform (transform.json, vocab.parquet: ctrnas.data.preprocess) is written beside the shards.
 Invariant recorded in meta.json: rows read = rows accepted + rows rejected (blank lines are not rows).
 With `on_error: skip`, the first `max_rejects` rejects go to DIR/rejects.tsv: file, line (1-based physical
 line of the raw file), field, reason, detail, text (tab, newline and backslash escaped as \\t \\n \\\\).
