@@ -40,7 +40,7 @@ def rates(path: Path, work: Path, buckets: int) -> dict:
     from ctrnas.data.prepare import prepare
     from ctrnas.data.prepare_config import PrepareConfig
     from ctrnas.pipeline.predict import predict_file
-    from ctrnas.train.metrics import StreamingMetrics  # noqa: F401  (imports sklearn: not timed, as for prepare)
+    import ctrnas.train.metrics  # noqa: F401  (imports sklearn: not timed, as prepare's imports are not)
 
     data, model = work / "data", work / "model"
     t0 = time.perf_counter()
@@ -48,7 +48,7 @@ def rates(path: Path, work: Path, buckets: int) -> dict:
     t_prep = time.perf_counter() - t0
     _export(data, model)
     t0 = time.perf_counter()
-    s = predict_file(model, [str(path)], work / "preds.parquet", overwrite=True, progress=False)
+    predict_file(model, [str(path)], work / "preds.parquet", overwrite=True, progress=False)
     t_pred = time.perf_counter() - t0
     rows = meta["rows"]["read"]
     return {"rows": rows, "prepare_s": round(t_prep, 2), "predict_s": round(t_pred, 2),

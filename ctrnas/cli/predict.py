@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Score raw rows with an exported model. The rows are read and encoded as `ctrnas prepare` "
         "did for the model's training data (transform.json beside the model); bad rows are rejected as "
         "prepare rejects them (counted, the first ones named). With labels, prints log loss and AUC.")
-    p.add_argument("--model", required=True, metavar="DIR", help="exported model folder (ctrnas export / a run's model/)")
+    p.add_argument("--model", required=True, metavar="DIR",
+                   help="exported model folder (ctrnas export, or a run's model/)")
     p.add_argument("--input", required=True, nargs="+", metavar="FILE",
                    help="raw file(s) of the model's format (labels optional), or one prepared dataset folder")
     p.add_argument("--out", required=True, metavar="FILE", help="output Parquet: file, line, probability[, label]")

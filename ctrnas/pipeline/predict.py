@@ -37,7 +37,7 @@ def load_model(model_dir: str | Path, data_dir: str | Path | None = None):
     where = Path(data_dir) if data_dir else Path(model_dir)
     pre = Preprocess.load(where) if (where / "transform.json").is_file() else None
     schema = getattr(model, "schema", None)
-    if pre is not None and schema is not None and (schema.sparse != pre.schema.sparse or schema.dense != pre.schema.dense):
+    if pre is not None and schema is not None and (schema.sparse, schema.dense) != (pre.schema.sparse, pre.schema.dense):
         raise CtrnasError(f"{where}/transform.json: its fields or table sizes are not the model's "
                           f"({model_dir}): the model was trained on other data")
     return model, pre
