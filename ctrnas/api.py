@@ -225,6 +225,21 @@ def export_arch(arch, out_dir, **settings) -> dict:
     return _export(arch, out_dir, **settings)
 
 
+def predict(model_dir, data, out=None, **settings):
+    """Score rows with an exported model (`ctrnas.pipeline.predict`). `data`: raw files of the model's
+    format or a prepared dataset folder, written to Parquet `out` (returns the summary: rows read, written,
+    rejected, log loss/AUC when labelled); or a pandas DataFrame / Arrow table of raw columns (returns the
+    same kind, one row per input row: line, probability, reject, label)."""
+    from ctrnas.pipeline.predict import predict_file, predict_table
+
+    if isinstance(data, (str, Path, list, tuple)):
+        if out is None:
+            raise TypeError("predict: give `out` (a Parquet file) to score files")
+        return predict_file(model_dir, data, out, **settings)
+    result = predict_table(model_dir, data, **settings)
+    return result if hasattr(data, "schema") and not hasattr(data, "iloc") else result.to_pandas()
+
+
 def vision_correlate(**settings) -> dict:
     """NB201 proxy correlation (`ctrnas.vision.tasks.correlate`)."""
     from ctrnas.vision.tasks import correlate

@@ -18,6 +18,7 @@ from ctrnas.errors import CtrnasError
 COMMANDS = [
     "ctrnas.cli.prepare",
     "ctrnas.cli.export",
+    "ctrnas.cli.predict",
     "ctrnas.cli.train",
     "ctrnas.cli.warmup",
     "ctrnas.cli.score",

@@ -46,6 +46,7 @@ def listed_files(folder: Path) -> set[str]:
     if not (isinstance(meta, dict) and str(meta.get("format", "")).startswith("ctrnas-dataset/")):
         return set()
     out = {META, SOURCE_FILE} | ({REJECTS_FILE} if meta.get("rejects_file") else set())
+    out |= {"transform.json", "vocab.parquet"} if meta.get("transform_file") else set()  # data/preprocess.py
     for split in (meta.get("splits") or {}).values():
         if isinstance(split, dict):
             out |= {str(f) for f in split.get("files", [])}

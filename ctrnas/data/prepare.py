@@ -6,14 +6,16 @@ The raw files are parsed once, streamed in `block_size` chunks (never held whole
          so an interrupted run leaves a folder that reads as incomplete; re-running the same command rebuilds
          it from scratch) at once: one pass.
   stage  when something must be known before the first row is placed (label counts for the stratified
-         split, the row count for the order split, category counts for vocabularies), the encoded chunks
+         split, the row count for the order split, category counts for vocabularies, the hash ids seen for
+         tables sized by the data: `hash_table_size: data`, the default), the encoded chunks
          go to an uncompressed Arrow IPC stream in the output folder instead (`.staging-PID.arrows`,
          ~264 bytes per Criteo row with hashed ids), then are read back one at a time, assigned and
          written, and the staging file is deleted. This replaces a second parse of the raw text (it
          cost about as much CPU as the first). In `on_error: raise` mode the first bad row stops the run
          before any shard is written.
-Memory: one chunk at a time, plus 1 byte per row for the stratified fold arrays and 16 bytes per distinct
-category for vocabularies; never the rows themselves.
+Memory: one chunk at a time, plus 1 byte per row for the stratified fold arrays, 16 bytes per distinct
+category for vocabularies and 1 byte per hash bucket for sizing tables by the data; never the rows themselves.
+The transform (transform.json, vocab.parquet: ctrnas.data.preprocess) is written beside the shards.
 Invariant recorded in meta.json: rows read = rows accepted + rows rejected (blank lines are not rows).
 With `on_error: skip`, the first `max_rejects` rejects go to DIR/rejects.tsv: file, line (1-based physical
 line of the raw file), field, reason, detail, text (tab, newline and backslash escaped as \\t \\n \\\\).
@@ -33,6 +35,7 @@ from ctrnas.config import to_dict
 from ctrnas.data.dataset import SPLITS, DatasetWriter, atomic_write_text, check_replaceable, raw_source, write_source
 from ctrnas.data.ownership import REJECTS_FILE
 from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.data.preprocess import TRANSFORM_FILE, Preprocess
 from ctrnas.data.readers import make_reader
 from ctrnas.data.readers.base import Reject, input_info
 from ctrnas.data.schema import DatasetSchema, SparseFeature
@@ -123,6 +126,9 @@ class _Encoder:
         self.buckets = [cfg.buckets(f) for f in reader.sparse_names]
         self.max_id = np.zeros(len(self.buckets), dtype=np.int64)
         self.staged_keys = cfg.sparse_encoding == "vocab"
+        # hash ids seen per field (1 byte per bucket), to size the tables by the data after the pass
+        self.seen = [np.zeros(b, dtype=bool) for b in self.buckets] if sizes_by_data(cfg) else None
+        self.rows: list[Vocabulary | None] = []  # per hashed field: its seen ids -> rows 2.. (or None: as hashed)
 
     def _dense(self, raw) -> dict:
         cols = {"label": pa.array(raw.labels.astype(np.float32))}
@@ -141,6 +147,8 @@ class _Encoder:
                 ids = self.vocabs[j].lookup(raw.keys[j], raw.missing[j])
             else:
                 ids = hash_ids(raw.keys[j], raw.missing[j], self.buckets[j])
+                if self.seen is not None:
+                    self.seen[j][ids] = True
             cols[name] = self._ids(j, ids)
         return pa.RecordBatch.from_pydict(cols)
 
@@ -156,6 +164,8 @@ class _Encoder:
 
     def unstage(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The output batch of a staged one (vocab lookups; hashed batches are final already)."""
+        if self.rows:
+            return self._renumber(batch)
         if not self.staged_keys:
             return batch
         cols = {n: batch.column(n) for n in ("label",) + tuple(self.reader.dense_names)}
@@ -165,12 +175,41 @@ class _Encoder:
             cols[name] = self._ids(j, self.vocabs[j].lookup(keys, np.asarray(col.is_null())))
         return pa.RecordBatch.from_pydict(cols)
 
+    def size_tables(self) -> None:
+        """After the pass: a hashed field with fewer distinct ids than its table has rows gets its seen ids
+        re-numbered 2.. in id order (0 stays missing; 1 is an id not seen here, e.g. when scoring new rows),
+        so its table has distinct + 2 rows instead of up to `buckets`."""
+        rows = []
+        for j, seen in enumerate(self.seen):
+            seen[0] = False  # id 0 = missing, not a hashed value
+            ids = np.flatnonzero(seen).astype(np.uint64)
+            small = len(ids) + 2 < self._hashed_rows(j)
+            rows.append(Vocabulary.restore(ids, np.arange(2, len(ids) + 2)) if small else None)
+        self.seen = None
+        if any(v is not None for v in rows):
+            self.rows = rows
+            self.max_id[:] = 0  # re-measured from the written ids
+
+    def _renumber(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        cols = {n: batch.column(n) for n in batch.schema.names}
+        for j, name in enumerate(self.reader.sparse_names):
+            ids = np.asarray(cols[name])
+            if self.rows[j] is not None:
+                ids = self.rows[j].lookup(ids.view(np.uint64), ids == 0)
+            cols[name] = self._ids(j, ids)
+        return pa.RecordBatch.from_pydict(cols)
+
+    def _hashed_rows(self, j: int) -> int:
+        if self.rows and self.rows[j] is not None:
+            return self.rows[j].cardinality
+        return int(min(self.buckets[j], max(self.max_id[j] + 1, 2)))
+
     def cardinalities(self) -> list[int]:
         """Vocab: its size + 2; hash: 1 + the largest id written (at most `buckets`), so small-valued
         fields (hour of day, gender) get small tables."""
         if self.vocabs:
             return [v.cardinality for v in self.vocabs]
-        return [int(min(b, max(m + 1, 2))) for b, m in zip(self.buckets, self.max_id)]
+        return [self._hashed_rows(j) for j in range(len(self.buckets))]
 
     def transforms(self) -> dict:
         cfg = self.cfg
@@ -182,7 +221,11 @@ class _Encoder:
                              "distinct_seen": v.distinct_seen, "ids": "0 missing, 1 out-of-vocabulary, 2.. by frequency"}
             else:
                 out[name] = {"kind": "sparse", "encoding": "hash", "buckets": self.buckets[j],
-                             "ids": "0 missing, 1 + key mod (buckets - 1)"}
+                             "table_rows": self._hashed_rows(j), "ids": "0 missing, 1 + key mod (buckets - 1)"}
+                if self.rows and self.rows[j] is not None:
+                    out[name].update({"encoding": "hash+rows", "distinct_ids": self.rows[j].size, "ids":
+                                      "0 missing, 1 unseen, 2.. the distinct hashed ids (1 + key mod (buckets - 1)) "
+                                      "seen, in id order"})
         return out
 
 
@@ -219,6 +262,11 @@ class _Tally:
 class _NoBar:
     def update(self, n: int) -> None:
         pass
+
+
+def sizes_by_data(cfg: PrepareConfig) -> bool:
+    """Whether hashed fields get tables sized by the ids seen (`hash_table_size: data`)."""
+    return cfg.sparse_encoding == "hash" and cfg.hash_table_size == "data"
 
 
 def _check_inputs(kind: str, inputs: list[str], cfg: PrepareConfig) -> None:
@@ -366,7 +414,7 @@ def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite
     tally = _Tally(cfg)
     encoder = _Encoder(reader, cfg, [])
     ratios = tuple(cfg.split_ratios)
-    if cfg.split == "random" and cfg.sparse_encoding != "vocab":  # nothing to learn first: one pass
+    if cfg.split == "random" and cfg.sparse_encoding != "vocab" and not sizes_by_data(cfg):  # one pass
         splitter = Splitter(cfg.split, ratios, cfg.seed)
         with _progress(cfg, "write", None) as bar:
             _write(writer, splitter, tally, ((raw.labels, encoder.encode(raw)) for raw in _accepted(reader, tally, bar)),
@@ -377,6 +425,8 @@ def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite
             labels, rows, counters = _staged(reader, cfg, encoder, tally, staging)
             splitter = Splitter(cfg.split, ratios, cfg.seed, labels_seen=labels, total_rows=rows)
             encoder.vocabs = [Vocabulary.from_counter(c, cfg.min_count) for c in counters]
+            if encoder.seen is not None:
+                encoder.size_tables()
             del counters  # the category counts are no longer needed
             with _progress(cfg, "write", rows) as bar:
                 _write(writer, splitter, tally, _unstaged(encoder, staging, rows), bar)
@@ -388,6 +438,7 @@ def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite
     if tally.kept:
         _write_rejects(out, tally.kept)
     _check_rows(inputs, out, tally)
+    Preprocess(reader.format, cfg, schema, encoder.vocabs or encoder.rows).save(out, own=writer.own)  # travels with models
     meta = {
         "source": {**reader.describe(), "inputs": input_info(inputs)},
         "schema": schema.to_json(),
@@ -397,6 +448,7 @@ def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite
         "splits": {s: {"ctr": float(tally.clicks[i] / tally.rows[i]) if tally.rows[i] else None,
                        "clicks": int(tally.clicks[i])} for i, s in enumerate(SPLITS)},
         "rejects_file": REJECTS_FILE if tally.kept else None,
+        "transform_file": TRANSFORM_FILE,
         "settings": to_dict(cfg),
         "seconds": round(time.time() - t0, 3),
     }

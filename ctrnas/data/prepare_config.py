@@ -28,6 +28,9 @@ class PrepareConfig:
     sparse_encoding: Literal["hash", "vocab"] = "hash"
     hash_buckets: int = 1_000_000  # per-field cap of hashed ids (id 0 = missing)
     hash_buckets_per_field: dict[str, int] = field(default_factory=dict)  # e.g. NASRec's Avazu {id: 10000}
+    # data: a hashed field with fewer distinct ids than buckets gets a table of distinct + 2 rows (its ids
+    # re-numbered after the pass); buckets: tables of up to `hash_buckets` rows, ids as hashed
+    hash_table_size: Literal["data", "buckets"] = "data"
     min_count: int = 10  # vocab: values seen fewer times share the field's OOV id 1 (id 0 = missing)
     split: Literal["stratified", "random", "order"] = "stratified"
     split_ratios: tuple[float, ...] = (0.8, 0.1, 0.1)

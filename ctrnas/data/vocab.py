@@ -71,6 +71,20 @@ class Vocabulary:
         keys, counts = counter.result()
         return cls(keys, counts, min_count)
 
+    @classmethod
+    def restore(cls, keys: np.ndarray, ids: np.ndarray) -> "Vocabulary":
+        """The vocabulary `entries()` came from (a saved one: ctrnas.data.preprocess)."""
+        order = np.argsort(keys, kind="stable")
+        v = cls.__new__(cls)
+        v._keys, v._ids = np.asarray(keys, np.uint64)[order], np.asarray(ids, np.int64)[order]
+        v.size = v.distinct_seen = len(order)
+        v.cardinality = v.size + 2
+        return v
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """(kept keys, their ids), sorted by key."""
+        return self._keys, self._ids
+
     def lookup(self, keys: np.ndarray, missing: np.ndarray) -> np.ndarray:
         """Ids of `keys` (int64), MISSING_ID where `missing`."""
         out = np.full(len(keys), OOV_ID, dtype=np.int64)

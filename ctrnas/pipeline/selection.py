@@ -70,13 +70,19 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
             "exported instead")
 
 
-def export_baseline(model, folder: Path, m: TrainedModel, note: str) -> None:
-    """Write a baseline as the run's model: `model.pt` (the whole module) and a model card saying why."""
+def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None) -> None:
+    """Write a baseline as the run's model: `model.pt` (the whole module), with `schema` the serving program
+    `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.cpu(), folder / "model.pt")
+    if schema is not None:
+        from ctrnas.supernet.serving import save_serving
+
+        save_serving(model, schema, folder)
     card = {"kind": "baseline", "baseline": m.label, "fallback": note,
+            "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
             "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
                         "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
     atomic_write_text(folder / "model_card.md", f"# Baseline {m.label} (fallback)\n\n{note}\n\n```json\n"
@@ -99,8 +105,13 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
     export_dir = None
     if out_dir is not None and recipe.final.export and main and best_model is not None:
         export_dir = Path(out_dir) / "model"
+        from ctrnas.data.preprocess import copy_preprocess
+
+        copy_preprocess(recipe.data_dir, export_dir)  # the raw-row preprocessing travels with the model
         if fallback is not None:
-            export_baseline(best_model, export_dir, best, fallback)
+            from ctrnas.data.dataset import load_schema
+
+            export_baseline(best_model, export_dir, best, fallback, load_schema(recipe.data_dir))
         else:
             from ctrnas.supernet import save_exported
 

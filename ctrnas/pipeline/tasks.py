@@ -169,4 +169,8 @@ def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir
     check_arch(arch_path, arch, net.space)
     metrics = read_json(metrics_path, "metrics") if metrics_path else None
     model = export(net, arch, init=init, seed=seed)
+    if data_dir:
+        from ctrnas.data.preprocess import copy_preprocess
+
+        copy_preprocess(data_dir, out_dir)  # the raw-row preprocessing travels with the model
     return save_exported(model, out_dir, init=init, metrics=metrics, source=source, torch_export=torch_export)

@@ -5,6 +5,9 @@ Exported folder layout ("ctrnas-export/1"):
   dense_part.pt     TorchScript of `model.net` (dense [B, n_dense], tokens [B, F, E] -> logits [B]):
                     loads with `torch.jit.load` alone
   dense_part.pt2    (optional, `torch_export=True`) the same as a `torch.export` program, dynamic batch
+  model.pt2         the whole model, tables included, as a `torch.export` program (encoded rows ->
+                    probabilities): loads with torch alone, no ctrnas, no pickle (ctrnas.supernet.serving)
+  transform.json    (+ vocab.parquet) the raw-row preprocessing, when the data is known (ctrnas.data.preprocess)
   arch.json         the architecture (`Arch.from_json` reads it)
   model_card.json   arch key, space, schema, params, FLOPs, init, metrics when known
   model_card.md     the same for people
@@ -47,6 +50,8 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
         "live_blocks": list(model.arch.live_blocks()),
         "init": init,
         "source": source,
+        "serving": {"file": "model.pt2", "inputs": "dense float32 [B, n_dense], ids int64 [B, n_sparse]",
+                    "output": "click probability [B]", "load": "torch.export.load(path).module()"},
         "metrics": metrics or {},
         "versions": versions(),
     }
@@ -63,8 +68,13 @@ def _card_markdown(card: dict) -> str:
         lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in card["metrics"].items()]
     else:
         lines.append("Metrics: not measured yet.")
-    lines += ["", "Load: `ctrnas.supernet.load_exported(folder)(dense, kjt)`, or the dense part alone with "
-              "`torch.jit.load(folder + '/dense_part.pt')(dense, tokens)`.", ""]
+    lines += ["", "Load: with torch alone (no ctrnas, no pickle), `torch.export.load(folder + '/model.pt2').module()"
+              "(dense, ids)` gives click probabilities of encoded rows (dense float32 [B, n_dense], ids int64 "
+              "[B, n_sparse] in the schema's order); `ctrnas predict --model FOLDER --input RAW_FILE --out "
+              "preds.parquet` encodes raw rows with transform.json first. With ctrnas: "
+              "`ctrnas.supernet.load_exported(folder)(dense, kjt)` (a pickled module: never load one from an "
+              "untrusted source), or the dense part alone with `torch.jit.load(folder + '/dense_part.pt')"
+              "(dense, tokens)`.", ""]
     return "\n".join(lines)
 
 
@@ -80,6 +90,9 @@ def save_exported(model, folder: str | Path, init: str = "inherit", metrics: dic
         # in C++ and Python; `torch_export=True` also writes the torch.export program.
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.jit.script(model.net).save(str(folder / "dense_part.pt"))
+    from ctrnas.supernet.serving import save_serving
+
+    save_serving(model, model.schema, folder)
     if torch_export:
         batch = torch.export.Dim("batch", min=2)
         example = (torch.zeros(2, model.schema.dense_dim), torch.zeros(2, len(model.schema.sparse), model.stem.dim))

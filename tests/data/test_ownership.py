@@ -68,7 +68,8 @@ def test_reprepare_removes_only_its_own_files(tmp_path, criteo):
     meta = prepare("criteo", [str(criteo)], out, PrepareConfig(rows_per_shard=1000, split="order", **QUIET))
     written = sorted(f for s in meta["splits"].values() for f in s["files"])
     assert written == ["test/part-00000.parquet", "train/part-00000.parquet", "val/part-00000.parquet"]
-    assert files_under(out) == sorted(written + ["ctrnas-source.json", "meta.json", MANIFEST, LOCK_FILE])
+    assert files_under(out) == sorted(written + ["ctrnas-source.json", "meta.json", MANIFEST, LOCK_FILE,
+                                                 "transform.json", "vocab.parquet"])
     ours, foreign = inventory(out)
     assert foreign == [] and len(ours) == len(files_under(out))
 

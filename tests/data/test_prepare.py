@@ -116,7 +116,8 @@ def test_interrupted_run_leaves_incomplete_folder_and_rerun_finishes(tmp_path, r
     broken = lines[:2500] + ["0\t1"] + lines[2500:]
     path = raw.write_text(tmp_path / "train.txt", broken)
     out = tmp_path / "o"
-    cfg = PrepareConfig(split="random", rows_per_shard=300, block_size=16384, **QUIET)  # no scan: writes first
+    cfg = PrepareConfig(split="random", rows_per_shard=300, block_size=16384, hash_table_size="buckets",
+                        **QUIET)  # no scan: writes first
     with pytest.raises(DataFormatError) as e:
         prepare("criteo", [str(path)], out, cfg)
     assert e.value.line == 2501

@@ -19,7 +19,8 @@ from ctrnas.data.transforms import dec_keys, dense_transform, fnv1a64, hash_ids,
 from ctrnas.data.vocab import KeyCounter, Vocabulary
 from ctrnas.errors import DataFormatError, RecipeError
 
-ALL_TRAIN = dict(split="order", split_ratios=(1.0, 0.0, 0.0), progress=False)
+ALL_TRAIN = dict(split="order", split_ratios=(1.0, 0.0, 0.0), progress=False,
+                 hash_table_size="buckets")  # ids as hashed, to check them by hand
 
 
 def fnv_reference(s: str) -> int:

@@ -54,6 +54,7 @@ class RawBatch:
     rejects: list[Reject] = field(default_factory=list)
     blank: int = 0
     padded: int = 0  # accepted rows whose missing trailing fields were filled (pad_missing_trailing)
+    lines: np.ndarray | None = None  # physical line (Parquet: row) of each output row, when rows map 1:1
 
 
 def open_input(path: str | Path) -> pa.NativeFile:

@@ -42,6 +42,7 @@ class DelimitedReader:
     label_column = "label"
     quoting = False  # the ad-log formats never quote; a user's CSV may
     keys_always: frozenset[str] = frozenset()  # keys the hooks need even in a scan without keys
+    labeled = True  # False (`without_label`): rows have no label column; labels are NaN
 
     def __init__(self, paths: list[str], cfg, columns: list[str], dense: list[str],
                  sparse: list[tuple[str, str]], delimiter: str, header: bool = False):
@@ -51,6 +52,11 @@ class DelimitedReader:
         self.sparse_columns = sparse  # (raw column, key syntax)
         self.dense_names: tuple[str, ...] = tuple(dense)
         self.sparse_names: tuple[str, ...] = tuple(n for n, _ in sparse)
+
+    def without_label(self) -> None:
+        """Read rows that lack the label column (rows to score, ctrnas predict)."""
+        self.labeled = False
+        self.columns = [c for c in self.columns if c != self.label_column]
 
     # ---- hooks -----------------------------------------------------------------------------------------
     def check_header(self, path: str) -> None:
@@ -108,7 +114,10 @@ class DelimitedReader:
         blank = blank_rows(t) if n and blanks else np.zeros(n, dtype=bool)
         problems = Problems(n)
         problems.bad |= blank  # blank rows are dropped, not rejected
-        labels = self.parse_label(t, problems) if n else np.zeros(0, np.float32)
+        if not self.labeled:
+            labels = np.full(n, np.nan, dtype=np.float32)
+        else:
+            labels = self.parse_label(t, problems) if n else np.zeros(0, np.float32)
         dense = np.full((len(self.dense_columns), n), np.nan)
         for j, name in enumerate(self.dense_columns):
             col = t.column(name)
@@ -144,4 +153,5 @@ class DelimitedReader:
             labels, dense, keys, missing = labels[keep], dense[:, keep], keys[:, keep], missing[:, keep]
         padded = int((keep & lb.padded).sum()) if lb.padded is not None else 0
         labels, dense, keys, missing = self.expand(t, keep, labels, dense, keys, missing)
-        return RawBatch(labels, dense, keys, missing, int(keep.sum()), rejects, n_blank, padded)
+        out_lines = lines[keep] if len(labels) == int(keep.sum()) else None
+        return RawBatch(labels, dense, keys, missing, int(keep.sum()), rejects, n_blank, padded, out_lines)

@@ -61,6 +61,10 @@ class TableReader(DelimitedReader):
                                       f"column not found (has: {', '.join(names[:50])})")
         return names
 
+    def without_label(self) -> None:
+        super().without_label()
+        self.declared = [c for c in self.declared if c != self.label_column]
+
     def check_header(self, path: str) -> None:
         self.columns = self._columns_of(path)
 
