@@ -28,6 +28,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="hash: 1 + key mod (buckets-1) (NASRec, default); vocab: min-count vocabulary with an OOV id")
     g.add_argument("--hash-buckets", type=int, metavar="N", help="per-field cap of hashed ids (default 1000000)")
     g.add_argument("--min-count", type=int, metavar="N", help="vocab: keep values seen >= N times (default 10)")
+    g.add_argument("--hash-table-size", choices=["data", "buckets"],
+                   help="data: a hashed field with fewer distinct ids than buckets gets a table of that size "
+                        "(default); buckets: every table has --hash-buckets rows")
     g = p.add_argument_group("split")
     g.add_argument("--split", choices=["stratified", "random", "order"],
                    help="stratified: StratifiedKFold(10, shuffle, seed) folds 0-7/8/9 (default); random; "
@@ -54,7 +57,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def _overrides(args) -> dict:
     keys = ["dense_transform", "sparse_encoding", "hash_buckets", "min_count", "split", "split_ratios", "seed",
             "on_error", "max_rejects", "rows_per_shard", "block_size", "limit", "progress", "avazu_hour",
-            "avazu_drop_id", "avazu_pseudo_dense", "kdd_profile", "kdd_expand_impressions", "pad_missing_trailing"]
+            "avazu_drop_id", "avazu_pseudo_dense", "kdd_profile", "kdd_expand_impressions", "pad_missing_trailing",
+            "hash_table_size"]
     out = {k: getattr(args, k, None) for k in keys}
     if args.kind == "table":
         table = {"label": args.label, "dense": args.dense, "sparse": args.sparse, "delimiter": args.delimiter}
