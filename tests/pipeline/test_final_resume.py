@@ -1,0 +1,88 @@
+"""An interrupted final stage resumes each model where it stopped, with the numbers of an uninterrupted run;
+models already finished are not retrained, and the run says what it resumed."""
+
+import csv
+from collections import Counter
+
+import pytest
+
+from ctrnas import api
+from ctrnas.train.trainer import Trainer
+
+
+class Injected(Exception):
+    pass
+
+
+def _recipe(tests_recipe_path, data_dir, out, *more):
+    return api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={out}", *more)
+
+
+def _models(out) -> list[dict]:
+    with open(out / "final/models.csv") as fh:  # every number but the wall time
+        return [{k: v for k, v in r.items() if k != "train_seconds"} for r in csv.DictReader(fh)]
+
+
+def _count_steps(monkeypatch) -> Counter:
+    """Training steps taken per job folder from now on."""
+    steps, step = Counter(), Trainer.train_step
+
+    def counting(self, batch, total):
+        steps[self.out_dir.name if self.out_dir is not None else None] += 1
+        return step(self, batch, total)
+
+    monkeypatch.setattr(Trainer, "train_step", counting)
+    return steps
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tests_data, tests_recipe_path, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("final-resume") / "whole"
+    result = api.run(_recipe(tests_recipe_path, data_dir, out), progress=False, echo=None)
+    return out, result
+
+
+@pytest.mark.slow
+def test_a_final_stage_stopped_mid_model_resumes_with_identical_numbers(uninterrupted, tests_recipe_path, data_dir,
+                                                                        tmp_path, monkeypatch, capsys):
+    whole, first = uninterrupted
+    recipe = _recipe(tests_recipe_path, data_dir, tmp_path / "run")
+    epochs = recipe.final_train.epochs
+    assert epochs == 2 and recipe.top_k == 2
+    per_epoch = -(-recipe.final.train_rows // recipe.final_train.batch_size)
+    save = Trainer.save
+
+    def stop_after_epoch_1_of_model_2(self):
+        save(self)
+        if self.out_dir is not None and self.out_dir.name.startswith("rank1-") and self.step == per_epoch:
+            raise Injected
+
+    monkeypatch.setattr(Trainer, "save", stop_after_epoch_1_of_model_2)
+    with pytest.raises(Injected):
+        api.run(recipe, progress=False, echo=None)
+    monkeypatch.setattr(Trainer, "save", save)
+    steps = _count_steps(monkeypatch)
+    capsys.readouterr()
+    again = api.run(recipe, progress=False, echo=None)
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("final stage: resumed")] == [
+        f"final stage: resumed: rank 0 done (not retrained); resuming rank 1 at epoch 2 of {epochs} "
+        f"(step {per_epoch})"]
+    # rank 0 took no step, rank 1 only its second epoch, the baseline all of its own
+    by_job = {name.split("-")[0]: n for name, n in steps.items() if name is not None}
+    assert by_job == {"rank1": per_epoch, "baseline": epochs * per_epoch}
+    assert _models(tmp_path / "run") == _models(whole)
+    assert again.final.best.test == first.final.best.test and again.final.best.arch == first.final.best.arch
+
+
+@pytest.mark.slow
+def test_a_finished_final_stage_is_not_retrained_and_keeps_only_the_exported_weights(uninterrupted, tests_recipe_path,
+                                                                                    data_dir, monkeypatch, capsys):
+    whole, first = uninterrupted
+    kept = sorted(p.parent.name.split("-")[0] for p in (whole / "final/train").glob("*/checkpoint.pt"))
+    assert kept == [f"rank{first.final.candidates.index(first.final.best)}"]
+    steps = _count_steps(monkeypatch)
+    again = api.run(_recipe(tests_recipe_path, data_dir, whole), progress=False, echo=None)
+    assert sum(steps.values()) == 0
+    assert "final stage: resumed: rank 0, rank 1, baseline lr done (not retrained)" in capsys.readouterr().err
+    assert again.final.best.test == first.final.best.test
