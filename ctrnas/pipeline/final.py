@@ -22,7 +22,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
-from ctrnas.pipeline.final_resume import jobs_for, say_resumed
+from ctrnas.pipeline.final_resume import drop, jobs_for, say_resumed
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.pipeline.selection import finish, judge, rank_key
 from ctrnas.recipe import Recipe
@@ -78,11 +78,7 @@ def _train_batches(recipe: Recipe, data: DataResult):
 def _reload(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: tuple, job):
     """The trained model of a job finished before an interruption, from its kept checkpoint (no step is
     taken: the trainer resumes at its last step and restores the selected weights, as it ended)."""
-    from ctrnas.errors import CtrnasError
-
-    if not job.has_checkpoint():
-        raise CtrnasError(f"{job.dir}: the weights of this finished training are gone; delete the folder to "
-                          "train it again")
+    job.need_checkpoint()
     model = job_model(recipe, data, template, what)
     _train(model, quiet, data, job.dir)
     return model
@@ -348,10 +344,10 @@ def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0,
             candidates.append(cand)
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
                 if best_rank is not None:
-                    _drop(folders[best_rank])
-                best_rank, best_state = rank, _weights(r, folders[rank])
+                    drop(folders[best_rank])
+                best_rank, best_state = rank, _state(r, folders[rank])
             else:
-                _drop(folders[rank])
+                drop(folders[rank])
             del r
         baselines, base_models = [], {}
         for name in recipe.final.baselines:
@@ -360,10 +356,10 @@ def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0,
                                                 math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
             if candidates[best_rank].status != "ok":
                 model = job_model(quiet, data, template, ("baseline", name))
-                model.load_state_dict(_weights(r, folders[len(top) + len(baselines) - 1]))
+                model.load_state_dict(_state(r, folders[len(top) + len(baselines) - 1]))
                 base_models[len(baselines) - 1] = model
             else:
-                _drop(folders[len(top) + len(baselines) - 1])
+                drop(folders[len(top) + len(baselines) - 1])
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(best_state)
     # as the serial trainer leaves it, so model.pt is the same object either way
@@ -371,17 +367,9 @@ def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0,
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None)
 
 
-def _drop(folder) -> None:
-    if folder is not None:
-        folder.drop_checkpoint()
-
-
-def _weights(result: dict, folder):
-    """The trained weights a worker sent back (none when the training had finished in an earlier run and its
-    checkpoint was dropped as not needed, which the stage's order of decisions rules out)."""
+def _state(result: dict, folder):
+    """The weights a worker sent back; none came for a training finished in an earlier run whose checkpoint
+    was dropped as not needed, which the stage's order of decisions rules out for the ones it needs."""
     if result["state"] is None:
-        from ctrnas.errors import CtrnasError
-
-        raise CtrnasError(f"{folder.dir}: the weights of this finished training are gone; delete the folder "
-                          "to train it again")
+        folder.need_checkpoint()  # raises, naming the folder
     return _unpack(result["state"])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text
+from ctrnas.errors import CtrnasError
 from ctrnas.train.metrics import strict_json
 
 TRAIN_DIR = Path("final") / "train"
@@ -74,6 +75,11 @@ class Job:
     def finish(self, result: dict) -> None:
         atomic_write_text(self.dir / RESULT, strict_json(result, indent=1))
 
+    def need_checkpoint(self) -> None:
+        if not self.has_checkpoint():
+            raise CtrnasError(f"{self.dir}: the weights of this finished training are gone; delete the folder "
+                              "to train it again")
+
     def drop_checkpoint(self) -> None:
         """Its weights are no longer needed (it is finished and will not be exported)."""
         (self.dir / CHECKPOINT).unlink(missing_ok=True)
@@ -113,3 +119,9 @@ def say_resumed(jobs, steps_per_epoch: int, epochs: int) -> None:
         parts = ([f"{', '.join(done)} done (not retrained)"] if done else []) + \
                 ([f"resuming {', '.join(partial)}"] if partial else [])
         print(f"final stage: resumed: {'; '.join(parts)}", file=sys.stderr)
+
+
+def drop(job: Job | None) -> None:
+    """Drop the checkpoint of a finished training whose weights will not be exported."""
+    if job is not None:
+        job.drop_checkpoint()

@@ -42,13 +42,8 @@ def uninterrupted(tests_data, tests_recipe_path, data_dir, tmp_path_factory):
     return out, result
 
 
-@pytest.mark.slow
-def test_a_final_stage_stopped_mid_model_resumes_with_identical_numbers(uninterrupted, tests_recipe_path, data_dir,
-                                                                        tmp_path, monkeypatch, capsys):
-    whole, first = uninterrupted
-    recipe = _recipe(tests_recipe_path, data_dir, tmp_path / "run")
-    epochs = recipe.final_train.epochs
-    assert epochs == 2 and recipe.top_k == 2
+def _stop_in_model_2(monkeypatch, recipe) -> int:
+    """Make the final stage raise right after the first epoch's checkpoint of rank 1; its steps per epoch."""
     per_epoch = -(-recipe.final.train_rows // recipe.final_train.batch_size)
     save = Trainer.save
 
@@ -61,6 +56,17 @@ def test_a_final_stage_stopped_mid_model_resumes_with_identical_numbers(uninterr
     with pytest.raises(Injected):
         api.run(recipe, progress=False, echo=None)
     monkeypatch.setattr(Trainer, "save", save)
+    return per_epoch
+
+
+@pytest.mark.slow
+def test_a_final_stage_stopped_mid_model_resumes_with_identical_numbers(uninterrupted, tests_recipe_path, data_dir,
+                                                                        tmp_path, monkeypatch, capsys):
+    whole, first = uninterrupted
+    recipe = _recipe(tests_recipe_path, data_dir, tmp_path / "run")
+    epochs = recipe.final_train.epochs
+    assert epochs == 2 and recipe.top_k == 2
+    per_epoch = _stop_in_model_2(monkeypatch, recipe)
     steps = _count_steps(monkeypatch)
     capsys.readouterr()
     again = api.run(recipe, progress=False, echo=None)
@@ -85,4 +91,15 @@ def test_a_finished_final_stage_is_not_retrained_and_keeps_only_the_exported_wei
     again = api.run(_recipe(tests_recipe_path, data_dir, whole), progress=False, echo=None)
     assert sum(steps.values()) == 0
     assert "final stage: resumed: rank 0, rank 1, baseline lr done (not retrained)" in capsys.readouterr().err
+    assert again.final.best.test == first.final.best.test
+
+
+@pytest.mark.slow
+def test_a_stopped_serial_final_stage_resumed_in_worker_processes_gives_the_same_numbers(
+        uninterrupted, tests_recipe_path, data_dir, tmp_path, monkeypatch):
+    whole, first = uninterrupted
+    _stop_in_model_2(monkeypatch, _recipe(tests_recipe_path, data_dir, tmp_path / "run"))
+    again = api.run(_recipe(tests_recipe_path, data_dir, tmp_path / "run", "final.workers=2"), progress=False,
+                    echo=None)
+    assert _models(tmp_path / "run") == _models(whole)
     assert again.final.best.test == first.final.best.test
