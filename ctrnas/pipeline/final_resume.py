@@ -32,7 +32,8 @@ def fingerprint(recipe, data) -> dict:
     final.pop("workers", None)
     final["train"] = numeric_settings(recipe.final_train)
     splits = {s: {k: v.get(k) for k in ("rows", "ctr")} for s, v in data.meta["splits"].items()}
-    return json.loads(json.dumps({"final": final, "space": to_dict(recipe.space), "data": splits,
+    source = {k: data.meta.get(k) for k in ("source", "settings", "transforms")}
+    return json.loads(json.dumps({"final": final, "space": to_dict(recipe.space), "data": splits, **source,
                                   "embedding_dim": recipe.train.embedding_dim}, default=str))
 
 

@@ -103,3 +103,17 @@ def test_a_stopped_serial_final_stage_resumed_in_worker_processes_gives_the_same
                     echo=None)
     assert _models(tmp_path / "run") == _models(whole)
     assert again.final.best.test == first.final.best.test
+
+
+@pytest.mark.slow
+def test_a_final_stage_with_other_settings_starts_each_model_over(tests_data, tests_recipe_path, data_dir, tmp_path,
+                                                                  monkeypatch, capsys):
+    _stop_in_model_2(monkeypatch, _recipe(tests_recipe_path, data_dir, tmp_path / "run"))
+    steps = _count_steps(monkeypatch)
+    capsys.readouterr()
+    recipe = _recipe(tests_recipe_path, data_dir, tmp_path / "run", "final.train_rows=512")
+    api.run(recipe, progress=False, echo=None)
+    assert "final stage: resumed" not in capsys.readouterr().err
+    full = recipe.final_train.epochs * (512 // recipe.final_train.batch_size)
+    assert {name.split("-")[0]: n for name, n in steps.items() if name} == {"rank0": full, "rank1": full,
+                                                                           "baseline": full}
