@@ -12,6 +12,7 @@ best candidate so far, and the baselines when no candidate is usable.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -66,9 +67,12 @@ class Job:
         """The stored {val, test, seconds, diverged, dense_params} of a finished training, or None."""
         self.check()
         try:
-            return json.loads((self.dir / RESULT).read_text())
+            done = json.loads((self.dir / RESULT).read_text())
         except (OSError, ValueError):
             return None
+        for split in ("val", "test"):  # strict JSON wrote a missing number (NaN) as null: back to NaN
+            done[split] = {k: math.nan if v is None and k != "reason" else v for k, v in done[split].items()}
+        return done
 
     def has_checkpoint(self) -> bool:
         return (self.dir / CHECKPOINT).exists()

@@ -117,3 +117,24 @@ def test_a_final_stage_with_other_settings_starts_each_model_over(tests_data, te
     full = recipe.final_train.epochs * (512 // recipe.final_train.batch_size)
     assert {name.split("-")[0]: n for name, n in steps.items() if name} == {"rank0": full, "rank1": full,
                                                                            "baseline": full}
+
+
+def test_a_stored_result_without_metrics_reads_back_as_nan_and_is_judged_alike(tests_data, tmp_path):
+    import math
+
+    from ctrnas.pipeline.final_resume import Job
+    from ctrnas.pipeline.results import TrainedModel
+    from ctrnas.pipeline.selection import judge
+    from ctrnas.train.metrics import MetricResult
+
+    missing = MetricResult.missing("diverged: loss NaN at step 3").to_dict()
+    job = Job(tmp_path, "rank 0", ("baseline", "lr"), {"fp": 1})
+    assert job.result() is None
+    job.finish({"val": missing, "test": dict(missing), "seconds": 1.5, "diverged": None, "dense_params": 3})
+    back = Job(tmp_path, "rank 0", ("baseline", "lr"), {"fp": 1}).result()
+    assert math.isnan(back["val"]["logloss"]) and back["val"]["reason"] == missing["reason"]
+    assert back["val"]["rows"] == 0 and back["seconds"] == 1.5
+    judged = [judge(TrainedModel("lr", None, v, v, 3.0, math.nan, 1.5), tests_data).status
+              for v in (missing, back["val"])]
+    assert judged[0] == judged[1]
+    assert Job(tmp_path, "rank 0", ("baseline", "lr"), {"fp": 2}).result() is None  # other settings: over
