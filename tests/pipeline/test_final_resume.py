@@ -138,3 +138,46 @@ def test_a_stored_result_without_metrics_reads_back_as_nan_and_is_judged_alike(t
               for v in (missing, back["val"])]
     assert judged[0] == judged[1]
     assert Job(tmp_path, "rank 0", ("baseline", "lr"), {"fp": 2}).result() is None  # other settings: over
+
+
+@pytest.mark.slow
+def test_a_fallback_final_stage_stopped_in_its_baseline_resumes_to_the_same_export(tests_data, tests_recipe_path,
+                                                                                   data_dir, tmp_path, monkeypatch):
+    import json
+
+    import torch
+
+    from ctrnas.pipeline.final import final_stage
+    from ctrnas.recipe import load_recipe
+    from tests.helpers.chains import chain_arch, search_of
+
+    # two Dot chains at a high learning rate diverge (tests/pipeline/test_selection.py): lr is the fallback
+    recipe = load_recipe(tests_recipe_path, [
+        f"data.path={data_dir}", "space.num_blocks=3", "space.dense_ops=[fc,dot,gating,sum]", "final.layernorm=false",
+        "final.train={lr: 0.5, epochs: 2}", "final.top_k=2"])
+    search = search_of([chain_arch("dot", 3), chain_arch("dot", 3, dense_dim=32)])
+    whole = final_stage(recipe, tests_data, search, None, tmp_path / "whole", progress=False)
+    assert whole.fallback and whole.best.label == "lr"
+
+    per_epoch = -(-recipe.final.train_rows // recipe.final_train.batch_size)
+    save = Trainer.save
+
+    def stop_in_the_baseline(self):
+        save(self)
+        if self.out_dir is not None and self.out_dir.name == "baseline-lr" and self.step == per_epoch:
+            raise Injected
+
+    monkeypatch.setattr(Trainer, "save", stop_in_the_baseline)
+    with pytest.raises(Injected):
+        final_stage(recipe, tests_data, search, None, tmp_path / "run", progress=False)
+    monkeypatch.setattr(Trainer, "save", save)
+    steps = _count_steps(monkeypatch)
+    again = final_stage(recipe, tests_data, search, None, tmp_path / "run", progress=False)
+    assert dict(steps) == {"baseline-lr": per_epoch}  # the diverged candidates are not retrained
+
+    def numbers(final):
+        return json.dumps([(m.label, m.status, m.val, m.test) for m in (*final.candidates, *final.baselines)])
+
+    assert numbers(again) == numbers(whole) and again.fallback == whole.fallback
+    a, b = again.model.state_dict(), whole.model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
