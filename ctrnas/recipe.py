@@ -187,6 +187,9 @@ class Recipe:
     # torch intra-op threads for the whole run (None: torch's default, one per core). 1 is safer on shared
     # or busy machines, where OpenMP threads spin-wait on each other for a large share of the CPU time.
     threads: int | None = None
+    # write into an output folder holding files ctrnas did not write (they are left in place; see
+    # ctrnas.pipeline.run_folder); a re-run of the same recipe needs no such permission
+    overwrite: bool = False
     source: str = ""  # the file it came from (set by load_recipe; informational)
 
     def __post_init__(self):

@@ -42,8 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     train_args(p)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--baseline", help="lr, fm, dlrm, deepfm, xdeepfm, autoint+, dcnv2")
-    what.add_argument("--arch", help="architecture JSON (from search or `ctrnas export`)")
-    p.add_argument("--space", default="nasrec-full", help="search space of --arch (default nasrec-full)")
+    what.add_argument("--arch", help="architecture JSON (a run's best_arch.json, `ctrnas export`) or a shipped "
+                                     "name (dlrm-like, dcnv2-like)")
+    p.add_argument("--space", default="nasrec-full",
+                   help="search space of --arch: a preset name, a space YAML, or a recipe such as the run's "
+                        "recipe.yaml (default nasrec-full)")
     p.add_argument("--train-fraction", type=float, help="train on the first fraction of the train split only")
     p.add_argument("--eval-every", type=int, help="evaluate on val every N steps (default: at the end)")
     p.add_argument("--restore-best", action="store_true",

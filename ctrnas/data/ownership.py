@@ -78,6 +78,37 @@ def inventory(folder: Path) -> tuple[list[str], list[str]]:
     return ours, foreign
 
 
+def walk(folder: Path, skip=frozenset()) -> list[str]:
+    """Every file under `folder` as a relative path, subfolders entered (symlinks listed, never followed);
+    a subfolder in `skip` (relative paths) is listed with a trailing slash and not entered."""
+    out = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        rel = os.path.relpath(entry.path, folder)
+        if entry.is_dir(follow_symlinks=False):
+            if rel in skip:
+                out.append(rel + "/")
+            else:
+                out.extend(f"{entry.name}/{r}" for r in walk(Path(entry.path), {s[len(entry.name) + 1:] for s in skip
+                                                                              if s.startswith(entry.name + "/")}))
+        else:
+            out.append(rel)
+    return out
+
+
+def is_own_name(rel: str) -> bool:
+    """A name only a ctrnas writer makes (its lock, manifest, a temp file before its rename)."""
+    name = rel.rsplit("/", 1)[-1]
+    return name in _OWN_NAMES or bool(_TRANSIENT.fullmatch(name))
+
+
+def refusal(folder: Path, foreign: list[str], flag: str) -> CtrnasError:
+    """The error for a folder holding files ctrnas did not write."""
+    more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+    return CtrnasError(f"{folder} holds files ctrnas did not write ({', '.join(foreign[:5])}{more}); write to a "
+                       f"new or empty folder, or pass {flag} to write beside them (ctrnas replaces only its own "
+                       "files and leaves the others in place)")
+
+
 def claim(folder: Path, overwrite: bool, flag: str = "--overwrite (in a recipe: data.overwrite=true)") -> list[str]:
     """Check that a writer may use `folder` (existing or not); returns the files of ours found there."""
     if not folder.exists():
@@ -90,10 +121,7 @@ def claim(folder: Path, overwrite: bool, flag: str = "--overwrite (in a recipe: 
                             "move it away")
     ours, foreign = inventory(folder)
     if foreign and not overwrite:
-        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        raise CtrnasError(f"{folder} holds files ctrnas did not write ({', '.join(foreign[:5])}{more}); write to a "
-                          f"new or empty folder, or pass {flag} to write beside them (ctrnas replaces only its own "
-                          "files and leaves the others in place)")
+        raise refusal(folder, foreign, flag)
     return [f for f in ours if f != LOCK_FILE]
 
 
@@ -109,8 +137,8 @@ def remove(folder: Path, files) -> None:
 class Manifest:
     """The manifest of one folder being written: `add` lists a file before it is created (thread-safe)."""
 
-    def __init__(self, folder: Path, files=()):
-        self.folder, self.files = Path(folder), set(files)
+    def __init__(self, folder: Path, files=(), extra: dict | None = None):
+        self.folder, self.files, self.extra = Path(folder), set(files), dict(extra or {})
         self._lock = threading.Lock()
         self._write()
 
@@ -127,7 +155,8 @@ class Manifest:
             self._write()
 
     def _write(self) -> None:
-        text = json.dumps({"format": MANIFEST_FORMAT, "files": sorted(self.files - {MANIFEST})}, indent=1)
+        text = json.dumps({"format": MANIFEST_FORMAT, "files": sorted(self.files - {MANIFEST}), **self.extra},
+                          indent=1)
         path = self.folder / MANIFEST
         tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
         tmp.write_text(text)

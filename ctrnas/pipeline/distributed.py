@@ -72,6 +72,7 @@ def run_recipe_distributed(recipe: Recipe, sharding: ShardingConfig | None = Non
     """`ctrnas.pipeline.run.run_recipe` on every rank of a torchrun job; rank 0 returns the RunResult (the
     same numbers as one process), the other ranks None. See the module docstring."""
     from ctrnas.locks import folder_lock
+    from ctrnas.pipeline.run_folder import run_folder
     from ctrnas.pipeline.run import StageClock, front_stages, sayer, set_threads
 
     if recipe.final_train.embedding_update != "sparse":  # fail now, not after hours of search
@@ -91,7 +92,8 @@ def run_recipe_distributed(recipe: Recipe, sharding: ShardingConfig | None = Non
 
     # rank 0 alone writes the results folder, so it alone holds the folder's lock (until it returns)
     lock = folder_lock(recipe.output_dir, "run --distributed") if main else contextlib.nullcontext()
-    with lock:
+    claim = run_folder(recipe.output_dir, recipe.overwrite, recipe.data_dir) if main else contextlib.nullcontext()
+    with lock, claim:
         return _distributed_stages(recipe, env, sharding, share_from_main(env, produce), front, clock, say,
                                    progress)
 

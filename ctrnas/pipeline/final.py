@@ -22,6 +22,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
+from ctrnas.pipeline.final_resume import drop, jobs_for, say_resumed
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.pipeline.selection import finish, judge, rank_key
 from ctrnas.recipe import Recipe
@@ -36,9 +37,11 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
 
     cfg = recipe.final_train
     f = recipe.final
-    train = dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, limit=f.train_rows)
+    train = _train_batches(recipe, data)
     val = dataset_batches(data.path, "val", cfg.eval_batch_size, limit=f.val_rows)
     test = dataset_batches(data.path, "test", cfg.eval_batch_size, limit=f.test_rows)
+    if out_dir is not None and not 0 < cfg.checkpoint_every <= len(train):  # resumable at every epoch end
+        cfg = dataclasses.replace(cfg, checkpoint_every=len(train))
     t0 = time.perf_counter()
     if distributed is None:
         from ctrnas.train.trainer import Trainer
@@ -62,6 +65,23 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
         v = trainer.evaluate(val).to_dict() if split_rows(data, "val") else {}
     t = trainer.evaluate(test).to_dict() if split_rows(data, "test") else {}
     return v, t, seconds, trainer
+
+
+def _train_batches(recipe: Recipe, data: DataResult):
+    from ctrnas.train.batches import dataset_batches
+
+    cfg = recipe.final_train
+    return dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed,
+                           limit=recipe.final.train_rows)
+
+
+def _reload(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: tuple, job):
+    """The trained model of a job finished before an interruption, from its kept checkpoint (no step is
+    taken: the trainer resumes at its last step and restores the selected weights, as it ended)."""
+    job.need_checkpoint()
+    model = job_model(recipe, data, template, what)
+    _train(model, quiet, data, job.dir)
+    return model
 
 
 def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_dir: Path | None = None,
@@ -158,11 +178,17 @@ def train_job(context: tuple, job: tuple) -> dict:
     """Train one job `(("arch", Arch) | ("baseline", name), keep_state, label)` on a training executor:
     its metrics, seconds, dense parameter count and, with `keep_state`, its trained weights."""
     recipe, data, template = context
-    what, keep_state, _ = job
+    what, keep_state, _, folder = (*job, None) if len(job) == 3 else job
+    if folder is not None and (done := folder.result()) is not None and not folder.has_checkpoint():
+        return {**done, "state": None}  # finished before an interruption, and its weights are not needed
     model = job_model(recipe, data, template, what)
-    val, test, sec, trainer = _train(model, recipe, data)
-    return {"val": val, "test": test, "seconds": sec, "state": _pack(model.state_dict()) if keep_state else None,
-            "dense_params": dense_params(model), "diverged": trainer.diverged}
+    val, test, sec, trainer = _train(model, recipe, data, folder.dir if folder is not None else None)
+    out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model), "diverged": trainer.diverged}
+    if folder is not None and folder.result() is None:
+        folder.finish(out)
+    elif folder is not None:  # re-loaded from its checkpoint: the stored numbers (its time included)
+        out = folder.result()
+    return {**out, "state": _pack(model.state_dict()) if keep_state else None}
 
 
 def describe_training(job: tuple) -> str:
@@ -212,19 +238,35 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     has_val = bool(split_rows(data, "val"))
     candidates: list[TrainedModel] = []
     best_rank, best_model, best_state = None, None, None
+    archs = [Arch.from_json(rec.arch) for rec in top]
+    # a folder per training, so an interrupted stage resumes (one process only; ctrnas.pipeline.final_resume)
+    jobs = jobs_for(quiet, data, out_dir if distributed is None else None,
+                    [(f"rank {r}", ("arch", a)) for r, a in enumerate(archs)] +
+                    [(f"baseline {n}", ("baseline", n)) for n in recipe.final.baselines])
+    say_resumed(jobs, len(_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None and in_workers(recipe, min(recipe.final.workers, len(top) + len(recipe.final.baselines))):
-        return _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0)
+        return _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, jobs)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
-        arch = Arch.from_json(rec.arch)
-        model = _arch_model(recipe, template, arch)
-        val, test, sec, trainer = _train(model, quiet, data, distributed=distributed)
+        arch, job = archs[rank], jobs[rank]
+        done = job.result() if job is not None else None
+        if done is None:
+            model = _arch_model(recipe, template, arch)
+            val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
+            diverged = trainer.diverged
+            if job is not None:
+                job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged})
+        else:  # finished before an interruption: its numbers; its weights are re-loaded if it is exported
+            model = trainer = None
+            val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
         cand = judge(TrainedModel(f"rank {rank}", arch, val, test, rec.params, rec.flops, sec, score=rec.value,
-                                  history_index=rec.index, diverged=trainer.diverged), data, has_val)
+                                  history_index=rec.index, diverged=diverged), data, has_val)
         candidates.append(cand)
         # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
         # held; with `distributed` every rank decides alike, since the validation metrics are computed from
         # logits gathered over all ranks and are the same everywhere
         if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
+            if job is not None and best_rank is not None:
+                jobs[best_rank].drop_checkpoint()
             best_rank = rank
             if distributed is None:
                 best_model = model
@@ -232,23 +274,37 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                 from ctrnas.distributed.checkpoint import gather_state_dict
 
                 best_state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
+        elif job is not None:
+            job.drop_checkpoint()
         del model, trainer
+    if best_model is None and distributed is None:  # the best finished before an interruption
+        best_model = _reload(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     if distributed is not None and main:
         best_model = _arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
         best_model.load_state_dict(best_state)
         del best_state
 
     baselines, base_models = [], {}
-    for name in tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
-                     not recipe.final.baselines):
-        model = job_model(recipe, data, template, ("baseline", name))
-        val, test, sec, trainer = _train(model, quiet, data, distributed=distributed)
-        m = judge(TrainedModel(name, None, val, test, float(dense_params(model)), math.nan, sec,
-                               diverged=trainer.diverged), data, has_val)
+    for i, name in enumerate(tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
+                                  not recipe.final.baselines)):
+        job = jobs[len(top) + i]
+        done = job.result() if job is not None else None
+        if done is None:
+            model = job_model(recipe, data, template, ("baseline", name))
+            val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
+            done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
+                    "dense_params": dense_params(model)}
+            if job is not None:
+                job.finish(done)
+        else:
+            model = trainer = None
+        m = judge(TrainedModel(name, None, done["val"], done["test"], float(done["dense_params"]), math.nan,
+                               done["seconds"], diverged=done["diverged"]), data, has_val)
         baselines.append(m)
         if candidates[best_rank].status != "ok":  # a fallback may need it (every rank decides alike)
             if distributed is None:
-                base_models[len(baselines) - 1] = model
+                base_models[len(baselines) - 1] = model if model is not None else \
+                    _reload(recipe, quiet, data, template, ("baseline", name), job)
             else:
                 from ctrnas.distributed.checkpoint import gather_state_dict
 
@@ -257,12 +313,14 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                     base_models[len(baselines) - 1] = job_model(recipe, data, template, ("baseline", name))
                     base_models[len(baselines) - 1].load_state_dict(state)
                 del state
+        elif job is not None:
+            job.drop_checkpoint()
         del model, trainer
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
                    distributed)
 
 
-def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0) -> FinalResult:
+def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders) -> FinalResult:
     """The final stage with its trainings spread over the recipe's executor (`final.workers` processes, or
     `execution`); collected in job order, so the choice (ties: the earlier rank) and every number equal
     the serial run's."""
@@ -273,6 +331,7 @@ def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0)
     jobs = [(("arch", a), True, f"top-k rank {rank} ({a.key()})") for rank, a in enumerate(archs)]
     # baselines keep their weights too: one is exported when no candidate is usable
     jobs += [(("baseline", n), True, f"baseline {n}") for n in recipe.final.baselines]
+    jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
     with training_executor(quiet, data, template, recipe.final.workers, len(jobs)) as ex:
         results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
         candidates, best_rank, best_state = [], None, None
@@ -284,7 +343,11 @@ def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0)
                                       diverged=r["diverged"]), data, has_val)
             candidates.append(cand)
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
-                best_rank, best_state = rank, _unpack(r["state"])
+                if best_rank is not None:
+                    drop(folders[best_rank])
+                best_rank, best_state = rank, _state(r, folders[rank])
+            else:
+                drop(folders[rank])
             del r
         baselines, base_models = [], {}
         for name in recipe.final.baselines:
@@ -293,10 +356,20 @@ def _final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0)
                                                 math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
             if candidates[best_rank].status != "ok":
                 model = job_model(quiet, data, template, ("baseline", name))
-                model.load_state_dict(_unpack(r["state"]))
+                model.load_state_dict(_state(r, folders[len(top) + len(baselines) - 1]))
                 base_models[len(baselines) - 1] = model
+            else:
+                drop(folders[len(top) + len(baselines) - 1])
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(best_state)
     # as the serial trainer leaves it, so model.pt is the same object either way
     best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None)
+
+
+def _state(result: dict, folder):
+    """The weights a worker sent back; none came for a training finished in an earlier run whose checkpoint
+    was dropped as not needed, which the stage's order of decisions rules out for the ones it needs."""
+    if result["state"] is None:
+        folder.need_checkpoint()  # raises, naming the folder
+    return _unpack(result["state"])

@@ -120,10 +120,12 @@ def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = 
     from its last generation checkpoint.
     """
     from ctrnas.locks import folder_lock
+    from ctrnas.pipeline.run_folder import run_folder
 
     set_threads(recipe)
     say, clock = sayer(recipe, echo), StageClock()
-    with folder_lock(recipe.output_dir, "run"):  # one writer per results folder
+    # one writer per results folder, which touches only what ctrnas wrote there
+    with folder_lock(recipe.output_dir, "run"), run_folder(recipe.output_dir, recipe.overwrite, recipe.data_dir):
         data, warm, search = front_stages(recipe, data, progress, say, clock)
         final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
         return finish_run(recipe, data, warm, search, final, clock, say)

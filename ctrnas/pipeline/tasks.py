@@ -15,44 +15,86 @@ from ctrnas.errors import ArchValidationError, CtrnasError
 from ctrnas.pipeline.results import WarmupResult
 
 
+RECIPE_KEYS = ("extends", "data", "space", "search", "final", "warmup")  # keys a recipe has and a space has not
+
+
 def space_spec(value):
-    """A space given on the command line: a preset name, or a YAML file of SpaceConfig fields."""
+    """A space given on the command line: a preset name, a YAML file of SpaceConfig fields, or a recipe (such as
+    the `recipe.yaml` a run writes in its folder), whose resolved `space` is taken."""
     from ctrnas.config import load_yaml
 
-    if str(value).endswith((".yaml", ".yml")) or Path(value).is_file():
-        return load_yaml(value)
-    return value
+    if not (str(value).endswith((".yaml", ".yml")) or Path(value).is_file()):
+        return value
+    data = load_yaml(value)
+    if isinstance(data, dict) and any(k in data for k in RECIPE_KEYS):
+        from ctrnas.recipe import load_recipe
+
+        return load_recipe(value).space
+    return data
 
 
 def read_json(path: str | Path, what: str):
     try:
         with open(path) as f:
             return json.load(f)
+    except IsADirectoryError:
+        raise CtrnasError(f"{path}: is a folder; give the {what} JSON file") from None
     except OSError as e:
         raise CtrnasError(f"{path}: cannot read {what}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CtrnasError(f"{path}: {what} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise CtrnasError(f"{path}: {what} is not valid JSON: {e}") from None
 
 
 def read_arch(path: str | Path, space=None):
-    """The architecture JSON at `path` (checked against `space` when given); errors name the file."""
+    """The architecture at `path`, a JSON file or a shipped name (`dcnv2-like`, see `ctrnas.space.baselines`),
+    checked against `space` when given; errors name the file."""
     from ctrnas.space import Arch
+    from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
 
-    try:
-        arch = Arch.from_json(read_json(path, "architecture"))
-    except ArchValidationError as e:
-        raise CtrnasError(f"{path}: {e}") from None
+    if str(path) in BASELINE_ARCHS and not Path(path).exists():
+        arch = baseline_arch(str(path))
+    else:
+        data = read_json(path, "architecture")
+        if not isinstance(data, dict):
+            raise CtrnasError(f"{path}: architecture: expected a JSON object, got {type(data).__name__}")
+        try:
+            arch = Arch.from_json(data)
+        except ArchValidationError as e:
+            raise CtrnasError(f"{path}: {e}") from None
     if space is not None:
         check_arch(path, arch, space)
     return arch
 
 
 def check_arch(path, arch, space) -> None:
-    """`space.validate(arch)` with the error naming the architecture file."""
+    """`space.validate(arch)` with the error naming the architecture file (and, for an arch from a run's
+    folder, the run's recipe to pass as its space)."""
     try:
         space.validate(arch)
     except ArchValidationError as e:
-        raise CtrnasError(f"{path}: {e}") from None
+        raise CtrnasError(f"{path}: {e}{_run_space_hint(path, space)}") from None
+
+
+def _run_space_hint(arch_path, space) -> str:
+    """For an arch file beside a run's recipe.yaml that was checked against another space: how to name it."""
+    from ctrnas.space.baselines import BASELINE_ARCHS
+
+    if str(arch_path) in BASELINE_ARCHS and not Path(arch_path).exists():
+        return " (the shipped archs fit the ctrnas-small and ctrnas-full spaces)"
+    recipe = Path(arch_path).with_name("recipe.yaml")
+    if not (Path(arch_path).is_file() and recipe.is_file()):
+        return ""
+    from ctrnas.space import get_space
+
+    try:
+        theirs = get_space(space_spec(recipe)).config
+    except CtrnasError:
+        return ""
+    if dataclasses.replace(theirs, layernorm=False) == dataclasses.replace(space.config, layernorm=False):
+        return ""
+    return f" (the run that wrote it searched another space: pass --space {recipe})"
 
 
 def train_config(recipe_path: str | Path | None = None, **overrides):
@@ -81,11 +123,12 @@ def arch_model(arch_path, schema, cfg, space="nasrec-full", layernorm: str = "of
     from ctrnas.supernet.export import export
     from ctrnas.supernet.io import build_supernet
 
+    arch = read_arch(arch_path)  # a bad file fails before any other work
     config = get_space(space_spec(space)).config
     if layernorm == "off":
         config = dataclasses.replace(config, layernorm=False)
     supernet = build_supernet(schema, config, cfg.seed, cfg.embedding_dim, cfg.row_cap)
-    arch = read_arch(arch_path, supernet.space)
+    check_arch(arch_path, arch, supernet.space)
     model = export(supernet, arch, init="fresh", seed=cfg.seed, embedding_init=embedding_init)
     extra = {"arch": arch.to_json(), "space": space if isinstance(space, str) else config.name,
              "layernorm": config.layernorm, "embedding_init": embedding_init}

@@ -7,6 +7,7 @@ for all strategies, so evolution and random search get resume and parallel scori
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import math
 from dataclasses import dataclass
@@ -158,6 +159,7 @@ def run_search(
         cache.load_state_dict(state["cache"])
         if default_budget(fitness) is not None:
             cache.adopt_unbudgeted(default_budget(fitness))
+        print(resumed_line(strategy, len(history), checkpoint_path), file=sys.stderr)
 
     own = scorer is None
     if own:
@@ -189,3 +191,14 @@ def run_search(
                      "history": list(history), "cache": cache.state_dict()},
                 )
     return SearchResult(history, strategy.maximize, cache, getattr(strategy, "ranker", None))
+
+
+def resumed_line(strategy, evaluations: int, path) -> str:
+    """What a search resumed from its checkpoint had done, in one line (generations where it has them)."""
+    done = f"{evaluations} of {strategy.total_evaluations} evaluations done"
+    generations = getattr(getattr(strategy, "config", None), "generations", None)
+    if strategy.done:
+        return f"search: resumed from {path}: already finished ({done})"
+    if generations is not None and hasattr(strategy, "generation"):
+        return f"search: resumed from {path}: generation {strategy.generation} of {generations} next ({done})"
+    return f"search: resumed from {path}: {done}"

@@ -1,0 +1,132 @@
+"""Resuming an interrupted final stage: each training of the final stage has its own folder in the run,
+RUN/final/train/<job>/, holding the trainer's checkpoint (written at every epoch end, atomically) and, once the
+training and its evaluation are done, result.json with its metrics.
+
+A re-run skips the jobs with a result and resumes the others from their checkpoint; the trainer replays the
+same batches from the checkpointed step, so every number equals an uninterrupted run's. A job whose settings
+changed (recipe, data, arch) starts over. To bound the disk used (a checkpoint holds the embedding tables and
+their optimizer state), a finished job keeps its checkpoint only while its weights may still be exported: the
+best candidate so far, and the baselines when no candidate is usable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from ctrnas.config import to_dict
+from ctrnas.data.dataset import atomic_write_text
+from ctrnas.errors import CtrnasError
+from ctrnas.train.metrics import strict_json
+
+TRAIN_DIR = Path("final") / "train"
+CHECKPOINT, RESULT, JOB = "checkpoint.pt", "result.json", "job.json"
+
+
+def fingerprint(recipe, data) -> dict:
+    """What a final-stage training's numbers depend on besides its job: settings, space and data."""
+    from ctrnas.train.config import numeric_settings
+
+    final = to_dict(recipe.final)
+    final.pop("workers", None)
+    final["train"] = numeric_settings(recipe.final_train)
+    splits = {s: {k: v.get(k) for k in ("rows", "ctr")} for s, v in data.meta["splits"].items()}
+    source = {k: data.meta.get(k) for k in ("source", "settings", "transforms")}
+    return json.loads(json.dumps({"final": final, "space": to_dict(recipe.space), "data": splits, **source,
+                                  "embedding_dim": recipe.train.embedding_dim}, default=str))
+
+
+class Job:
+    """The folder of one final-stage training (`what` is ("arch", Arch) or ("baseline", name))."""
+
+    def __init__(self, out_dir: Path, label: str, what: tuple, fp: dict):
+        kind, x = what
+        name = f"{label.replace(' ', '')}-{x.key()}" if kind == "arch" else f"baseline-{x}"
+        self.dir, self.label = Path(out_dir) / TRAIN_DIR / name, label
+        self.spec = {"job": name, "what": x.to_json() if kind == "arch" else x, **fp}
+        self._checked = False
+
+    def check(self) -> None:
+        """Drop what an earlier run with other settings left here; record this job's settings."""
+        if self._checked:
+            return
+        self._checked = True
+        try:
+            old = json.loads((self.dir / JOB).read_text())
+        except (OSError, ValueError):
+            old = None
+        if old != self.spec:
+            for f in (RESULT, CHECKPOINT):
+                (self.dir / f).unlink(missing_ok=True)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.dir / JOB, json.dumps(self.spec, indent=1))
+
+    def result(self) -> dict | None:
+        """The stored {val, test, seconds, diverged, dense_params} of a finished training, or None."""
+        self.check()
+        try:
+            done = json.loads((self.dir / RESULT).read_text())
+        except (OSError, ValueError):
+            return None
+        for split in ("val", "test"):  # strict JSON wrote a missing number (NaN) as null: back to NaN
+            done[split] = {k: math.nan if v is None and k != "reason" else v for k, v in done[split].items()}
+        return done
+
+    def has_checkpoint(self) -> bool:
+        return (self.dir / CHECKPOINT).exists()
+
+    def finish(self, result: dict) -> None:
+        atomic_write_text(self.dir / RESULT, strict_json(result, indent=1))
+
+    def need_checkpoint(self) -> None:
+        if not self.has_checkpoint():
+            raise CtrnasError(f"{self.dir}: the weights of this finished training are gone; delete the folder "
+                              "to train it again")
+
+    def drop_checkpoint(self) -> None:
+        """Its weights are no longer needed (it is finished and will not be exported)."""
+        (self.dir / CHECKPOINT).unlink(missing_ok=True)
+
+    def checkpoint_step(self) -> int | None:
+        """The step of an unfinished training's checkpoint (read lazily: the tables are not loaded)."""
+        import torch
+
+        if not self.has_checkpoint():
+            return None
+        try:
+            return int(torch.load(self.dir / CHECKPOINT, map_location="cpu", mmap=True, weights_only=False)["step"])
+        except Exception:  # unreadable: the trainer will say so when it loads it
+            return None
+
+
+def jobs_for(recipe, data, out_dir, labelled: list[tuple[str, tuple]]) -> list[Job] | list[None]:
+    """A Job per (label, what), or Nones when the stage has no folder to resume from."""
+    if out_dir is None:
+        return [None] * len(labelled)
+    fp = fingerprint(recipe, data)
+    return [Job(out_dir, label, what, fp) for label, what in labelled]
+
+
+def say_resumed(jobs, steps_per_epoch: int, epochs: int) -> None:
+    """One line on what an interrupted final stage had done, if anything."""
+    done, partial = [], []
+    for job in jobs:
+        if job is None:
+            continue
+        if job.result() is not None:
+            done.append(job.label)
+        elif (step := job.checkpoint_step()) is not None:
+            epoch = min(step // max(steps_per_epoch, 1) + 1, epochs)
+            partial.append(f"{job.label} at epoch {epoch} of {epochs} (step {step})")
+    if done or partial:
+        parts = ([f"{', '.join(done)} done (not retrained)"] if done else []) + \
+                ([f"resuming {', '.join(partial)}"] if partial else [])
+        print(f"final stage: resumed: {'; '.join(parts)}", file=sys.stderr)
+
+
+def drop(job: Job | None) -> None:
+    """Drop the checkpoint of a finished training whose weights will not be exported."""
+    if job is not None:
+        job.drop_checkpoint()
