@@ -314,3 +314,12 @@ def mean_grad_score(model: nn.Module, batches, loss_fn: LossFn, params: list[tup
 def flat_params(groups: dict[str, list[tuple[str, nn.Parameter]]]) -> list[tuple[str, nn.Parameter]]:
     """The (name, parameter) pairs of all groups, in order."""
     return [np for ps in groups.values() for np in ps]
+
+
+def batch_count_message(name: str, k: int, given: int) -> str:
+    """Why a gradient-variance proxy (ZiCo, SiGeo) cannot score: it needs k >= 2 batches, and k of them."""
+    if k < 2:
+        return (f"proxy {name}: needs at least 2 batches (it takes the gradient variance over batches), got k={k}: "
+                "use `ctrnas score --batches 2` or more, or proxy.batches >= 2 in the recipe")
+    return (f"proxy {name}: k={k} batches asked but {given} given: use `ctrnas score --batches {k}` or more, "
+            f"or lower the proxy's k (`--set {name}.k={given}`)")

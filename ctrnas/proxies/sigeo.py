@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass
 
 from ctrnas.errors import CtrnasError
-from ctrnas.proxies.base import Proxy, check_choice, register, select_groups, trainable_params
+from ctrnas.proxies.base import (Proxy, batch_count_message, check_choice, register, select_groups,
+                                 trainable_params)
 from ctrnas.proxies.gradstats import collect, zico_term
 
 PRESETS = {
@@ -69,8 +70,8 @@ class SiGeo(Proxy):
         lam1, lam2, lam3 = self.lambdas()
         check_choice(self.name, "variant", self.variant, ["module", "neuron"])
         check_choice(self.name, "loss_reduce", self.loss_reduce, ["mean", "last"])
-        if len(batches) < self.k or self.k < 2:
-            raise CtrnasError(f"proxy {self.name}: needs k >= 2 batches; k={self.k}, got {len(batches)}")
+        if self.k < 2 or len(batches) < self.k:
+            raise CtrnasError(batch_count_message(self.name, self.k, len(batches)))
         self._set_mode(model)
         groups = select_groups(model, self.modules, embeddings=self.embeddings)
         fr_params = trainable_params(model, embeddings=self.fr_embeddings) if lam2 != 0 else []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctrnas.errors import CtrnasError
-from ctrnas.proxies.base import Proxy, register, select_groups
+from ctrnas.proxies.base import Proxy, batch_count_message, register, select_groups
 from ctrnas.proxies.gradstats import collect, zico_term
 
 
@@ -30,8 +30,8 @@ class ZiCo(Proxy):
     mode: str = "train"
 
     def _compute(self, model, batches, loss_fn):
-        if len(batches) < self.k or self.k < 2:
-            raise CtrnasError(f"proxy {self.name}: needs k >= 2 batches; k={self.k}, got {len(batches)}")
+        if self.k < 2 or len(batches) < self.k:
+            raise CtrnasError(batch_count_message(self.name, self.k, len(batches)))
         self._set_mode(model)
         groups = select_groups(model, self.modules, embeddings=self.embeddings)
         stats = collect(model, batches[: self.k], loss_fn, groups, None, accumulate=self.official_accumulate)

@@ -69,3 +69,17 @@ def test_score_list_needs_no_data(capsys):
 
     assert run(["score", "--list"]) == 0
     assert capsys.readouterr().out.split() == list_proxies()
+
+
+def test_too_few_batches_points_at_the_batches_flag(case):
+    """ZiCo/SiGeo take a variance over batches: `--batches 1` is refused naming the flag to raise, and a
+    proxy asked for more batches than given names both counts."""
+    from ctrnas.errors import CtrnasError
+
+    base = ["score", "--data", str(case / "data"), "--arch", str(case / "arch.json"), "--space",
+            str(case / "space.yaml"), "--batch-size", "32"]
+    with pytest.raises(CtrnasError, match=r"needs at least 2 batches .*`ctrnas score --batches 2`"):
+        run(base + ["--proxies", "zico", "--batches", "1"])
+    from ctrnas.proxies.base import batch_count_message
+
+    assert "k=4 batches asked but 3 given" in batch_count_message("zico", 4, 3)
