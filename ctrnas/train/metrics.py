@@ -16,6 +16,8 @@ JSON writers turn them into null (`strict_json`).
 
 from __future__ import annotations
 
+import logging
+
 from dataclasses import dataclass
 
 import json
@@ -29,7 +31,7 @@ from sklearn.metrics import roc_auc_score
 @dataclass(frozen=True)
 class MetricResult:
     """Metrics of one split; `auc_max_error` is 0 when AUC was computed exactly. `reason` says why the
-    numbers are missing (NaN) when the model's predictions were not finite."""
+    numbers are missing (NaN): the model's predictions were not finite, or (AUC only) the split has one class."""
 
     rows: int
     logloss: float
@@ -110,13 +112,16 @@ class StreamingMetrics:
             P = int(sum(int((y > 0.5).sum()) for y in self._labels))
         else:
             P = int(self._pos.sum())
-        if P == 0 or P == n:
+        reason = None
+        if P == 0 or P == n:  # AUC needs both classes: null in JSON, with the reason beside it
             auc, err = float("nan"), 0.0
+            reason = f"AUC undefined: all {n} labels are {'0' if P == 0 else '1'} (a single-class split)"
+            logging.getLogger(__name__).warning(reason)
         elif self._probs is not None:
             auc, err = float(roc_auc_score(np.concatenate(self._labels), np.concatenate(self._probs))), 0.0
         else:
             auc, err = histogram_auc(self._pos, self._neg)
-        return MetricResult(n, self.loss_sum / n, auc, err, self.label_sum / n, self.pred_sum / n)
+        return MetricResult(n, self.loss_sum / n, auc, err, self.label_sum / n, self.pred_sum / n, reason)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:

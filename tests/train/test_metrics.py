@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -109,3 +110,14 @@ def test_strict_json_turns_every_non_finite_number_into_null():
     got = json.loads(strict_json(obj), parse_constant=_no_constants)
     assert got["a"] is None and got["b"] == [1.5, None, {"c": None}] and got["d"] is None and got["e"] == 3
     assert got["f"]["logloss"] is None and got["f"]["reason"] == "diverged"
+
+
+def test_single_class_split_has_null_auc_with_a_reason():
+    """A KDD12 sample whose labels are all 0: log loss is defined, AUC is not; JSON stays strict."""
+    m = StreamingMetrics()
+    m.update(torch.tensor([-2.0, 0.5, -1.0]), torch.zeros(3))
+    r = m.result()
+    assert math.isnan(r.auc) and "all 3 labels are 0" in r.reason
+    assert r.logloss == pytest.approx(float(np.mean(np.logaddexp(0.0, [-2.0, 0.5, -1.0]))))
+    d = json.loads(strict_json(r.to_dict()), parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+    assert d["auc"] is None and d["logloss"] == pytest.approx(r.logloss)
