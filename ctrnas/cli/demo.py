@@ -19,7 +19,9 @@ def _demo(args) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help="the demo: recipes/synthetic.yaml end to end (~15 min on 2 cores)",
                        description="Generate synthetic Criteo-shaped data with a known click model, warm up, "
-                                   "search with SiGeo, retrain the top-5 and baselines, and write a report.")
+                                   "search (evolution seeded with DLRM and DCN-v2, multi-fidelity short "
+                                   "trainings), retrain the top-3 and the LR, DLRM and DCN-v2 baselines, and "
+                                   "write a report.")
     d.add_argument("--out", metavar="DIR", help="results folder (default runs/synthetic)")
     d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe value (repeatable)")

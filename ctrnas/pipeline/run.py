@@ -107,8 +107,11 @@ def finish_run(recipe: Recipe, data: DataResult, warm: WarmupResult, search: Sea
     if final.fallback:
         say(f"fallback: {final.fallback}")
     what = f"reported baseline {final.best.label}" if final.fallback else "best by validation"
-    say(f"{what}: test log loss {final.best.test.get('logloss', float('nan')):.5f}, "
-        f"AUC {final.best.test.get('auc', float('nan')):.5f}; report: {Path(out) / 'summary.md'}")
+    # the baselines' test log loss on the same line, so the console says whether the search beat them
+    versus = ", ".join(f"{b.label} {b.test.get('logloss', float('nan')):.5f}" for b in final.baselines)
+    say(f"{what}: test log loss {final.best.test.get('logloss', float('nan')):.5f}"
+        + (f" (baselines: {versus})" if versus else "")
+        + f", AUC {final.best.test.get('auc', float('nan')):.5f}; report: {Path(out) / 'summary.md'}")
     return RunResult(out, data, warm, search, final, clock.timings, metrics)
 
 
