@@ -40,7 +40,7 @@ SECTION = ROOT / "benchmarks/sections/search.md"
 def base_recipe(args):
     from ctrnas.recipe import load_recipe
 
-    return load_recipe(ROOT / "recipes/synthetic.yaml", [
+    return load_recipe(ROOT / "recipes/synthetic-nasrec.yaml", [
         f"name=bench-{args.rows // 1000}k", f"output={OUT}/{{name}}", f"data.path={OUT}/data-{args.rows // 1000}k",
         f"data.synthetic.rows={args.rows}", "train.progress=false", f"threads={args.threads}",
         f"final.train_rows={'null' if args.train_rows is None else args.train_rows}",
@@ -242,7 +242,7 @@ def _features_text(args) -> str:
 
 def report(args) -> str:
     lines = ["## Search (issue 6): found model, settings, proxy ranking", "",
-             f"Synthetic Criteo profile ({args.rows:,} rows, seed 0), recipe `recipes/synthetic.yaml` "
+             f"Synthetic Criteo profile ({args.rows:,} rows, seed 0), recipe `recipes/synthetic-nasrec.yaml` "
              f"with the benchmark overrides in `benchmarks/search.py`; {platform.machine()}, "
              f"{os.cpu_count()} CPU cores, torch threads {args.threads}. {args.machine} Each run's "
              "`metrics.json` also records CPU seconds per stage (`cpu_seconds`).", ""]

@@ -41,7 +41,7 @@ SPACES = ("ctrnas-small", "nasrec-small")
 def base_recipe(args, space: str = "nasrec-small"):
     from ctrnas.recipe import load_recipe
 
-    return load_recipe(ROOT / "recipes/synthetic.yaml", [
+    return load_recipe(ROOT / "recipes/synthetic-nasrec.yaml", [
         f"name=space-{args.rows // 1000}k", f"output={args.out}/{{name}}",
         f"data.path={args.out}/data-{args.rows // 1000}k",
         f"data.synthetic.rows={args.rows}", "train.progress=false", f"threads={args.threads}",
