@@ -8,15 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ctr"
-CRITEO_SAMPLE = SHARED / "criteo_kaggle_sample.tsv"
-AVAZU_SAMPLE = SHARED / "avazu_sample.csv"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared sample {path} not present (only in the project workspace)")
-    return path
+from tests.helpers.samples import AVAZU_SAMPLE, CRITEO_SAMPLE, need
 
 
 def criteo_line(rng: np.random.Generator, label: int | None = None) -> str:

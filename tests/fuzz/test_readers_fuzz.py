@@ -19,9 +19,9 @@ from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig, TableColumns
 from ctrnas.data.readers import make_reader
 from ctrnas.errors import CtrnasError
+from tests.helpers.samples import AVAZU_SAMPLE, CRITEO_SAMPLE, SHARED_CTR
 
-SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ctr"
-CRITEO, AVAZU = SAMPLES / "criteo_kaggle_sample.tsv", SAMPLES / "avazu_sample.csv"
+CRITEO, AVAZU, SAMPLES = CRITEO_SAMPLE, AVAZU_SAMPLE, SHARED_CTR
 pytestmark = [pytest.mark.skipif(not (CRITEO.exists() and AVAZU.exists()),
                                  reason=f"shared samples not present in {SAMPLES} (only in the project workspace)"),
               # pyarrow's own print of an undecodable row would reach the user as a traceback

@@ -6,20 +6,14 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ctr"
+from tests.helpers.samples import AVAZU_SAMPLE, CRITEO_SAMPLE, need
 
 
 @pytest.fixture
 def criteo_sample() -> Path:
-    p = SHARED / "criteo_kaggle_sample.tsv"
-    if not p.exists():
-        pytest.skip(f"shared sample {p} not present (only in the project workspace)")
-    return p
+    return need(CRITEO_SAMPLE)
 
 
 @pytest.fixture
 def avazu_sample() -> Path:
-    p = SHARED / "avazu_sample.csv"
-    if not p.exists():
-        pytest.skip(f"shared sample {p} not present (only in the project workspace)")
-    return p
+    return need(AVAZU_SAMPLE)
