@@ -25,3 +25,20 @@ def tests_data(data_dir, tests_recipe_path):
 
     recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}"])
     return prepare_data(recipe)
+
+
+@pytest.fixture(scope="module")
+def fitness_setup(tests_data, tests_recipe_path, data_dir):
+    """(recipe, a seeded fresh supernet, 3 archs sampled with seeds 0-2) of the test recipe's space."""
+    import numpy as np
+    import torch
+
+    from ctrnas.recipe import load_recipe
+    from ctrnas.space import get_space
+    from ctrnas.supernet import Supernet
+
+    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}"])
+    torch.manual_seed(0)
+    supernet = Supernet(tests_data.schema, recipe.space)
+    archs = [get_space(recipe.space).sample(np.random.default_rng(i)) for i in range(3)]
+    return recipe, supernet, archs

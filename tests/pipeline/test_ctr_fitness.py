@@ -10,23 +10,13 @@ import torch
 
 from ctrnas.pipeline.data import load_rows, warmup_rows
 from ctrnas.proxies import get_proxy
-from ctrnas.recipe import load_recipe
 from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
 from ctrnas.space import get_space
-from ctrnas.supernet import Supernet, export
+from ctrnas.supernet import export
 
 
-@pytest.fixture(scope="module")
-def setup(tests_data, tests_recipe_path, data_dir):
-    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}"])
-    torch.manual_seed(0)
-    supernet = Supernet(tests_data.schema, recipe.space)
-    archs = [get_space(recipe.space).sample(np.random.default_rng(i)) for i in range(3)]
-    return recipe, supernet, archs
-
-
-def test_proxy_fitness_equals_the_proxy_on_the_exported_subnet(setup, tests_data):
-    recipe, supernet, archs = setup
+def test_proxy_fitness_equals_the_proxy_on_the_exported_subnet(fitness_setup, tests_data):
+    recipe, supernet, archs = fitness_setup
     rows = load_rows(tests_data, "train", 100, 2 * 128)
     fit = ProxyFitness(supernet, "zico", {}, rows, batch_size=128, num_batches=2, init="inherit")
     batches = [((d, k), y) for d, k, y in rows.batches(128)]
@@ -37,8 +27,8 @@ def test_proxy_fitness_equals_the_proxy_on_the_exported_subnet(setup, tests_data
 
 
 @pytest.mark.parametrize("proxy,options", [("sigeo", {"embeddings": True}), ("synflow", {}), ("snip", {})])
-def test_inherited_scoring_shares_the_tables_and_leaves_the_supernet_as_it_was(setup, tests_data, proxy, options):
-    recipe, supernet, archs = setup
+def test_inherited_scoring_shares_the_tables_and_leaves_the_supernet_as_it_was(fitness_setup, tests_data, proxy, options):
+    recipe, supernet, archs = fitness_setup
     rows = load_rows(tests_data, "train", 100, 2 * 64)
     fit = ProxyFitness(supernet, proxy, options, rows, batch_size=64, num_batches=2, init="inherit")
     assert fit.model(archs[0], 0).stem is supernet.stem  # no per-candidate copy of the tables
@@ -57,8 +47,8 @@ def test_inherited_scoring_shares_the_tables_and_leaves_the_supernet_as_it_was(s
     assert all(p.grad is None for p in supernet.parameters())
 
 
-def test_proxy_fitness_pickles_and_scores_identically(setup, tests_data):
-    recipe, supernet, archs = setup
+def test_proxy_fitness_pickles_and_scores_identically(fitness_setup, tests_data):
+    recipe, supernet, archs = fitness_setup
     rows = load_rows(tests_data, "train", 0, 2 * 64)
     fit = ProxyFitness(supernet, "sigeo", {"preset": "warmup_recsys"}, rows, 64, 2, init="fresh")
     before = fit(archs[0], seed=11)
@@ -68,16 +58,16 @@ def test_proxy_fitness_pickles_and_scores_identically(setup, tests_data):
     assert fit(archs[0], seed=12).value != before.value  # fresh weights follow the candidate seed
 
 
-def test_proxy_fitness_rejects_too_few_rows(setup, tests_data):
+def test_proxy_fitness_rejects_too_few_rows(fitness_setup, tests_data):
     from ctrnas.errors import CtrnasError
 
-    recipe, supernet, _ = setup
+    recipe, supernet, _ = fitness_setup
     with pytest.raises(CtrnasError):
         ProxyFitness(supernet, "zico", {}, load_rows(tests_data, "train", 0, 100), 64, 2)
 
 
-def test_oneshot_fitness_is_the_validation_log_loss_of_inherited_weights(setup, tests_data):
-    recipe, supernet, archs = setup
+def test_oneshot_fitness_is_the_validation_log_loss_of_inherited_weights(fitness_setup, tests_data):
+    recipe, supernet, archs = fitness_setup
     val = load_rows(tests_data, "val", 0, 1000)
     fit = OneShotFitness(supernet, None, val, finetune_steps=0, eval_batch_size=300)
     for arch in archs[:2]:
@@ -90,8 +80,8 @@ def test_oneshot_fitness_is_the_validation_log_loss_of_inherited_weights(setup, 
         assert fit(arch, 0).value == pytest.approx(want, rel=1e-6)
 
 
-def test_oneshot_finetuning_lowers_training_loss_and_leaves_the_supernet_alone(setup, tests_data):
-    recipe, supernet, archs = setup
+def test_oneshot_finetuning_lowers_training_loss_and_leaves_the_supernet_alone(fitness_setup, tests_data):
+    recipe, supernet, archs = fitness_setup
     before = {k: v.clone() for k, v in supernet.state_dict().items()}
     flags = [p.requires_grad for p in supernet.parameters()]
     supernet.train()
@@ -110,11 +100,11 @@ def test_oneshot_finetuning_lowers_training_loss_and_leaves_the_supernet_alone(s
 
 
 @pytest.mark.slow
-def test_search_with_two_worker_processes_equals_serial(setup, tests_data):
+def test_search_with_two_worker_processes_equals_serial(fitness_setup, tests_data):
     """Spawned scoring workers receive the pickled fitness (supernet + rows) and give the serial history."""
     from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 
-    recipe, supernet, _ = setup
+    recipe, supernet, _ = fitness_setup
     rows = load_rows(tests_data, "train", 0, 2 * 64)
     fit = ProxyFitness(supernet, "sigeo", {}, rows, 64, 2, init="fresh")
     cfg = EvolutionConfig(population_size=4, generations=1, tournament_size=2, children_per_generation=2)
@@ -125,12 +115,12 @@ def test_search_with_two_worker_processes_equals_serial(setup, tests_data):
 
 
 @pytest.mark.slow
-def test_sigeo_sgd_steps_in_workers_leave_the_shared_supernet_alone(setup, tests_data):
+def test_sigeo_sgd_steps_in_workers_leave_the_shared_supernet_alone(fitness_setup, tests_data):
     """`update_lr` steps weights in place: each candidate gets its own tables, so workers (which share the
     supernet's memory) give the serial history and the supernet is unchanged."""
     from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 
-    recipe, supernet, archs = setup
+    recipe, supernet, archs = fitness_setup
     before = {k: v.clone() for k, v in supernet.state_dict().items()}
     rows = load_rows(tests_data, "train", 0, 2 * 64)
     fit = ProxyFitness(supernet, "sigeo", {"update_lr": 0.5, "embeddings": True}, rows, 64, 2, init="inherit")
@@ -144,8 +134,8 @@ def test_sigeo_sgd_steps_in_workers_leave_the_shared_supernet_alone(setup, tests
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_sigeo_sgd_steps_are_undone_when_a_batch_fails(setup, tests_data):
-    recipe, supernet, archs = setup
+def test_sigeo_sgd_steps_are_undone_when_a_batch_fails(fitness_setup, tests_data):
+    recipe, supernet, archs = fitness_setup
     model = export(supernet, archs[0])
     before = {k: v.clone() for k, v in model.state_dict().items()}
     rows = load_rows(tests_data, "train", 0, 3 * 64)

@@ -1,30 +1,18 @@
 """The CTR fitnesses' budget: a proxy on the first b of its k batches equals the proxy configured for b
 batches; one-shot with a budget of n fine-tuning steps equals a one-shot fitness made for n steps."""
 
-import numpy as np
 import pytest
 import torch
 
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.data import load_rows
 from ctrnas.proxies import get_proxy
-from ctrnas.recipe import load_recipe
 from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
-from ctrnas.space import get_space
-from ctrnas.supernet import Supernet, export
+from ctrnas.supernet import export
 
 
-@pytest.fixture(scope="module")
-def setup(tests_data, tests_recipe_path, data_dir):
-    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}"])
-    torch.manual_seed(0)
-    supernet = Supernet(tests_data.schema, recipe.space)
-    archs = [get_space(recipe.space).sample(np.random.default_rng(i)) for i in range(2)]
-    return supernet, archs
-
-
-def test_proxy_budget_is_the_number_of_batches(setup, tests_data):
-    supernet, archs = setup
+def test_proxy_budget_is_the_number_of_batches(fitness_setup, tests_data):
+    _, supernet, archs = fitness_setup
     rows = load_rows(tests_data, "train", 100, 3 * 64)
     fit = ProxyFitness(supernet, "zico", {}, rows, batch_size=64, num_batches=3, init="inherit")
     assert fit.default_budget == 3
@@ -38,8 +26,8 @@ def test_proxy_budget_is_the_number_of_batches(setup, tests_data):
         fit(archs[0], 5, 4)
 
 
-def test_proxy_without_a_batch_count_scores_the_first_budget_batches(setup, tests_data):
-    supernet, archs = setup
+def test_proxy_without_a_batch_count_scores_the_first_budget_batches(fitness_setup, tests_data):
+    _, supernet, archs = fitness_setup
     rows = load_rows(tests_data, "train", 100, 3 * 64)
     fit = ProxyFitness(supernet, "synflow", {}, rows, batch_size=64, num_batches=3, init="fresh")
     model = fit.model(archs[0], 7)
@@ -49,8 +37,8 @@ def test_proxy_without_a_batch_count_scores_the_first_budget_batches(setup, test
     assert fit(archs[0], 7, 1).value == pytest.approx(want, rel=1e-9)
 
 
-def test_oneshot_budget_is_the_number_of_finetuning_steps(setup, tests_data):
-    supernet, archs = setup
+def test_oneshot_budget_is_the_number_of_finetuning_steps(fitness_setup, tests_data):
+    _, supernet, archs = fitness_setup
     train = load_rows(tests_data, "train", 0, 1024)
     val = load_rows(tests_data, "val", 0, 600)
     fit = OneShotFitness(supernet, train, val, finetune_steps=6, lr=0.05, batch_size=128)
