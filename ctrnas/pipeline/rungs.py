@@ -37,13 +37,21 @@ def default_rungs(recipe: Recipe, train_rows: int) -> tuple[RungConfig, ...]:
 
 
 def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
-    """The recipe's rungs (or the default ladder), checked: known kinds, short budgets within the split."""
-    rungs = recipe.search.multifidelity.rungs or default_rungs(recipe, split_rows(data, "train"))
+    """The recipe's rungs (or the default ladder), checked: known kinds, short budgets within the split;
+    a short rung's `fraction` becomes its budget in rows (at least one batch)."""
+    train_rows = split_rows(data, "train")
+    rungs = list(recipe.search.multifidelity.rungs or default_rungs(recipe, train_rows))
     for i, r in enumerate(rungs):
         key = f"search.multifidelity.rungs[{i}]"
         if r.fitness not in KINDS:
             raise RecipeError(recipe.source or "recipe", f"{key}.fitness",
                               f"expected one of {', '.join(map(repr, KINDS))}, got {r.fitness!r}")
+        if r.fraction is not None:
+            if r.fitness != "short":
+                raise RecipeError(recipe.source or "recipe", f"{key}.fraction",
+                                  f"only a short-training rung reads a share of the rows, not {r.fitness!r}")
+            rows = min(train_rows, max(recipe.final_train.batch_size, round(r.fraction * train_rows)))
+            rungs[i] = r = dataclasses.replace(r, budget=rows, fraction=None)
         if r.fitness == "short" and not (r.budget and 0 < r.budget <= split_rows(data, "train")):
             raise RecipeError(recipe.source or "recipe", f"{key}.budget",
                               f"a short training needs 1..{split_rows(data, 'train')} training rows, got {r.budget}")

@@ -37,17 +37,24 @@ from ctrnas.search.runner import Candidate, SearchResult, run_search
 @dataclass(frozen=True)
 class RungConfig:
     """One fidelity: `fitness` names what scores it (the caller's name, e.g. the CTR pipeline's "proxy"),
-    `budget` is in that fitness's own unit (None: its default), `keep` the share promoted to the next rung."""
+    `budget` is in that fitness's own unit (None: its default), `keep` the share promoted to the next rung.
+    `fraction` instead of `budget`: a share of the training rows, for fitnesses measured in rows (the caller
+    turns it into rows), so one recipe means the same at any data size."""
 
     fitness: str
     budget: int | None = None
     keep: float = 1 / 3
+    fraction: float | None = None
 
     def __post_init__(self):
         if not 0 < self.keep <= 1:
             raise RecipeError("search.multifidelity", "rungs.keep", f"expected in (0, 1], got {self.keep}")
         if self.budget is not None and self.budget < 0:
             raise RecipeError("search.multifidelity", "rungs.budget", f"expected >= 0 or null, got {self.budget}")
+        if self.fraction is not None and not 0 < self.fraction <= 1:
+            raise RecipeError("search.multifidelity", "rungs.fraction", f"expected in (0, 1], got {self.fraction}")
+        if self.fraction is not None and self.budget is not None:
+            raise RecipeError("search.multifidelity", "rungs.fraction", "give budget or fraction, not both")
 
 
 def survivors(n: int, keeps: list[float]) -> list[int]:

@@ -126,6 +126,17 @@ def test_rung_kinds_are_checked_and_the_random_rung_is_free(tests_recipe_path, d
     rungs = ladder_rungs(api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
                                          "search.multifidelity.rungs=[{fitness: random, keep: 0.5}]"), tests_data)
     assert rung_samples(bad, rungs[0], None) == 0
+    from ctrnas.pipeline.data import split_rows
+
+    n = split_rows(tests_data, "train")
+    share = ladder_rungs(api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                                         "search.multifidelity.rungs=[{fitness: short, fraction: 0.5}]"), tests_data)
+    assert share[0].budget == max(round(n / 2), bad.final_train.batch_size)  # a share of the rows, in rows
+    for wrong, field in (("{fitness: proxy, fraction: 0.5}", "fraction"), ("{fitness: short, fraction: 1.5}", "fraction"),
+                         ("{fitness: short, fraction: 0.5, budget: 100}", "fraction")):
+        with pytest.raises(RecipeError, match=field):
+            ladder_rungs(api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                                         f"search.multifidelity.rungs=[{wrong}]"), tests_data)
     r = RandomFitness()
     assert r("a", 3).value == r("b", 3).value != r("a", 4).value  # the candidate's seed alone decides
 
