@@ -171,12 +171,11 @@ def prepare_folder(kind: str, inputs: Sequence[str], out: str | Path, config: st
 def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
                        overwrite: bool = False) -> dict:
     """A synthetic dataset folder with a known click model; returns its meta (splits, Bayes log loss)."""
-    from ctrnas.data.dataset import synthetic_source, write_source
+    from ctrnas.data.dataset import synthetic_source
     from ctrnas.data.synthetic import generate
 
-    meta = generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard, overwrite=overwrite)
-    write_source(out, synthetic_source(profile, rows, seed, {}))
-    return meta
+    return generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard, overwrite=overwrite,
+                    source=synthetic_source(profile, rows, seed, {}))  # recorded under the folder's lock
 
 
 def train_config(recipe_path: str | Path | None = None, **overrides):
