@@ -188,7 +188,6 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
     test_rows; `cfg` should come from `train_config(recipe, final=True)`). With `distributed` (on every
     torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None)."""
     from ctrnas.pipeline.data import open_data
-
     from ctrnas.recipe import Recipe
 
     data = open_data(data_dir)
