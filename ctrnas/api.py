@@ -171,12 +171,11 @@ def prepare_folder(kind: str, inputs: Sequence[str], out: str | Path, config: st
 def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
                        overwrite: bool = False) -> dict:
     """A synthetic dataset folder with a known click model; returns its meta (splits, Bayes log loss)."""
-    from ctrnas.data.dataset import synthetic_source, write_source
+    from ctrnas.data.dataset import synthetic_source
     from ctrnas.data.synthetic import generate
 
-    meta = generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard, overwrite=overwrite)
-    write_source(out, synthetic_source(profile, rows, seed, {}))
-    return meta
+    return generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard, overwrite=overwrite,
+                    source=synthetic_source(profile, rows, seed, {}))  # recorded under the folder's lock
 
 
 def train_config(recipe_path: str | Path | None = None, **overrides):
@@ -188,7 +187,8 @@ def train_config(recipe_path: str | Path | None = None, **overrides):
 
 def train_model(data_dir, cfg, baseline: str | None = None, arch=None, **options):
     """(metrics, out_dir) of a baseline or an architecture trained from scratch (options: space, out_dir,
-    train_fraction, layernorm, embedding_init, distributed, sharding, dist_backend)."""
+    train_fraction, layernorm, embedding_init, distributed, sharding, dist_backend, and recipe: a run's
+    recipe, to train as its final stage with `train_config(recipe, final=True)`)."""
     from ctrnas.pipeline.tasks import train_model as _train_model
 
     return _train_model(data_dir, cfg, baseline=baseline, arch=arch, **options)

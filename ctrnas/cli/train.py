@@ -11,7 +11,9 @@ from ctrnas.cli.common import add_device_arg, add_distributed_args, sharding_fro
 def train_args(p: argparse.ArgumentParser) -> None:
     """--data, --recipe, --out and the TrainConfig flags (shared with `ctrnas warmup`)."""
     p.add_argument("--data", required=True, help="prepared dataset folder (train/ val/ test/ + meta.json)")
-    p.add_argument("--recipe", help="YAML with TrainConfig keys (at the top level or under 'train:')")
+    p.add_argument("--recipe", help="YAML with TrainConfig keys (at the top level or under 'train:'); `ctrnas "
+                                    "train` given a run's recipe.yaml trains as its final stage (final.train, "
+                                    "final.train_rows/val_rows/test_rows, final.layernorm, final.embedding_init)")
     p.add_argument("--out", help="output folder: checkpoint.pt, metrics.json, ... (re-running resumes)")
     p.add_argument("--seed", type=int, help="seed for weights, shuffling and sampling (default: recipe's, 0)")
     p.add_argument("--lr", type=float, help="Adagrad learning rate (default 0.12)")
@@ -44,21 +46,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--baseline", help="lr, fm, dlrm, deepfm, xdeepfm, autoint+, dcnv2")
     what.add_argument("--arch", help="architecture JSON (a run's best_arch.json, `ctrnas export`) or a shipped "
                                      "name (dlrm-like, dcnv2-like)")
-    p.add_argument("--space", default="nasrec-full",
+    p.add_argument("--space",
                    help="search space of --arch: a preset name, a space YAML, or a recipe such as the run's "
-                        "recipe.yaml (default nasrec-full)")
+                        "recipe.yaml (default: the --recipe run's space, else nasrec-full)")
     p.add_argument("--train-fraction", type=float, help="train on the first fraction of the train split only")
     p.add_argument("--eval-every", type=int, help="evaluate on val every N steps (default: at the end)")
     p.add_argument("--restore-best", action="store_true",
                    help="evaluate on val at every epoch end and end on the best epoch's weights")
     p.add_argument("--early-stop-patience", type=int,
                    help="stop after N evaluations without a lower val log loss")
-    p.add_argument("--layernorm", choices=("off", "space"), default="off",
-                   help="--arch: 'off' (default) trains without the ops' LayerNorms, as NASRec's stand-alone "
-                        "training and `ctrnas run`'s final stage do; 'space' keeps the space's setting")
-    p.add_argument("--embedding-init", choices=("torchrec", "nasrec"), default="torchrec",
-                   help="--arch: embedding tables uniform +-sqrt(1/rows) as TorchRec and the baselines "
-                        "(default, as the final stage) or Xavier-normal as NASRec")
+    p.add_argument("--layernorm", choices=("off", "space", "on", "auto"),
+                   help="--arch: the ops' LayerNorms: 'off' as NASRec's stand-alone training, 'space' the space's "
+                        "setting, 'on', or 'auto' (on for models with a product term); default: the --recipe "
+                        "run's final.layernorm, else off")
+    p.add_argument("--embedding-init", choices=("torchrec", "nasrec"),
+                   help="--arch: embedding tables uniform +-sqrt(1/rows) as TorchRec and the baselines, or "
+                        "Xavier-normal as NASRec (default: the --recipe run's final.embedding_init, else torchrec)")
     add_distributed_args(p)  # --distributed / --sharding / --dist-backend (torchrun -m ctrnas train ...)
     p.set_defaults(func=_run_train)
 
@@ -66,12 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run_train(args) -> int:
     from ctrnas import api
 
-    cfg = train_config(args, eval_every=args.eval_every, early_stop_patience=args.early_stop_patience,
+    # a run's recipe.yaml: train as its final stage did (final.train, its rows, LayerNorm, embedding init)
+    cfg = train_config(args, final=True, eval_every=args.eval_every, early_stop_patience=args.early_stop_patience,
                        restore_best=args.restore_best or None)
     m, out = api.train_model(args.data, cfg, baseline=args.baseline, arch=args.arch, space=args.space,
                              out_dir=args.out, train_fraction=args.train_fraction, layernorm=args.layernorm,
                              embedding_init=args.embedding_init, distributed=args.distributed,
-                             sharding=sharding_from_args(args), dist_backend=args.dist_backend)
+                             sharding=sharding_from_args(args), dist_backend=args.dist_backend, recipe=args.recipe)
     if m is not None:  # under torchrun, rank 0 only
         _print_metrics(m, out)
     return 0

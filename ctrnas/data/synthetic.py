@@ -31,7 +31,7 @@ import pyarrow as pa
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from ctrnas.data.dataset import SPLITS, DatasetWriter
+from ctrnas.data.dataset import SPLITS, DatasetWriter, write_source
 from ctrnas.data.schema import DatasetSchema, SparseFeature
 from ctrnas.data.synthetic_profiles import PROFILES, Profile
 from ctrnas.errors import CtrnasError, RecipeError
@@ -228,17 +228,22 @@ def _arrow_schema(profile: Profile) -> pa.Schema:
 
 
 def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
-             overwrite: bool = False, **overrides) -> dict:
+             overwrite: bool = False, source: dict | None = None, **overrides) -> dict:
     """Write a synthetic dataset folder (labels, features, p_true) and return its meta.json.
 
     Rows come in chunks of `chunk_rows`, chunk c drawn from SeedSequence(seed, spawn_key=(1, c)); a chunk is
     always drawn whole, so a dataset of N rows is the first N rows of any larger one with the same seed, and
-    `rows_per_shard` changes only how rows are cut into files. `overwrite`: see ownership.py.
+    `rows_per_shard` changes only how rows are cut into files. `overwrite`: see ownership.py. `source`: the
+    folder's source record (`dataset.synthetic_source`), written last while the folder is still locked, as
+    `ctrnas.data.prepare` writes its own, so no other writer can come between the data and its record.
     """
     if rows < 0 or seed < 0:
         raise CtrnasError(f"synthetic: rows and seed must be >= 0, got rows={rows}, seed={seed}")
     with folder_lock(out, "prepare synthetic"):
-        return _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides)
+        meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides)
+        if source is not None:
+            write_source(out, source)
+        return meta
 
 
 def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int, overwrite: bool,

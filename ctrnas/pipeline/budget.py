@@ -6,6 +6,10 @@ scoring pass of the search (proxy batches, one-shot fine-tuning steps, short tra
 nothing; validation passes are not counted), and the final stage's trainings (planned rows x epochs per
 model, the top-k and the baselines apart). So a run whose only cost is a final stage of k models is k FTE,
 and the stages add up to the total.
+
+A sample counts as a training sample when it goes forward and backward through the whole model. One-shot
+fine-tuning does not: the inherited body is frozen and run forward only (ctrnas.pipeline.ctr_fitness), and
+only the last linear layer is trained, so its samples count FINETUNE_COST of one (docs/multifidelity.md).
 """
 
 from __future__ import annotations
@@ -14,6 +18,11 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
 from ctrnas.search.multifidelity import RungConfig
+
+# A training step's backward costs about twice its forward (gradients of the activations and of the weights),
+# so a forward-only pass through the frozen body is a third of a training sample; the last layer's own forward
+# and backward (one linear layer) are left out.
+FINETUNE_COST = 1 / 3
 
 
 def final_samples(recipe: Recipe, data: DataResult) -> int:
@@ -24,17 +33,18 @@ def final_samples(recipe: Recipe, data: DataResult) -> int:
 
 
 def search_samples(recipe: Recipe, data: DataResult, history, kind: str) -> int:
-    """Training samples the search's scoring processed (cache hits are free)."""
+    """Training samples the search's scoring processed (cache hits are free; a one-shot fine-tuning sample
+    counts FINETUNE_COST of one), rounded to a whole sample."""
     from ctrnas.pipeline.rungs import ladder_rungs, rung_samples
 
     rungs = ladder_rungs(recipe, data) if kind == "multifidelity" else None
-    total = 0
+    total = 0.0
     for r in history:
         if r.cached:
             continue
         rung = rungs[r.rung] if rungs is not None else RungConfig(kind)
-        total += rung_samples(recipe, rung, r.budget)
-    return total
+        total += rung_samples(recipe, rung, r.budget) * (FINETUNE_COST if rung.fitness == "oneshot" else 1)
+    return round(total)
 
 
 def fte_by_stage(recipe: Recipe, data: DataResult, warm, search, final) -> dict:

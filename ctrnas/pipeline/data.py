@@ -9,7 +9,7 @@ import torch
 
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import (check_replaceable, complete, raw_source, read_meta, recorded_source,
-                                 synthetic_source, write_source)
+                                 synthetic_source)
 from ctrnas.data.loader import fraction_rows
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
@@ -46,16 +46,17 @@ def prepare_data(recipe: Recipe) -> DataResult:
             _check_replaceable(path, source, recipe.data.overwrite)
             reused = False
             d = recipe.data
+            # both record the folder's source themselves, last, under the folder's lock
             if d.synthetic is not None:
                 from ctrnas.data.synthetic import generate
 
                 s = d.synthetic
-                generate(s.profile, s.rows, s.seed, path, overwrite=recipe.data.overwrite, **s.settings)
+                generate(s.profile, s.rows, s.seed, path, overwrite=recipe.data.overwrite, source=source,
+                         **s.settings)
             else:
                 from ctrnas.data.prepare import prepare
 
                 prepare(d.raw.kind, list(d.raw.inputs), path, d.prepare, overwrite=recipe.data.overwrite)
-            write_source(path, source)
     elif not complete(path):
         raise CtrnasError(f"data.path {str(path)!r} is not a prepared dataset folder (no meta.json); "
                           "prepare it with `ctrnas prepare` or give data.synthetic / data.raw in the recipe")

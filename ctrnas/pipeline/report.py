@@ -182,8 +182,10 @@ def write_plots(out: Path, metrics: dict, search) -> dict[str, str]:
     from ctrnas.search import plots
 
     made = {}
+    names = search.fitness_name.split(" > ") if search.rung_maximize is not None else None  # one per rung
     made["best_so_far"] = str(plots.plot_best_so_far({search.fitness_name: search.history}, out / "best_so_far.png",
-                                                     search.maximize, ylabel=search.fitness_name))
+                                                     search.maximize, ylabel=search.fitness_name,
+                                                     rung_maximize=search.rung_maximize, rung_names=names))
     cands = metrics["candidates"]
     scores = [c["fitness"] if c["fitness"] is not None else math.nan for c in cands]
     tests = [c["test_logloss"] if c["test_logloss"] is not None else math.nan for c in cands]

@@ -49,6 +49,7 @@ class SearchStageResult:
     maximize: bool
     seconds: float
     rows_note: str = ""
+    rung_maximize: tuple[bool, ...] | None = None  # each rung's direction (multi-fidelity search)
 
     @property
     def history(self):

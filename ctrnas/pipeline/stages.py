@@ -185,7 +185,8 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         atomic_write_text(marker, json.dumps(fp, indent=1))
     result = strategy.run(fitness, workers=recipe.search.workers, execution=recipe.execution,
                           checkpoint_path=ckpt, progress=progress)
-    return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note)
+    return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note,
+                             tuple(directions) if kind == "multifidelity" else None)
 
 
 def warmup_config_for(recipe: Recipe, fraction: float) -> Recipe:

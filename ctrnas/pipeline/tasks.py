@@ -97,17 +97,41 @@ def _run_space_hint(arch_path, space) -> str:
     return f" (the run that wrote it searched another space: pass --space {recipe})"
 
 
-def train_config(recipe_path: str | Path | None = None, **overrides):
-    """TrainConfig from a YAML file (its `train:` section, or the top level) with non-None overrides."""
+# `ctrnas train --layernorm` -> the final stage's `final.layernorm`
+LAYERNORM = {"off": False, "space": None, "on": True, "auto": "auto"}
+
+
+def run_recipe(path):
+    """The Recipe at `path` when the file is a run's recipe (it has a key only a recipe has, as the
+    `recipe.yaml` a run writes), else None (a YAML of TrainConfig keys)."""
+    from ctrnas.config import load_yaml
+
+    if not path:
+        return None
+    data = load_yaml(path)
+    if isinstance(data, dict) and any(k in data for k in RECIPE_KEYS):
+        from ctrnas.recipe import load_recipe
+
+        return load_recipe(path)
+    return None
+
+
+def train_config(recipe_path: str | Path | None = None, final: bool = False, **overrides):
+    """TrainConfig from a YAML file (its `train:` section, or the top level) with non-None overrides. With
+    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`)."""
     from ctrnas.config import from_dict, load_yaml
     from ctrnas.train.config import TrainConfig
 
-    data, source = {}, "<defaults>"
-    if recipe_path:
-        data, source = load_yaml(recipe_path), str(recipe_path)
-        if "train" in data and isinstance(data["train"], dict):
-            data = data["train"]
-    cfg = from_dict(TrainConfig, data, source=source)
+    recipe = run_recipe(recipe_path) if final else None
+    if recipe is not None:
+        cfg = recipe.final_train
+    else:
+        data, source = {}, "<defaults>"
+        if recipe_path:
+            data, source = load_yaml(recipe_path), str(recipe_path)
+            if "train" in data and isinstance(data["train"], dict):
+                data = data["train"]
+        cfg = from_dict(TrainConfig, data, source=source)
     cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
     from ctrnas.device import resolve_device
 
@@ -115,42 +139,69 @@ def train_config(recipe_path: str | Path | None = None, **overrides):
     return cfg
 
 
-def arch_model(arch_path, schema, cfg, space="nasrec-full", layernorm: str = "off",
-               embedding_init: str = "torchrec"):
-    """(model, name, extra) of an architecture trained from scratch as the final stage trains it: the exported
-    structure with every weight drawn from the training seed (LayerNorm off unless `layernorm` is 'space')."""
+def final_recipe(data_dir, cfg, recipe=None, space=None, layernorm: str | None = None,
+                 embedding_init: str | None = None):
+    """The Recipe whose final stage trains a model as asked: a run's recipe (a path or a Recipe: its final
+    section and the space it searched) or one made of `cfg` and `space` (default nasrec-full, LayerNorm off);
+    `space`, `layernorm` (a key of LAYERNORM) and `embedding_init` override it when given. Its final stage
+    trains with `cfg`."""
+    from ctrnas.recipe import DataSection, Recipe
     from ctrnas.space import get_space
-    from ctrnas.supernet.export import export
-    from ctrnas.supernet.io import build_supernet
+
+    run = recipe if recipe is None or isinstance(recipe, Recipe) else run_recipe(recipe)
+    changes = {"train": cfg}
+    if run is None:
+        run = Recipe(name="train", data=DataSection(path=str(data_dir)), seed=cfg.seed,
+                     space=get_space(space_spec(space or "nasrec-full")).config, train=cfg)
+        layernorm = layernorm or "off"
+    elif space is not None:
+        run = dataclasses.replace(run, space=get_space(space_spec(space)).config)
+    if layernorm is not None:
+        changes["layernorm"] = LAYERNORM[layernorm]
+    if embedding_init is not None:
+        changes["embedding_init"] = embedding_init
+    return dataclasses.replace(run, final=dataclasses.replace(run.final, **changes))
+
+
+def arch_model(arch_path, data, recipe, space_name: str):
+    """(model, name, extra) of an architecture trained from scratch as `recipe`'s final stage trains it (the
+    final stage's own template and export: every weight drawn from the training seed)."""
+    from ctrnas.pipeline.final import final_template, job_model
+    from ctrnas.train.normalise import use_layernorm
 
     arch = read_arch(arch_path)  # a bad file fails before any other work
-    config = get_space(space_spec(space)).config
-    if layernorm == "off":
-        config = dataclasses.replace(config, layernorm=False)
-    supernet = build_supernet(schema, config, cfg.seed, cfg.embedding_dim, cfg.row_cap)
-    check_arch(arch_path, arch, supernet.space)
-    model = export(supernet, arch, init="fresh", seed=cfg.seed, embedding_init=embedding_init)
-    extra = {"arch": arch.to_json(), "space": space if isinstance(space, str) else config.name,
-             "layernorm": config.layernorm, "embedding_init": embedding_init}
+    template = final_template(recipe, data)
+    check_arch(arch_path, arch, (template[False] if isinstance(template, dict) else template).space)
+    model = job_model(recipe, data, template, ("arch", arch))
+    extra = {"arch": arch.to_json(), "space": space_name,
+             "layernorm": use_layernorm(recipe.final.layernorm, arch, recipe.space.layernorm),
+             "embedding_init": recipe.final.embedding_init}
     return model, f"arch-{arch.key()}", extra
 
 
 def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | None = None,
-                space="nasrec-full", out_dir=None, train_fraction: float | None = None, layernorm: str = "off",
-                embedding_init: str = "torchrec", distributed: bool = False, sharding: str | None = None,
-                dist_backend: str | None = None) -> tuple[dict | None, Path]:
-    """Train a baseline or an architecture from scratch; (metrics, results folder). With `distributed` (on
-    every torchrun rank) the tables are sharded and only rank 0 gets the metrics (the others None)."""
-    from ctrnas.data.dataset import load_schema
+                space=None, out_dir=None, train_fraction: float | None = None, layernorm: str | None = None,
+                embedding_init: str | None = None, distributed: bool = False, sharding: str | None = None,
+                dist_backend: str | None = None, recipe=None) -> tuple[dict | None, Path]:
+    """Train a baseline or an architecture from scratch; (metrics, results folder). With a run's `recipe`, as
+    its final stage trains (its space, LayerNorm and embedding init, and its final.train_rows / val_rows /
+    test_rows; `cfg` should come from `train_config(recipe, final=True)`). With `distributed` (on every
+    torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None)."""
+    from ctrnas.pipeline.data import open_data
+    from ctrnas.recipe import Recipe
 
-    schema = load_schema(data_dir)
+    data = open_data(data_dir)
+    run = recipe if recipe is None or isinstance(recipe, Recipe) else run_recipe(recipe)
+    final = final_recipe(data_dir, cfg, run, space, layernorm, embedding_init)
     if baseline:
         from ctrnas.train.baselines import build_baseline
 
-        model = build_baseline(baseline, schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
+        model = build_baseline(baseline, data.schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
         name, extra = baseline, {}
     elif arch:
-        model, name, extra = arch_model(arch, schema, cfg, space, layernorm, embedding_init)
+        space_name = space or (str(recipe) if run is not None else "nasrec-full")
+        space_name = space_name if isinstance(space_name, str) else final.space.name
+        model, name, extra = arch_model(arch, data, final, space_name)
     else:
         raise CtrnasError("give a baseline or an architecture to train")
     out = Path(out_dir or Path("runs") / f"train-{name.replace('+', 'plus')}-seed{cfg.seed}")
@@ -164,8 +215,13 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
     from ctrnas.locks import folder_lock
     from ctrnas.train.run import train_and_test
 
+    rows = {}
+    if run is not None:  # the final stage's rows
+        rows = {"train_rows": final.final.train_rows, "val_rows": final.final.val_rows,
+                "test_rows": final.final.test_rows}
     with folder_lock(out, "train"):
-        return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra), out
+        return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra,
+                              **rows), out
 
 
 def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,

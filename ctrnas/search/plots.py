@@ -1,4 +1,5 @@
-"""PNG plots of a search: best-so-far curve, proxy score vs true metric, cost vs metric with Pareto front.
+"""PNG plots of a search: best-so-far curve (per rung of a multi-fidelity search), proxy score vs true
+metric, cost vs metric with Pareto front.
 
 Figures are built with `matplotlib.figure.Figure` and its Agg canvas directly, so no pyplot global state
 or display backend is touched (safe in worker processes and on headless machines).
@@ -15,12 +16,18 @@ from ctrnas.search.history import History
 
 
 def _figure(width: float = 5.0, height: float = 3.6):
+    fig, axes = _figures(1, width, height)
+    return fig, axes[0]
+
+
+def _figures(n: int, width: float = 5.0, height: float = 3.6):
+    """A figure of `n` panels stacked over one shared x axis."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=120)
+    fig = Figure(figsize=(width, height if n == 1 else 0.6 * height * n), dpi=120)
     FigureCanvasAgg(fig)
-    return fig, fig.add_subplot(1, 1, 1)
+    return fig, list(fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0])
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -49,19 +56,47 @@ def pareto_front(costs: Sequence[float], metrics: Sequence[float], minimize_metr
     return np.asarray(front, dtype=int)
 
 
-def plot_best_so_far(
-    histories: Mapping[str, History], path: str | Path, maximize: bool, ylabel: str = "fitness"
-) -> Path:
-    """Best-so-far fitness against the number of evaluations, one line per labelled search."""
-    fig, ax = _figure()
-    for label, history in histories.items():
+def best_so_far_by_rung(
+    history: History, maximize: bool, rung_maximize: Sequence[bool] | None = None
+) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
+    """{rung: (evaluation numbers, best-so-far)}: each rung's curve over its own records only, since the
+    fitness of different rungs are different quantities (SiGeo, a fine-tuned log loss, ...); rung None for a
+    single-fidelity search. With rung directions (`rung_maximize`) every rung, else only the top rung, whose
+    direction is the search's (`maximize`)."""
+    rungs = sorted({r.rung for r in history if r.rung is not None})
+    if not rungs:
         curve = history.best_so_far(maximize)
-        ax.step(np.arange(1, len(curve) + 1), curve, where="post", label=label)
-    ax.set_xlabel("evaluations")
-    ax.set_ylabel(f"best {ylabel} so far")
-    ax.grid(alpha=0.3)
-    if len(histories) > 1:
-        ax.legend()
+        return {None: (np.arange(1, len(curve) + 1), curve)}
+    out = {}
+    for rung in rungs if rung_maximize is not None else rungs[-1:]:
+        at = [i for i, r in enumerate(history) if r.rung == rung]
+        direction = rung_maximize[rung] if rung_maximize is not None else maximize
+        out[rung] = (np.asarray(at) + 1, History(history[i] for i in at).best_so_far(direction))
+    return out
+
+
+def plot_best_so_far(
+    histories: Mapping[str, History], path: str | Path, maximize: bool, ylabel: str = "fitness",
+    rung_maximize: Sequence[bool] | None = None, rung_names: Sequence[str] | None = None,
+) -> Path:
+    """Best-so-far fitness against the number of evaluations, one line per labelled search; a multi-fidelity
+    search gets one panel per rung (`best_so_far_by_rung`), named by `rung_names`."""
+    curves = {label: best_so_far_by_rung(h, maximize, rung_maximize) for label, h in histories.items()}
+    panels = sorted({k for c in curves.values() for k in c}, key=lambda k: -1 if k is None else k)
+    fig, axes = _figures(len(panels))
+    for ax, rung in zip(axes, panels):
+        for label, by_rung in curves.items():
+            if rung in by_rung:
+                x, y = by_rung[rung]
+                ax.step(x, y, where="post", label=label)
+        name = rung_names[rung] if rung_names is not None and rung is not None else ylabel
+        ax.set_ylabel(f"best {name} so far")
+        if rung is not None:
+            ax.set_title(f"rung {rung}: {name}", fontsize=9)
+        ax.grid(alpha=0.3)
+        if len(histories) > 1:
+            ax.legend()
+    axes[-1].set_xlabel("evaluations")
     return _save(fig, path)
 
 

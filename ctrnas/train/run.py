@@ -25,13 +25,18 @@ def count_parameters(model: nn.Module) -> dict:
     return {"embedding": e, "dense": d, "total": e + d}
 
 
-def split_batches(data_dir: str | Path, cfg: TrainConfig, train_fraction: float | None = None):
-    """(meta, train, val, test) batch iterables of a dataset folder; val/test are None when empty."""
+def split_batches(data_dir: str | Path, cfg: TrainConfig, train_fraction: float | None = None,
+                  train_rows: int | None = None, val_rows: int | None = None, test_rows: int | None = None):
+    """(meta, train, val, test) batch iterables of a dataset folder, each split's first `*_rows` when given;
+    val/test are None when empty."""
     meta = read_meta(data_dir)
     splits = meta["splits"]
-    train = dataset_batches(data_dir, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, fraction=train_fraction)
-    val = dataset_batches(data_dir, "val", cfg.eval_batch_size) if splits.get("val", {}).get("rows") else None
-    test = dataset_batches(data_dir, "test", cfg.eval_batch_size) if splits.get("test", {}).get("rows") else None
+    train = dataset_batches(data_dir, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, fraction=train_fraction,
+                            limit=train_rows)
+    val = dataset_batches(data_dir, "val", cfg.eval_batch_size, limit=val_rows) \
+        if splits.get("val", {}).get("rows") else None
+    test = dataset_batches(data_dir, "test", cfg.eval_batch_size, limit=test_rows) \
+        if splits.get("test", {}).get("rows") else None
     return meta, train, val, test
 
 
@@ -82,10 +87,11 @@ def write_results(out_dir: str | Path | None, state_dict: dict, metrics: dict) -
 
 
 def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out_dir: str | Path | None,
-                   name: str, train_fraction: float | None = None, extra: dict | None = None) -> dict:
+                   name: str, train_fraction: float | None = None, extra: dict | None = None, **rows) -> dict:
     """Train `model` on the train split (the first `train_fraction` of it when given), evaluate on val
-    during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`."""
-    meta, train, val, test = split_batches(data_dir, cfg, train_fraction)
+    during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`. `rows`:
+    `train_rows`, `val_rows`, `test_rows` to use only the first rows of a split (as the final stage)."""
+    meta, train, val, test = split_batches(data_dir, cfg, train_fraction, **rows)
     trainer = Trainer(model, cfg, out_dir)
     summary = trainer.fit(train, val)
     if test is None:

@@ -24,58 +24,19 @@ from ctrnas.errors import RecipeError
 from ctrnas.seeds import derive_seed
 from ctrnas.vision.cifar import batches_to, make_batches, nhwc_for
 from ctrnas.vision.network import build_network
+from ctrnas.vision.proxies import ONE_ROW, VISION_PROXIES, FRNorms, proxy_for
 from ctrnas.vision.space import NUM_CELLS, TRUTH_COLUMNS, NB201Cell, NB201Table
-from ctrnas.vision.stats import Correlation, correlate
+from ctrnas.vision.summary import SummaryRow, format_markdown, metric_values, plot_scatter, summarize
 from ctrnas.vision.warmup import WarmupConfig, warm_up
 
-# CLI name -> (library proxy, options). CV parity (docs/proxies.md, A5): SiGeo's term 1 on Conv/Linear weights as
-# ZiCo's code; ZiCo itself with the official gradient accumulation (A11) that produced its NB201 numbers.
-VISION_PROXIES: dict[str, tuple[str, dict]] = {
-    "sigeo": ("sigeo", {"modules": "zico"}),
-    "zico": ("zico", {"official_accumulate": True}),
-    "zico_batch": ("zico", {}),
-    "synflow": ("synflow", {}),
-    "nwot": ("naswot", {}),
-    "naswot": ("naswot", {}),
-    "params": ("params", {}),
-}
-# SynFlow's input is all ones, so every row of a batch is the same sample: one row gives the same
-# per-sample score at 1/64 of the cost.
-ONE_ROW = {"synflow"}
+# proxies.py and summary.py were split out of this module; their names stay importable from here
+__all__ = [
+    "COLUMNS", "ONE_ROW", "VISION_PROXIES", "CorrelateConfig", "FRNorms", "SummaryRow", "cell_seed", "format_markdown",
+    "metric_values", "plot_scatter", "proxy_for", "read_rows", "run_correlation", "sample_cells", "summarize",
+    "warmup_positions",
+]
+
 COLUMNS = ["arch", "index", "position", "warmup", "proxy", "value", "terms", "time_s", "warmup_s", "truth", "accuracy"]
-
-
-class FRNorms:
-    """Harness-only diagnostic `frnorm`: SiGeo's FR term with the per-sample empirical Fisher (§3.3) next to
-    the batch-mean one of App. E (ctrnas.vision.fisher); value = log mean_n (θᵀ∇ℓ_n)², in train mode."""
-
-    name = "frnorm"
-
-    def score(self, model, batches, loss_fn):
-        from ctrnas.proxies.base import ProxyResult
-        from ctrnas.vision.fisher import fr_norms
-
-        was_training = model.training
-        model.train()
-        t0 = time.perf_counter()
-        try:
-            terms = fr_norms(model, batches)
-        finally:
-            model.train(was_training)
-        return ProxyResult(terms["fr_sample"], terms, {"time_s": time.perf_counter() - t0})
-
-
-def proxy_for(name: str, warmup: float):
-    """The library proxy behind a harness name; SiGeo takes App. E's λ preset for the warm-up level."""
-    from ctrnas.proxies import get_proxy
-
-    if name == "frnorm":
-        return FRNorms()
-    lib, options = VISION_PROXIES.get(name, (name, {}))
-    options = dict(options)
-    if lib == "sigeo" and "preset" not in options:
-        options["preset"] = "zero_shot" if warmup == 0 else "warmup_cv"
-    return get_proxy(lib, **options)
 
 
 @dataclass(frozen=True)
@@ -197,23 +158,10 @@ def run_correlation(
                                       cells_per_stage=config.cells_per_stage).to(dev)
                 if nhwc:
                     model = model.to(memory_format=torch.channels_last)
-                t0 = time.perf_counter()
                 warm_s = 0.0
                 if w > 0:
                     state = Path(state_dir) / f"{cell.index}_{w:g}.pt" if state_dir is not None else None
-                    if state is not None and state.exists():
-                        saved = torch.load(state, weights_only=True, map_location=dev)
-                        model.load_state_dict(saved["model"])
-                        warm_s = float(saved["warmup_s"])
-                    else:
-                        losses = warm_up(model, images, labels, w, torch.Generator().manual_seed(s + 1),
-                                         config.warmup_config)
-                        warm_s = time.perf_counter() - t0
-                        if state is not None:
-                            state.parent.mkdir(parents=True, exist_ok=True)
-                            torch.save({"model": model.state_dict(), "warmup_s": warm_s, "losses": losses},
-                                       state.with_suffix(".tmp"))
-                            state.with_suffix(".tmp").replace(state)
+                    warm_s = _warm(model, images, labels, w, s, config.warmup_config, state, dev)
                 for name in todo:
                     r = proxy_for(name, w).score(model, one_row if name in ONE_ROW else batches, loss_fn)
                     writer.writerow({
@@ -225,100 +173,17 @@ def run_correlation(
     return csv_path
 
 
-def metric_values(rows: list[dict], metric: str, warmup: float) -> dict[str, float]:
-    """arch -> value of `metric` at a warm-up level.
-
-    `proxy` reads the score, `proxy.term` one of its terms (e.g. `sigeo.zico`), and `sigeo@l1,l2,l3`
-    recombines SiGeo's stored terms with other λ (Eq. 7: l1·zico + l2·fr − l3·loss) at no extra cost.
-    `sigeo_ps@l1,l2,l3` does the same with the FR term of the per-sample Fisher (`frnorm.fr_sample`)
-    in place of App. E's batch-mean one; cells without both rows are left out.
-    """
-    if metric.startswith("sigeo_ps@"):
-        lams = [float(v) for v in metric.partition("@")[2].split(",")]
-        if len(lams) != 3:
-            raise RecipeError("metric", metric, "expected three λ after '@'")
-        sig = {r["arch"]: json.loads(r["terms"]) for r in rows
-               if r["proxy"] == "sigeo" and float(r["warmup"]) == warmup}
-        frs = metric_values(rows, "frnorm.fr_sample", warmup)
-        return {a: lams[0] * t["zico"] + lams[1] * frs[a] - lams[2] * t["loss"] for a, t in sig.items() if a in frs}
-    lams = None
-    if "@" in metric:
-        metric, _, spec = metric.partition("@")
-        lams = [float(v) for v in spec.split(",")]
-        if len(lams) != 3:
-            raise RecipeError("metric", metric, f"expected three λ after '@', got {spec!r}")
-    proxy, _, term = metric.partition(".")
-    out = {}
-    for r in rows:
-        if r["proxy"] == proxy and float(r["warmup"]) == warmup:
-            if lams is not None:
-                t = json.loads(r["terms"])
-                out[r["arch"]] = lams[0] * t["zico"] + lams[1] * t.get("fr", 0.0) - lams[2] * t["loss"]
-            else:
-                out[r["arch"]] = float(json.loads(r["terms"])[term]) if term else float(r["value"])
-    return out
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    metric: str
-    warmup: float
-    subset: str
-    corr: Correlation
-
-
-def summarize(
-    rows: list[dict], table: NB201Table, metrics: list[str], warmups: list[float], truth: str = "cifar10",
-    archs: set[str] | None = None, subset: str = "all", n_boot: int = 1000, seed: int = 0,
-) -> list[SummaryRow]:
-    """Spearman / Kendall with bootstrap intervals per (metric, warm-up level), optionally on a subset of cells."""
-    out = []
-    for w in warmups:
-        for m in metrics:
-            vals = metric_values(rows, m, w)
-            keys = sorted(k for k in vals if archs is None or k in archs)
-            if not keys:
-                continue
-            acc = [table.accuracy(NB201Cell.from_str(k), truth) for k in keys]
-            out.append(SummaryRow(m, w, subset, correlate([vals[k] for k in keys], acc, n_boot, seed)))
-    return out
-
-
-def format_markdown(summary: list[SummaryRow], paper: dict | None = None) -> str:
-    """A markdown table; `paper` maps (metric, warmup) -> (Spearman, Kendall) published values."""
-    lines = ["| metric | warm-up | cells | Spearman ρ [95% CI] | Kendall τ [95% CI] | paper ρ / τ |", "|---|---|---|---|---|---|"]
-    for s in summary:
-        c = s.corr
-        ref = (paper or {}).get((s.metric, s.warmup))
-        lines.append(
-            f"| {s.metric} | {s.warmup:g} | {c.n} ({s.subset}) | {c.spearman:.3f} [{c.spearman_ci[0]:.3f}, {c.spearman_ci[1]:.3f}] "
-            f"| {c.kendall:.3f} [{c.kendall_ci[0]:.3f}, {c.kendall_ci[1]:.3f}] | "
-            + (f"{ref[0]:.2f} / {ref[1]:.2f} |" if ref else "– |")
-        )
-    return "\n".join(lines)
-
-
-def plot_scatter(rows: list[dict], table: NB201Table, metrics: list[str], warmup: float, truth: str, path: str | Path) -> Path:
-    """One panel per metric: proxy score against NB201 test accuracy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.0), squeeze=False)
-    for ax, m in zip(axes[0], metrics):
-        vals = metric_values(rows, m, warmup)
-        x = np.array(list(vals.values()), dtype=float)
-        y = [table.accuracy(NB201Cell.from_str(k), truth) for k in vals]
-        if m.startswith("synflow") or m.startswith("params"):
-            x = np.log10(np.maximum(x, 1e-300))
-            m = f"log10 {m}"
-        ax.scatter(x, y, s=4, alpha=0.6)
-        ax.set_xlabel(m)
-        ax.set_ylabel(f"{truth} test acc (%)")
-    fig.suptitle(f"NB201, warm-up {warmup:g}")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+def _warm(model, images, labels, fraction: float, seed: int, cfg: WarmupConfig, state: Path | None, dev) -> float:
+    """Warm `model` up by `fraction` (or load the weights `state` kept from an earlier run); its seconds."""
+    if state is not None and state.exists():
+        saved = torch.load(state, weights_only=True, map_location=dev)
+        model.load_state_dict(saved["model"])
+        return float(saved["warmup_s"])
+    t0 = time.perf_counter()
+    losses = warm_up(model, images, labels, fraction, torch.Generator().manual_seed(seed + 1), cfg)
+    warm_s = time.perf_counter() - t0
+    if state is not None:
+        state.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"model": model.state_dict(), "warmup_s": warm_s, "losses": losses}, state.with_suffix(".tmp"))
+        state.with_suffix(".tmp").replace(state)
+    return warm_s

@@ -123,3 +123,22 @@ def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, ca
     with FolderLock(tmp_path / "nfs", "prepare criteo") as lock:
         assert lock.took_over is None
     assert "cannot lock this folder (No locks available)" in capsys.readouterr().err
+
+
+def test_synthetic_generation_records_its_source_while_it_holds_the_folder_lock(tmp_path, monkeypatch):
+    from ctrnas.data import synthetic
+    from ctrnas.data.dataset import recorded_source, synthetic_source
+
+    holders = []
+    real = synthetic.write_source
+
+    def spy(path, record):  # who holds the folder's lock when the record is written
+        holders.append(json.loads((Path(path) / LOCK_FILE).read_text() or "{}").get("pid"))
+        real(path, record)
+
+    monkeypatch.setattr(synthetic, "write_source", spy)
+    settings = {"chunk_rows": 1024, "calibration_rows": 2048}
+    source = synthetic_source("criteo", 500, 0, settings)
+    synthetic.generate("criteo", 500, 0, tmp_path / "d", source=source, **settings)
+    assert holders == [os.getpid()] and recorded_source(tmp_path / "d") == source
+    assert (tmp_path / "d" / LOCK_FILE).read_text() == ""  # released after the record

@@ -1,5 +1,5 @@
 """`ctrnas train --arch` retrains what `ctrnas run` found, from the run's own files (its best_arch.json and
-its recipe.yaml as the space), to the final stage's numbers; every arch error names the file."""
+its recipe.yaml), to the final stage's numbers; every arch error names the file."""
 
 import csv
 import json
@@ -12,13 +12,12 @@ from ctrnas.cli import main
 
 @pytest.fixture(scope="module")
 def small_run(tests_data, tests_recipe_path, data_dir, tmp_path_factory):
-    """A tiny run whose final stage trains as `ctrnas train` does: all rows, LayerNorm off, no baselines."""
+    """A tiny run (one final model, no baselines) whose final stage trains on the first 2048 training rows,
+    tests on 2000 and picks LayerNorm per arch (`final.layernorm: auto`, the default)."""
     out = tmp_path_factory.mktemp("arch-run") / "run"
     assert main(["run", str(tests_recipe_path), "--no-progress", "--set", f"data.path={data_dir}",
                  "--set", f"output={out}", "--set", "search.strategy=random", "--set", "search.random.budget=3",
-                 "--set", "final.top_k=1", "--set", "final.baselines=[]", "--set", "final.train_rows=null",
-                 "--set", "final.val_rows=null", "--set", "final.test_rows=null", "--set", "final.layernorm=false",
-                 "--set", "final.export=false"]) == 0
+                 "--set", "final.top_k=1", "--set", "final.baselines=[]", "--set", "final.export=false"]) == 0
     return out
 
 
@@ -27,22 +26,37 @@ def _train(data_dir, arch, space, out, *more) -> int:
                  "--no-progress", "--threads", "1", *more])
 
 
+def test_a_runs_recipe_gives_its_final_train_settings_and_a_train_yaml_its_own(tests_recipe_path, tmp_path):
+    from ctrnas.pipeline.tasks import train_config
+
+    # the test recipe: train 1 epoch; final.train: 2 epochs ending on the best one, other keys from train
+    cfg = train_config(tests_recipe_path, final=True)
+    assert (cfg.epochs, cfg.restore_best, cfg.batch_size) == (2, True, 256)
+    assert (train_config(tests_recipe_path).epochs, train_config(tests_recipe_path).restore_best) == (1, False)
+    assert train_config(tests_recipe_path, final=True, epochs=3).epochs == 3  # flags on top
+    (tmp_path / "t.yaml").write_text("train: {epochs: 4}\n")  # no recipe: its train section either way
+    assert train_config(tmp_path / "t.yaml", final=True).epochs == train_config(tmp_path / "t.yaml").epochs == 4
+
+
 @pytest.mark.slow
-def test_train_arch_with_the_runs_recipe_as_space_gives_the_final_stage_numbers(small_run, data_dir, tmp_path):
+def test_train_arch_with_the_runs_recipe_gives_the_final_stage_numbers(small_run, data_dir, tmp_path):
     with open(small_run / "final/models.csv") as fh:
         row = next(csv.DictReader(fh))
     best = json.loads((small_run / "best_arch.json").read_text())
-    # the final stage's train settings of the test recipe (final.train: 2 epochs, best epoch restored)
-    ft = yaml.safe_load((small_run / "recipe.yaml").read_text())["final"]["train"]
-    assert (ft["epochs"], ft["restore_best"]) == (2, True)
-    assert _train(data_dir, small_run / "best_arch.json", small_run / "recipe.yaml", tmp_path / "t",
-                  "--recipe", str(small_run / "recipe.yaml"), "--epochs", "2", "--restore-best") == 0
+    # no flag but the recipe: its final.train (2 epochs, best restored), rows, space and LayerNorm choice
+    assert main(["train", "--data", str(data_dir), "--arch", str(small_run / "best_arch.json"), "--recipe",
+                 str(small_run / "recipe.yaml"), "--out", str(tmp_path / "t"), "--no-progress"]) == 0
     m = json.loads((tmp_path / "t/metrics.json").read_text())
     assert m["arch"] == best
     assert m["model"] == f"arch-{row['arch_key']}"
+    assert (m["config"]["epochs"], m["train_rows_used"]) == (2, 2048)
     assert m["test"]["logloss"] == float(row["test_logloss"])
     assert m["test"]["auc"] == float(row["test_auc"])
     assert m["val"]["logloss"] == float(row["val_logloss"])
+    # the recipe's train section (1 epoch) would not give them
+    assert _train(data_dir, small_run / "best_arch.json", small_run / "recipe.yaml", tmp_path / "one",
+                  "--recipe", str(small_run / "recipe.yaml"), "--epochs", "1") == 0
+    assert json.loads((tmp_path / "one/metrics.json").read_text())["test"]["logloss"] != float(row["test_logloss"])
 
 
 @pytest.mark.slow

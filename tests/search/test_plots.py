@@ -1,11 +1,11 @@
-"""Pareto front against a brute-force check; plots write valid PNGs."""
+"""Pareto front against a brute-force check; best-so-far per rung by hand; plots write valid PNGs."""
 
 import math
 
 import numpy as np
 
 from ctrnas.search.history import History, HistoryRecord
-from ctrnas.search.plots import pareto_front, plot_best_so_far, plot_pareto, plot_score_vs_metric
+from ctrnas.search.plots import best_so_far_by_rung, pareto_front, plot_best_so_far, plot_pareto, plot_score_vs_metric
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -48,3 +48,33 @@ def test_plots_write_png_files(tmp_path):
     ]
     for p in paths:
         assert p.read_bytes()[:8] == PNG_MAGIC and p.stat().st_size > 1000
+
+
+def _ladder_history():
+    """Rung 0 a score to maximize (5, 3, 7), rung 1 a log loss to minimize (0.5, 0.6, 0.4), interleaved."""
+    scored = [(0, 5.0), (0, 3.0), (1, 0.5), (0, 7.0), (1, 0.6), (1, 0.4)]
+    return History(HistoryRecord(i, 0, f"k{i}", {}, v, rung=r) for i, (r, v) in enumerate(scored))
+
+
+def test_best_so_far_of_a_multi_fidelity_search_keeps_each_rung_to_its_own_records():
+    h = _ladder_history()
+    curves = best_so_far_by_rung(h, maximize=False, rung_maximize=[True, False])
+    assert [list(curves[0][0]), list(curves[0][1])] == [[1, 2, 4], [5.0, 5.0, 7.0]]
+    assert [list(curves[1][0]), list(curves[1][1])] == [[3, 5, 6], [0.5, 0.5, 0.4]]
+    # without the rung directions: the top rung alone, in the search's direction
+    top = best_so_far_by_rung(h, maximize=False)
+    assert list(top) == [1] and list(top[1][1]) == [0.5, 0.5, 0.4]
+    # one curve over all rungs would compare a score of 3 with log losses: 5, 3, 0.5, 0.5, 0.5, 0.4
+    assert list(h.best_so_far(False)) == [5.0, 3.0, 0.5, 0.5, 0.5, 0.4]
+    single = History(HistoryRecord(i, 0, f"k{i}", {}, v) for i, v in enumerate([0.3, 0.5, 0.4]))
+    assert {k: list(v[1]) for k, v in best_so_far_by_rung(single, maximize=True).items()} == {None: [0.3, 0.5, 0.5]}
+
+
+def test_the_best_so_far_plot_of_a_multi_fidelity_search_has_a_panel_per_rung(tmp_path):
+    path = plot_best_so_far({"ladder": _ladder_history()}, tmp_path / "best.png", maximize=False,
+                            rung_maximize=[True, False], rung_names=["sigeo", "oneshot"])
+    from PIL import Image
+
+    one = plot_best_so_far({"ladder": _ladder_history()}, tmp_path / "top.png", maximize=False)
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert Image.open(path).size[1] > Image.open(one).size[1]  # two stacked panels are taller than one

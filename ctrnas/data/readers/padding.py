@@ -14,12 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ctrnas.data.readers.records import LinedBatch, Reject
+from ctrnas.data.readers.values import cut
+
 PADDED = "padded"  # internal reason of a row to pad; never reaches rejects.tsv
 
 
 def short_row(file: str, line: int, text: str, missing: int):
-    from ctrnas.data.readers.base import Reject
-
     return Reject(file, line, None, PADDED, str(missing), text)
 
 
@@ -30,8 +31,6 @@ def pending(bad) -> bool:
 def merge(batch: pa.RecordBatch, lines: np.ndarray, bad: list, parse, delimiter: str):
     """The LinedBatch of `batch` (text columns) with the short rows in `bad` padded and merged in line order.
     `parse(bytes)` parses delimited text as the stream does."""
-    from ctrnas.data.readers.base import LinedBatch, Reject, cut
-
     short = sorted((r for r in bad if r.reason == PADDED), key=lambda r: r.line)
     rest = [r for r in bad if r.reason != PADDED]
     extra = parse("".join(r.text + delimiter * int(r.detail) + "\n" for r in short).encode()) if short else None
