@@ -21,10 +21,12 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
+from ctrnas.pipeline.final_memory import final_workers
 from ctrnas.pipeline.final_resume import jobs_for, say_resumed
 from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_batches, dense_params,
                                          final_template, job_model, train_from_scratch)
-from ctrnas.pipeline.final_workers import final_in_workers, in_workers, train_job, training_executor
+from ctrnas.pipeline.final_workers import (final_in_workers, in_workers, train_job, training_executor,
+                                           with_workers)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.pipeline.selection import finish, judge, rank_key
 from ctrnas.recipe import Recipe
@@ -64,8 +66,12 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                     [(f"rank {r}", ("arch", a)) for r, a in enumerate(archs)] +
                     [(f"baseline {n}", ("baseline", n)) for n in recipe.final.baselines])
     say_resumed(jobs, len(_train_batches(quiet, data)), recipe.final_train.epochs)
-    if distributed is None and in_workers(recipe, min(recipe.final.workers, len(top) + len(recipe.final.baselines))):
-        return final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, jobs)
+    if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
+        whats = [("arch", a) for a in archs] + [("baseline", n) for n in recipe.final.baselines]
+        workers = final_workers(recipe, data, template, whats, min(recipe.final.workers, len(whats)))
+        if workers:
+            return final_in_workers(recipe, with_workers(quiet, workers), data, top, template, out_dir, progress,
+                                    t0, jobs)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch, job = archs[rank], jobs[rank]
         done = job.result() if job is not None else None

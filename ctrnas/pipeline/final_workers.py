@@ -75,15 +75,23 @@ def training_executor(recipe: Recipe, data: DataResult, template, workers: int, 
                          threads=recipe.threads or 1, describe=describe_training, name="training worker")
 
 
+def with_workers(recipe: Recipe, workers: int) -> Recipe:
+    """`recipe` with the final stage's trainings on `workers` at once (`execution.workers` too, when set)."""
+    execution = recipe.execution
+    if execution.workers is not None:
+        execution = dataclasses.replace(execution, workers=workers)
+    return dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, workers=workers), execution=execution)
+
+
 def in_workers(recipe: Recipe, workers: int) -> bool:
     """Whether a stage with `workers` of its own trains on an executor rather than in this process."""
     return recipe.execution.resolve(workers)[0] != "serial"
 
 
 def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders) -> FinalResult:
-    """The final stage with its trainings spread over the recipe's executor (`final.workers` processes, or
-    `execution`); collected in job order, so the choice (ties: the earlier rank) and every number equal
-    the serial run's."""
+    """The final stage with its trainings spread over the executor of `quiet` (`final.workers` processes, or
+    `execution`; as many as the memory allows, `ctrnas.pipeline.final_memory`); collected in job order, so
+    the choice (ties: the earlier rank) and every number equal the serial run's."""
     from ctrnas.space import Arch
 
     archs = [Arch.from_json(rec.arch) for rec in top]
@@ -92,7 +100,7 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     # baselines keep their weights too: one is exported when no candidate is usable
     jobs += [(("baseline", n), True, f"baseline {n}") for n in recipe.final.baselines]
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
-    with training_executor(quiet, data, template, recipe.final.workers, len(jobs)) as ex:
+    with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex:
         results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
         candidates, best_rank, best_state = [], None, None
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
