@@ -12,7 +12,7 @@ from torch import nn
 
 from ctrnas.errors import NotEnoughMemory, RecipeError, WorkerDied
 from ctrnas.pipeline import final_memory
-from ctrnas.pipeline.final_memory import (GIB, WORKER_BYTES, ModelSize, final_workers, fit_workers, job_sizes,
+from ctrnas.pipeline.final_memory import (GIB, WORKER_BYTES, final_workers, fit_workers, job_sizes,
                                           model_size, tiny_schema)
 from ctrnas.pipeline.final_train import final_template
 from ctrnas.pipeline.results import DataResult
