@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -49,7 +50,9 @@ def timed(cmd: list[str], env: dict) -> dict:
     if done.returncode:
         raise SystemExit(f"{' '.join(cmd)}: {done.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    last = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-1]
+    # its last line that is not a torch log line ("W1126 16:08:29.05 ... is_fx_tracing ...")
+    last = [line for line in (done.stdout + "\n" + done.stderr).splitlines()
+            if line.strip() and not re.match(r"[WIE]\d{4} ", line)][-1]
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "said": last}
 
 
