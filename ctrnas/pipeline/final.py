@@ -21,7 +21,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
-from ctrnas.pipeline.final_memory import final_workers
+from ctrnas.pipeline.final_memory import workers_that_fit
 from ctrnas.pipeline.final_resume import jobs_for, say_resumed
 from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_batches, dense_params,
                                          final_template, job_model, train_from_scratch)
@@ -68,7 +68,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     say_resumed(jobs, len(_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
         whats = [("arch", a) for a in archs] + [("baseline", n) for n in recipe.final.baselines]
-        workers = final_workers(recipe, data, template, whats, min(recipe.final.workers, len(whats)))
+        workers = workers_that_fit(recipe, data, template, whats, min(recipe.final.workers, len(whats)))
         if workers:
             return final_in_workers(recipe, with_workers(quiet, workers), data, top, template, out_dir, progress,
                                     t0, jobs)

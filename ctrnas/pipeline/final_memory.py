@@ -123,30 +123,49 @@ def available_memory() -> int:
 
 
 def _cgroup_room() -> int | None:
+    """Room left under the lowest cgroup memory limit over this process (v2 or v1), or None without one."""
     from pathlib import Path
 
+    root = Path("/sys/fs/cgroup")
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
+    rooms = []
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        base = Path("/sys/fs/cgroup") / path.lstrip("/")
-        if controllers == "":  # cgroup v2
-            pairs = [(base / "memory.max", base / "memory.current")]
-        elif "memory" in controllers.split(","):  # cgroup v1
-            root = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
-            pairs = [(root / "memory.limit_in_bytes", root / "memory.usage_in_bytes")]
+        if controllers == "":
+            base, files = root, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):
+            base, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
         else:
             continue
-        for limit, used in pairs:
-            try:
-                cap, now = limit.read_text().strip(), int(used.read_text())
-            except (OSError, ValueError):
-                continue
-            if cap.isdigit() and int(cap) < 2**60:  # "max" or a huge number: no limit
-                return max(int(cap) - now, 0)
-    return None
+        # inside a container the process's own cgroup folder is often mounted as the root
+        rooms += [cgroup_room(folder, *files) for folder in (base / path.lstrip("/"), base)]
+    rooms = [r for r in rooms if r is not None]
+    return min(rooms) if rooms else None
+
+
+def cgroup_room(folder, limit_file: str, usage_file: str, cache_key: str) -> int | None:
+    """Limit - usage + inactive file cache (reclaimable, as `docker stats` counts it) of one cgroup folder;
+    None when it has no limit ("max", or v1's huge number) or cannot be read."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    try:
+        limit, usage = (folder / limit_file).read_text().strip(), int((folder / usage_file).read_text())
+    except (OSError, ValueError):
+        return None
+    if not limit.isdigit() or int(limit) >= 2**60:
+        return None
+    cache = 0
+    try:
+        for line in (folder / "memory.stat").read_text().splitlines():
+            key, value = line.split()
+            cache = int(value) if key == cache_key else cache
+    except (OSError, ValueError):
+        pass
+    return max(int(limit) - usage + cache, 0)
 
 
 def fit_workers(requested: int, model: int, weights: int, template: int, available: int,
@@ -183,7 +202,7 @@ def _gib(n: int) -> str:
     return f"{n / GIB:.1f}"
 
 
-def final_workers(recipe, data, template, jobs: list[tuple], workers: int) -> int:
+def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) -> int:
     """How many training workers the final stage starts for `jobs` (("arch", Arch) | ("baseline", name)) when
     it asks for `workers`: that many, fewer (saying why on stderr) or 0 (train in this process), after
     `fit_workers`. Ray actors may run on other machines: their count is kept."""

@@ -12,8 +12,8 @@ from torch import nn
 
 from ctrnas.errors import NotEnoughMemory, RecipeError, WorkerDied
 from ctrnas.pipeline import final_memory
-from ctrnas.pipeline.final_memory import (GIB, WORKER_BYTES, final_workers, fit_workers, job_sizes,
-                                          model_size, tiny_schema)
+from ctrnas.pipeline.final_memory import (GIB, WORKER_BYTES, cgroup_room, fit_workers, job_sizes,
+                                          model_size, tiny_schema, workers_that_fit)
 from ctrnas.pipeline.final_train import final_template
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import recipe_from_dict
@@ -94,22 +94,22 @@ def _fake_available(monkeypatch, n: int):
 
 def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
     recipe, data, template, jobs = _stage({"workers": 4})
-    assert final_workers(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
     sizes = job_sizes(recipe, data, template, jobs)
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = final_memory.tensor_bytes(*template.values())
     per_worker, here = WORKER_BYTES + held + model, held + 2 * weights
     _fake_available(monkeypatch, here + 3 * per_worker + per_worker // 2)
-    assert final_workers(recipe, data, template, jobs, 4) == 3
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 3
     err = capsys.readouterr().err.strip()
     assert "4 training workers" in err and "training 3 at a time" in err and "\n" not in err
     _fake_available(monkeypatch, here + per_worker)  # one worker fits: this process trains them instead
-    assert final_workers(recipe, data, template, jobs, 4) == 0
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 0
     assert "one at a time in this process" in capsys.readouterr().err
     _fake_available(monkeypatch, model // 2)
     with pytest.raises(NotEnoughMemory, match="training one model needs") as e:
-        final_workers(recipe, data, template, jobs, 4)
+        workers_that_fit(recipe, data, template, jobs, 4)
     assert "\n" not in str(e.value)
 
 
@@ -117,7 +117,7 @@ def test_memory_limit_gb_replaces_the_available_memory(monkeypatch):
     _fake_available(monkeypatch, 1 << 50)
     recipe, data, template, jobs = _stage({"workers": 2, "memory_limit_gb": 0.0001})
     with pytest.raises(NotEnoughMemory, match="final.memory_limit_gb"):
-        final_workers(recipe, data, template, jobs, 2)
+        workers_that_fit(recipe, data, template, jobs, 2)
     with pytest.raises(RecipeError, match="final.memory_limit_gb"):
         _stage({"memory_limit_gb": 0})
 
@@ -129,10 +129,10 @@ def test_worker_processes_asked_for_by_name_are_kept_down_to_one(monkeypatch):
     held = final_memory.tensor_bytes(*template.values())
     here = held + 2 * max(s.weight_bytes for s in sizes)
     _fake_available(monkeypatch, here + WORKER_BYTES + held + model)
-    assert final_workers(recipe, data, template, jobs, 3) == 1
+    assert workers_that_fit(recipe, data, template, jobs, 3) == 1
     _fake_available(monkeypatch, here)
     with pytest.raises(NotEnoughMemory):
-        final_workers(recipe, data, template, jobs, 3)
+        workers_that_fit(recipe, data, template, jobs, 3)
 
 
 def test_fit_workers_by_hand():
@@ -158,3 +158,16 @@ def test_a_training_worker_killed_by_a_signal_is_reported_with_its_job():
             ex.map([(("baseline", "lr"), False, "baseline lr", KilledFolder())])
     text = str(e.value)
     assert "the training of baseline lr" in text and "SIGKILL" in text and "\n" not in text
+
+
+def test_cgroup_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
+    g = GIB
+    (tmp_path / "memory.max").write_text(f"{8 * g}\n")
+    (tmp_path / "memory.current").write_text(f"{3 * g}\n")
+    (tmp_path / "memory.stat").write_text(f"anon {2 * g}\ninactive_file {g}\nactive_file 5\n")
+    assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") == 6 * g
+    (tmp_path / "memory.max").write_text("max\n")  # cgroup v2 without a limit
+    assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") is None
+    (tmp_path / "memory.max").write_text("9223372036854771712\n")  # cgroup v1 without a limit
+    assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") is None
+    assert cgroup_room(tmp_path / "absent", "memory.max", "memory.current", "inactive_file") is None
