@@ -15,8 +15,10 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# pipeline order: data preparation, loading, training, the supernet, proxies, search, vision, scale-out
-SECTIONS = ("prep", "loader", "train", "supernet", "space", "proxies", "search", "numerics", "nb201", "scale")
+# pipeline order: data preparation, loading, training, the supernet, proxies, search, using the found model,
+# vision, scale-out
+SECTIONS = ("prep", "loader", "train", "supernet", "space", "proxies", "search", "numerics", "predict", "nb201",
+            "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -4,11 +4,13 @@ training one model on tables sized by the buckets vs by the data.
   rates   prepare() of a generated Criteo-format file (the NASRec defaults), then predict() of the same
           file with a model exported from that dataset (dlrm-like in ctrnas-small, fresh weights): rows/s
           of each (goal: predict >= 0.5x prepare's rate: the same parse plus one forward pass)
-  rss     in fresh child processes: prepare with `hash_table_size: buckets` and `data`, then one training
-          of the dlrm-like model on each (`--train-fraction` of the train split, final-stage defaults
-          otherwise); the child's peak RSS (VmHWM) and the embedding rows
+  rss     in fresh child processes: prepare with `hash_table_size: buckets` and `data`, then one final-stage
+          training as a training worker runs it (the final template, then the dlrm-like model exported from
+          it and trained on the first `--train-rows` training rows with the recipe defaults, evaluated on
+          all val/test rows); the child's peak RSS (VmHWM), the final stage's own estimate of it
+          (`ctrnas.pipeline.final_memory`) and the embedding rows
 
-  .venv/bin/python benchmarks/predict.py --rows 200000 --rss-rows 200000 --buckets 1000000
+  .venv/bin/python benchmarks/predict.py --rows 200000 --rss-rows 1000000 --buckets 1000000
 writes benchmarks/out/predict/predict.json. Generated files live in benchmarks/out/predict (git-ignored).
 """
 
@@ -58,30 +60,42 @@ def rates(path: Path, work: Path, buckets: int) -> dict:
 
 CHILD = """
 import json, sys
-from ctrnas import api
 from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.pipeline.data import open_data
+from ctrnas.pipeline.final_memory import WORKER_BYTES, job_sizes, tensor_bytes
+from ctrnas.pipeline.final_train import _train, final_template, job_model
+from ctrnas.recipe import recipe_from_dict
 from ctrnas.space.baselines import baseline_arch
-from ctrnas.train.config import TrainConfig
-path, out, size, buckets, fraction = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+path, out, size, buckets, train_rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 meta = prepare("criteo", [path], out + "/data", PrepareConfig(hash_buckets=buckets, hash_table_size=size,
                progress=False), overwrite=True)
-open(out + "/arch.json", "w").write(json.dumps(baseline_arch("dlrm-like").to_json()))
-m, _ = api.train_model(out + "/data", TrainConfig(), arch=out + "/arch.json", space="ctrnas-small",
-                       out_dir=out + "/train", train_fraction=fraction)
+# a final-stage training as a worker runs it: the final template (the supernet the top-k are exported from),
+# then one model exported from it and trained with the recipe defaults (final.train = train), capped rows
+recipe = recipe_from_dict({"name": "rss", "data": {"path": out + "/data"}, "space": "ctrnas-small",
+                           "train": {"progress": False}, "final": {"train_rows": train_rows}})
+data = open_data(out + "/data")
+template = final_template(recipe, data, None)
+what = ("arch", baseline_arch("dlrm-like"))
+size_ = job_sizes(recipe, data, template, [what])[0]
+held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
+estimate = WORKER_BYTES + held + size_.training_bytes(recipe.final_train)
+model = job_model(recipe, data, template, what)
+val, test, seconds, trainer = _train(model, recipe, data)
 hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
 print(json.dumps({"table_rows": sum(f["cardinality"] for f in meta["schema"]["sparse"]), "peak_rss_mib":
-                  round(hwm / 1024), "test_logloss": m["test"]["logloss"]}))
+                  round(hwm / 1024), "estimate_mib": round(estimate / 2**20), "steps": trainer.step,
+                  "test_logloss": test["logloss"]}))
 """
 
 
-def rss(path: Path, work: Path, buckets: int, fraction: float) -> dict:
+def rss(path: Path, work: Path, buckets: int, train_rows: int) -> dict:
     out = {}
     for size in ("buckets", "data"):
         (work / size).mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         done = subprocess.run([sys.executable, "-c", CHILD, str(path), str(work / size), size, str(buckets),
-                               str(fraction)], capture_output=True, text=True, env=env)
+                               str(train_rows)], capture_output=True, text=True, env=env)
         if done.returncode:
             raise SystemExit(f"{size}: {done.stderr[-2000:]}")
         out[size] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -97,7 +111,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--rss-rows", type=int, default=0, help="rows of the peak-RSS comparison (0: skip it)")
     ap.add_argument("--buckets", type=int, default=1_000_000, help="hash buckets per field (recipe default 1M)")
-    ap.add_argument("--train-fraction", type=float, default=0.05)
+    ap.add_argument("--train-rows", type=int, default=8192,
+                    help="training rows of the peak-RSS trainings (the peak is reached in the first steps)")
     ap.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "out" / "predict")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +126,7 @@ def main() -> None:
         rpath = args.workdir / f"criteo-{args.rss_rows}.tsv"
         if not rpath.exists():
             generate_criteo(rpath, args.rss_rows)
-        result["rss"] = rss(rpath, args.workdir / "rss", args.buckets, args.train_fraction)
+        result["rss"] = rss(rpath, args.workdir / "rss", args.buckets, args.train_rows)
         print(json.dumps(result["rss"]))
     save(args.workdir, "predict", result)
 

@@ -64,6 +64,10 @@ class DeviceError(CtrnasError):
     """A device that cannot be used here (no CUDA, bad index) or an install that cannot run on it."""
 
 
+class NotEnoughMemory(CtrnasError):
+    """A stage that would not fit in the memory available (estimated before it starts)."""
+
+
 class WorkerDied(CtrnasError):
     """A worker process ended while running a job (killed by a signal, e.g. the out-of-memory killer)."""
 

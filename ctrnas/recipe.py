@@ -153,8 +153,13 @@ class FinalConfig:
     # baselines' init; 0.0007-0.0020 lower test log loss on 4 of 4 subnets tried, benchmarks/RESULTS.md)
     # or "nasrec" (Xavier-normal, as NASRec's code)
     embedding_init: Literal["torchrec", "nasrec"] = "torchrec"
+    # GiB the final stage may allocate; null: what the machine (or its cgroup) has available. Before it starts
+    # `workers` processes it estimates one model's memory and starts fewer, or stops, when they would not fit
+    memory_limit_gb: float | None = None
 
     def __post_init__(self):
+        if self.memory_limit_gb is not None and not self.memory_limit_gb > 0:
+            raise RecipeError("recipe", "final.memory_limit_gb", f"expected > 0 or null, got {self.memory_limit_gb}")
         if self.workers < 1:
             raise RecipeError("recipe", "final.workers", f"expected >= 1, got {self.workers}")
         if self.top_k is not None and self.top_k < 1:

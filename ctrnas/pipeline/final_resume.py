@@ -30,7 +30,8 @@ def fingerprint(recipe, data) -> dict:
     from ctrnas.train.config import numeric_settings
 
     final = to_dict(recipe.final)
-    final.pop("workers", None)
+    for key in ("workers", "memory_limit_gb"):  # where and how many at once, not what is trained
+        final.pop(key, None)
     final["train"] = numeric_settings(recipe.final_train)
     splits = {s: {k: v.get(k) for k in ("rows", "ctr")} for s, v in data.meta["splits"].items()}
     source = {k: data.meta.get(k) for k in ("source", "settings", "transforms")}

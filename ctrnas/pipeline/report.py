@@ -110,6 +110,7 @@ def summary_markdown(metrics: dict) -> str:
              f"- {'reported (fallback baseline)' if metrics.get('fallback') else 'best (by validation)'}: "
              f"`{metrics['best']['arch_key'] or metrics['best']['label']}`, test log loss "
              f"**{_fmt(metrics['best']['test_logloss'])}**, AUC {_fmt(metrics['best']['test_auc'])}"]
+    lines += vs_baselines(metrics["best"], metrics["baselines"])
     if metrics.get("fallback"):
         lines.append(f"- **fallback**: {metrics['fallback']}")
     for d in metrics.get("diverged") or []:
@@ -140,6 +141,15 @@ def summary_markdown(metrics: dict) -> str:
     lines += ["", "Files: `search/history.csv`, `best_arch.json`, `model/`, `metrics.json`, `plots/*.png`, "
               "`recipe.yaml`, `environment.json`.", ""]
     return "\n".join(lines)
+
+
+def vs_baselines(best: dict, baselines: list[dict]) -> list[str]:
+    """The summary's line comparing the reported model's test log loss with LR's and the best baseline's."""
+    lines = baseline_lines([b for b in baselines if b["label"] != best["label"]])
+    if not lines or not _finite(best["test_logloss"]):
+        return []
+    parts = [f"{label.rsplit(' ', 1)[0]} {y:.5f} ({best['test_logloss'] - y:+.5f})" for label, y in lines.items()]
+    return [f"- test log loss against {', '.join(parts)}"]
 
 
 def compute_lines(compute: dict, timings: dict) -> list[str]:
@@ -178,6 +188,27 @@ def write_environment(out: Path, recipe: Recipe) -> None:
     write_json(out / "environment.json", {"versions": versions(), "seeds": seeds, "recipe_source": recipe.source})
 
 
+def plot_data(metrics: dict) -> dict:
+    """What the summary plots draw: the retrained top-k's fitness, test log loss and params, and `lines`, the
+    test log loss of LR and of the best baseline (by test log loss) as horizontal references."""
+    cands = metrics["candidates"]
+    value = lambda r, k: r[k] if r[k] is not None else math.nan  # noqa: E731
+    return {"scores": [value(c, "fitness") for c in cands], "tests": [value(c, "test_logloss") for c in cands],
+            "params": [value(c, "params") for c in cands], "lines": baseline_lines(metrics["baselines"])}
+
+
+def baseline_lines(baselines: list[dict]) -> dict[str, float]:
+    """{label: test log loss} of LR and the best baseline (one line when LR is the best)."""
+    rows = [b for b in baselines if _finite(b["test_logloss"])]
+    if not rows:
+        return {}
+    best = min(rows, key=lambda b: b["test_logloss"])
+    lr = next((b for b in rows if b["label"].lower() == "lr"), None)
+    lines = {} if lr is None or lr is best else {f"LR {lr['test_logloss']:.4f}": lr["test_logloss"]}
+    lines[f"best baseline ({best['label']}) {best['test_logloss']:.4f}"] = best["test_logloss"]
+    return lines
+
+
 def write_plots(out: Path, metrics: dict, search) -> dict[str, str]:
     from ctrnas.search import plots
 
@@ -186,15 +217,13 @@ def write_plots(out: Path, metrics: dict, search) -> dict[str, str]:
     made["best_so_far"] = str(plots.plot_best_so_far({search.fitness_name: search.history}, out / "best_so_far.png",
                                                      search.maximize, ylabel=search.fitness_name,
                                                      rung_maximize=search.rung_maximize, rung_names=names))
-    cands = metrics["candidates"]
-    scores = [c["fitness"] if c["fitness"] is not None else math.nan for c in cands]
-    tests = [c["test_logloss"] if c["test_logloss"] is not None else math.nan for c in cands]
+    d = plot_data(metrics)
     made["score_vs_test"] = str(plots.plot_score_vs_metric(
-        scores, tests, out / "score_vs_test.png", xlabel=f"search fitness ({search.fitness_name})",
-        ylabel="test log loss (from scratch)", title=f"retrained top-{len(cands)}"))
-    params = [c["params"] if c["params"] is not None else math.nan for c in cands]
-    made["pareto"] = str(plots.plot_pareto(params, tests, out / "pareto.png", xlabel="parameters (excl. embeddings)",
-                                           ylabel="test log loss"))
+        d["scores"], d["tests"], out / "score_vs_test.png", xlabel=f"search fitness ({search.fitness_name})",
+        ylabel="test log loss (from scratch)", title=f"retrained top-{len(d['tests'])}", lines=d["lines"]))
+    made["pareto"] = str(plots.plot_pareto(d["params"], d["tests"], out / "pareto.png",
+                                           xlabel="parameters (excl. embeddings)", ylabel="test log loss",
+                                           lines=d["lines"]))
     return made
 
 

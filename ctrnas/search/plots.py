@@ -38,6 +38,12 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
+def _hlines(ax, lines: Mapping[str, float] | None) -> None:
+    """Dashed horizontal reference lines (e.g. the baselines' test log loss), one legend entry each."""
+    for k, (label, y) in enumerate((lines or {}).items()):
+        ax.axhline(y, linestyle="--", linewidth=1, color=f"C{k + 1}", label=label)
+
+
 def pareto_front(costs: Sequence[float], metrics: Sequence[float], minimize_metric: bool = True) -> np.ndarray:
     """Indices of the points no other point beats on both cost (lower) and metric, sorted by cost.
 
@@ -107,8 +113,10 @@ def plot_score_vs_metric(
     xlabel: str = "proxy score",
     ylabel: str = "test log loss",
     title: str | None = None,
+    lines: Mapping[str, float] | None = None,
 ) -> Path:
-    """Scatter of proxy score against the true metric; the title carries Kendall tau and Spearman rho."""
+    """Scatter of proxy score against the true metric; the title carries Kendall tau and Spearman rho;
+    `lines`: horizontal reference lines {label: metric}."""
     from ctrnas.search.ranking import rank_correlations
 
     fig, ax = _figure()
@@ -120,6 +128,9 @@ def plot_score_vs_metric(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
+    if lines:
+        _hlines(ax, lines)
+        ax.legend(fontsize=8)
     return _save(fig, path)
 
 
@@ -130,8 +141,10 @@ def plot_pareto(
     xlabel: str = "parameters",
     ylabel: str = "test log loss",
     minimize_metric: bool = True,
+    lines: Mapping[str, float] | None = None,
 ) -> Path:
-    """Cost (params or FLOPs) against the metric, with the Pareto front drawn as a step line."""
+    """Cost (params or FLOPs) against the metric, with the Pareto front drawn as a step line; `lines`:
+    horizontal reference lines {label: metric}."""
     fig, ax = _figure()
     c, m = np.asarray(costs, dtype=float), np.asarray(metrics, dtype=float)
     ax.scatter(c, m, s=14, alpha=0.6, label="candidates")
@@ -142,6 +155,7 @@ def plot_pareto(
     ax.set_ylabel(ylabel)
     if np.all(c[np.isfinite(c)] > 0) and np.nanmax(c) / max(np.nanmin(c), 1e-12) > 100:
         ax.set_xscale("log")  # params span orders of magnitude across a NASRec space
+    _hlines(ax, lines)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     return _save(fig, path)

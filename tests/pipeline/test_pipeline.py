@@ -125,6 +125,26 @@ def test_final_stage_in_worker_processes_equals_the_serial_run(demo, tmp_path):
     assert (tmp_path / "model").is_dir()
 
 
+def test_final_workers_that_do_not_fit_train_in_this_process_or_stop_in_one_line(demo, tmp_path, monkeypatch,
+                                                                                capsys):
+    import dataclasses
+
+    from ctrnas.errors import NotEnoughMemory
+    from ctrnas.pipeline import final_memory
+
+    recipe, result = demo
+    monkeypatch.setattr(final_memory, "WORKER_BYTES", 1 << 50)  # no worker process fits; this process does
+    par = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, workers=2))
+    final = api.train_final(par, result.data, result.search, out_dir=tmp_path / "a", progress=False)
+    assert "2 training workers would need" in capsys.readouterr().err
+    for a, b in zip(final.candidates + final.baselines, result.final.candidates + result.final.baselines):
+        assert (a.label, a.val, a.test) == (b.label, b.val, b.test)
+    tiny = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, memory_limit_gb=1e-6))
+    with pytest.raises(NotEnoughMemory, match="training one model needs"):
+        api.train_final(tiny, result.data, result.search, out_dir=tmp_path / "b", progress=False)
+    assert not (tmp_path / "b" / "model").exists()
+
+
 def test_ranking_study_correlations_match_scipy_on_its_own_scores(tests_recipe_path, data_dir, tests_data, tmp_path):
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'study'}")
     printed = []

@@ -1,0 +1,247 @@
+"""The memory the final stage needs, checked before it starts N training workers (`final.workers`).
+
+A training worker holds the final template (the supernet the top-k are exported from, its tables included) and
+one model in training: its embedding tables with one Adagrad sum per weight (Adagrad is the trainer's only
+optimizer), the gradient rows of one batch, the dense weights with their gradients and Adagrad sums, and the
+activations of one batch. The stage's own process holds the packed template it ships to the workers and the
+weights of the best model so far. What depends on the model is counted on the model itself, built on a copy
+of the schema whose tables have one or two rows (exported from the template with its stem swapped for a tiny
+one), so no full-size table, and no second template, is allocated to estimate it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+from dataclasses import dataclass
+
+from ctrnas.data.schema import DatasetSchema
+from ctrnas.errors import NotEnoughMemory
+
+GIB = 2**30
+FLOAT_BYTES = 4
+ADAGRAD_SLOTS = 1  # Adagrad keeps one running sum of squared gradients per weight
+# a training worker's RSS after its imports (torch, TorchRec, scikit-learn): 475 MiB measured on Linux, CPU torch
+WORKER_BYTES = 512 * 2**20
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """What one model of the final stage is made of (weights are float32)."""
+
+    table_params: int  # embedding weights, all tables
+    dense_params: int  # every other weight
+    row_width: int  # embedding weights one field's id looks up, over the tables it has
+    fields: int  # sparse fields (one id each per example)
+    saved_per_example: int  # bytes autograd saves for backward per example (the activations)
+
+    @property
+    def weight_bytes(self) -> int:
+        return FLOAT_BYTES * (self.table_params + self.dense_params)
+
+    def training_bytes(self, cfg) -> int:
+        """Peak bytes of training it with TrainConfig `cfg`: tables with their Adagrad sums (and whole-table
+        gradients with `embedding_update: dense`), else the gradient rows of one batch and the squares
+        Adagrad makes of them; dense weights, gradients and Adagrad sums; the activations of one training
+        batch and their gradients, or of one evaluation batch when that is larger."""
+        dense_tables = cfg.embedding_update == "dense"
+        tables = self.table_params * (1 + ADAGRAD_SLOTS + dense_tables)
+        grad_rows = 0 if dense_tables else 2 * cfg.batch_size * self.fields * self.row_width
+        dense = self.dense_params * (2 + ADAGRAD_SLOTS)
+        activations = max(2 * cfg.batch_size, cfg.eval_batch_size) * self.saved_per_example
+        return FLOAT_BYTES * (tables + grad_rows + dense) + activations
+
+
+def tiny_schema(schema: DatasetSchema, rows: int) -> DatasetSchema:
+    """`schema` with every table `rows` rows long."""
+    return dataclasses.replace(schema, sparse=tuple(dataclasses.replace(f, cardinality=rows) for f in schema.sparse))
+
+
+def model_size(build, schema: DatasetSchema, row_cap: int | None) -> ModelSize:
+    """The ModelSize of a model on `schema` (tables one per field, of the field's cardinality capped at
+    `row_cap`, each field with the same width), counted on `build(rows)`, the model on `tiny_schema(schema,
+    rows)`, for 1 and 2 rows: one more row in every table adds one row's width per field; the rest is dense."""
+    one, two = build(1), build(2)
+    p1, p2 = (sum(p.numel() for p in m.parameters()) for m in (one, two))
+    fields = len(schema.sparse)
+    width = (p2 - p1) // max(fields, 1)
+    rows = sum(max(min(c, row_cap) if row_cap else c, 1) for c in schema.cardinalities)
+    saved = (saved_bytes(one, schema, 4) - saved_bytes(one, schema, 2)) // 2  # per example, constants cancel
+    return ModelSize(width * rows, p1 - width * fields, width, fields, max(saved, 0))
+
+
+def saved_bytes(model, schema: DatasetSchema, batch: int) -> int:
+    """Bytes autograd saves for backward over one forward of `batch` rows (all ids 0) and its log loss;
+    tensors that share a parameter's storage are weights, not activations."""
+    import torch
+    from torch.autograd.graph import saved_tensors_hooks
+
+    from ctrnas.train.batches import make_batch
+
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen, total = set(), 0
+
+    def pack(t):
+        nonlocal total
+        if t.layout == torch.strided:
+            ptr = t.untyped_storage().data_ptr()
+            if ptr not in weights and ptr not in seen:
+                seen.add(ptr)
+                total += t.untyped_storage().nbytes()
+        return t
+
+    b = make_batch(torch.zeros(batch, schema.dense_dim), torch.zeros(batch, len(schema.sparse), dtype=torch.long),
+                   torch.zeros(batch), schema.sparse_names)
+    model.train()
+    with saved_tensors_hooks(pack, lambda t: t):
+        logits = model(b.dense_features, b.sparse_features)
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, b.labels)
+    return total
+
+
+def tensor_bytes(*modules) -> int:
+    """Bytes of the parameters and buffers of `modules`, a storage shared between them counted once."""
+    seen, total = set(), 0
+    for m in modules:
+        for t in (*m.parameters(), *m.buffers()):
+            ptr = t.untyped_storage().data_ptr()
+            if ptr not in seen:
+                seen.add(ptr)
+                total += t.untyped_storage().nbytes()
+    return total
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: the machine's available memory (psutil), or the room left under
+    this process's cgroup limit (a container's) when that is lower."""
+    import psutil
+
+    room = psutil.virtual_memory().available
+    cgroup = _cgroup_room()
+    return min(room, cgroup) if cgroup is not None else room
+
+
+def _cgroup_room() -> int | None:
+    """Room left under the lowest cgroup memory limit over this process (v2 or v1), or None without one."""
+    from pathlib import Path
+
+    root = Path("/sys/fs/cgroup")
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    rooms = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base, files = root, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):
+            base, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        else:
+            continue
+        # inside a container the process's own cgroup folder is often mounted as the root
+        rooms += [cgroup_room(folder, *files) for folder in (base / path.lstrip("/"), base)]
+    rooms = [r for r in rooms if r is not None]
+    return min(rooms) if rooms else None
+
+
+def cgroup_room(folder, limit_file: str, usage_file: str, cache_key: str) -> int | None:
+    """Limit - usage + inactive file cache (reclaimable, as `docker stats` counts it) of one cgroup folder;
+    None when it has no limit ("max", or v1's huge number) or cannot be read."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    try:
+        limit, usage = (folder / limit_file).read_text().strip(), int((folder / usage_file).read_text())
+    except (OSError, ValueError):
+        return None
+    if not limit.isdigit() or int(limit) >= 2**60:
+        return None
+    cache = 0
+    try:
+        for line in (folder / "memory.stat").read_text().splitlines():
+            key, value = line.split()
+            cache = int(value) if key == cache_key else cache
+    except (OSError, ValueError):
+        pass
+    return max(int(limit) - usage + cache, 0)
+
+
+def fit_workers(requested: int, model: int, weights: int, template: int, available: int,
+                may_run_here: bool) -> tuple[int, str | None]:
+    """(workers to start, a one-line note when fewer than `requested`) for `requested` training workers, each
+    needing `WORKER_BYTES + template + model` bytes, beside this process's packed template and up to two
+    models' `weights` (one arriving, the best so far). 0 workers: train in this process (allowed when
+    `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even that fits."""
+    per_worker = WORKER_BYTES + template + model
+    here = template + 2 * weights
+    fit = max((available - here) // per_worker, 0) if requested > 0 else 0
+    if requested > 0 and fit >= requested:
+        return requested, None
+    in_process = model + weights
+    if fit >= 2 or (fit == 1 and not may_run_here):
+        n = int(fit)
+    elif may_run_here and in_process <= available:
+        n = 0
+    else:
+        one = per_worker + here if requested > 0 and not may_run_here else in_process
+        raise NotEnoughMemory(f"final stage: training one model needs ~{_gib(one)} GiB ({_gib(model)} GiB for the "
+                              f"model with its optimizer state and activations), {_gib(available)} GiB available; "
+                              "use fewer hash buckets or a final.train.row_cap, or set final.memory_limit_gb when "
+                              "more memory is free than the machine reports")
+    if requested == 0:
+        return 0, None
+    where = f"{n} at a time" if n else "one at a time in this process"
+    return n, (f"final stage: {requested} training workers would need ~{_gib(here + requested * per_worker)} GiB "
+               f"({_gib(per_worker)} GiB each: model {_gib(model)}, template {_gib(template)}), "
+               f"{_gib(available)} GiB available: training {where} (final.memory_limit_gb sets the memory to assume)")
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) -> int:
+    """How many training workers the final stage starts for `jobs` (("arch", Arch) | ("baseline", name)) when
+    it asks for `workers`: that many, fewer (saying why on stderr) or 0 (train in this process), after
+    `fit_workers`. Ray actors may run on other machines: their count is kept."""
+    backend, n = recipe.execution.resolve(workers)
+    if backend == "ray":
+        return n
+    limit = recipe.final.memory_limit_gb
+    available = int(limit * GIB) if limit is not None else available_memory()
+    sizes = job_sizes(recipe, data, template, jobs)
+    model = max(s.training_bytes(recipe.final_train) for s in sizes)
+    weights = max(s.weight_bytes for s in sizes)
+    held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
+    requested = min(n, len(jobs)) if backend == "processes" else 0
+    fit, note = fit_workers(requested, model, weights, held, available, recipe.execution.backend is None)
+    if note:
+        print(note, file=sys.stderr)
+    return fit
+
+
+def job_sizes(recipe, data, template, jobs: list[tuple]) -> list[ModelSize]:
+    """The ModelSize of each job's model, counted on models built on tiny tables (`model_size`)."""
+    from ctrnas.pipeline.final_train import job_model
+
+    tiny = {rows: (dataclasses.replace(data, schema=tiny_schema(data.schema, rows)),
+                   _tiny_template(template, tiny_schema(data.schema, rows))) for rows in (1, 2)}
+    return [model_size(lambda rows, what=what: job_model(recipe, *tiny[rows], what), data.schema,
+                       recipe.final_train.row_cap) for what in jobs]
+
+
+def _tiny_template(template, schema: DatasetSchema):
+    """`template` with tiny tables: a shallow copy whose stem is a new one on `schema`, every other module
+    shared (nothing is copied: a final template's dense part alone can take a GiB)."""
+    from ctrnas.supernet.stem import EmbeddingStem
+
+    shapes = template if isinstance(template, dict) else {None: template}
+    old = next(iter(shapes.values())).stem
+    stem = EmbeddingStem(schema, old.dim, old.row_cap)  # final.layernorm "auto": both shapes share one stem
+    tiny = {}
+    for key, supernet in shapes.items():
+        tiny[key] = copy.copy(supernet)
+        tiny[key]._modules = {**supernet._modules, "stem": stem}
+    return tiny if isinstance(template, dict) else tiny[None]

@@ -1,0 +1,137 @@
+"""One training of the final stage: the model of a job (a top-k arch exported from the final template, or a
+baseline) trained from scratch with the final stage's settings, in this process or on a training worker
+(`ctrnas.pipeline.final_workers`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from ctrnas.pipeline.data import split_rows
+from ctrnas.pipeline.results import DataResult
+from ctrnas.recipe import Recipe
+
+
+def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
+    """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings; a
+    diverged model is not evaluated (its metrics are NaN with the reason, see `trainer.diverged`)."""
+    from ctrnas.train.batches import dataset_batches
+    from ctrnas.train.metrics import MetricResult
+    from ctrnas.train.run import selected_val
+
+    cfg = recipe.final_train
+    f = recipe.final
+    train = _train_batches(recipe, data)
+    val = dataset_batches(data.path, "val", cfg.eval_batch_size, limit=f.val_rows)
+    test = dataset_batches(data.path, "test", cfg.eval_batch_size, limit=f.test_rows)
+    if out_dir is not None and not 0 < cfg.checkpoint_every <= len(train):  # resumable at every epoch end
+        cfg = dataclasses.replace(cfg, checkpoint_every=len(train))
+    t0 = time.perf_counter()
+    if distributed is None:
+        from ctrnas.train.trainer import Trainer
+
+        trainer = Trainer(model, cfg, out_dir)
+    else:
+        from ctrnas.distributed.trainer import DistributedTrainer
+
+        # the global batch sources above go in whole: the trainer takes this rank's slice of each batch
+        trainer = DistributedTrainer(model, cfg, distributed.env, distributed.sharding, out_dir)
+    # model selection over epochs (restore_best / early_stop_patience) watches the same val rows
+    selecting = (cfg.restore_best or cfg.early_stop_patience is not None) and split_rows(data, "val")
+    summary = trainer.fit(train, val if selecting else None, resume=out_dir is not None)
+    seconds = time.perf_counter() - t0
+    if trainer.diverged:
+        missing = MetricResult.missing(f"diverged: {trainer.diverged['reason']}").to_dict()
+        return missing, dict(missing), seconds, trainer
+    if selecting and cfg.eval_rows is None:  # the weights it ended on were evaluated on these val rows
+        v = {k: x for k, x in selected_val(summary, cfg).items() if k not in ("step", "epoch")}
+    else:
+        v = trainer.evaluate(val).to_dict() if split_rows(data, "val") else {}
+    t = trainer.evaluate(test).to_dict() if split_rows(data, "test") else {}
+    return v, t, seconds, trainer
+
+
+def _train_batches(recipe: Recipe, data: DataResult):
+    from ctrnas.train.batches import dataset_batches
+
+    cfg = recipe.final_train
+    return dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed,
+                           limit=recipe.final.train_rows)
+
+
+def _reload(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: tuple, job):
+    """The trained model of a job finished before an interruption, from its kept checkpoint (no step is
+    taken: the trainer resumes at its last step and restores the selected weights, as it ended)."""
+    job.need_checkpoint()
+    model = job_model(recipe, data, template, what)
+    _train(model, quiet, data, job.dir)
+    return model
+
+
+def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_dir: Path | None = None,
+                       distributed=None):
+    """Train `model` with the final train config on the first `final.train_rows` training rows; returns
+    (val metrics, test metrics, seconds). Validation/test use their first `final.val_rows`/`test_rows`.
+    With `distributed`, call on every rank (see the module docstring); the metrics are the same on all."""
+    v, t, seconds, _ = _train(model, recipe, data, out_dir, distributed)
+    return v, t, seconds
+
+
+def final_template(recipe: Recipe, data: DataResult, supernet=None):
+    """The supernet to export final models from: the search one, or one with the final stage's table
+    sizes (NASRec caps tables during search and trains the final models on full tables) and LayerNorm
+    setting (`final.layernorm`). Final models are re-drawn from the training seed, so a new supernet of the
+    right shape serves as well as the search one. With `final.layernorm: auto`, a dict {False: ..., True:
+    ...} of both shapes (sharing one embedding stem); each arch picks by its product degree."""
+    setting = recipe.final.layernorm
+    if setting != "auto":
+        return _template(recipe, data, supernet, setting)
+    off, on = _template(recipe, data, supernet, False), _template(recipe, data, supernet, True)
+    if on is not supernet:  # never swap the search supernet's own tables
+        on.stem = off.stem
+    else:
+        off.stem = on.stem
+    return {False: off, True: on}
+
+
+def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None):
+    config = recipe.space if supernet is None else supernet.space.config
+    if layernorm is not None and layernorm != config.layernorm:
+        config = dataclasses.replace(config, layernorm=layernorm)
+    if supernet is not None and supernet.row_cap == recipe.final_train.row_cap and \
+            supernet.space.config == config:
+        return supernet
+    from ctrnas.supernet.io import build_supernet
+
+    emb = supernet.emb_dim if supernet is not None else recipe.train.embedding_dim
+    # its weights are never used (seed None): build_supernet leaves the global RNG alone
+    return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap)
+
+
+def _arch_model(recipe: Recipe, template, arch):
+    from ctrnas.supernet import export
+
+    if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for models with products
+        from ctrnas.train.normalise import use_layernorm
+
+        template = template[use_layernorm("auto", arch, True)]
+    # from scratch: the exported structure with every weight re-drawn from the training seed
+    return export(template, arch, init="fresh", seed=recipe.final_train.seed,
+                  embedding_init=recipe.final.embedding_init)
+
+
+def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object]):
+    """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name)."""
+    kind, what = job
+    if kind == "arch":
+        return _arch_model(recipe, template, what)
+    from ctrnas.train.baselines import build_baseline
+
+    cfg = recipe.final_train
+    return build_baseline(what, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
+
+
+def dense_params(model) -> int:
+    """Parameters outside the embedding tables (what the report lists as params)."""
+    return sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)

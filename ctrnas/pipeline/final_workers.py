@@ -1,0 +1,143 @@
+"""The final stage's trainings on an executor (`ctrnas.execution`: `final.workers` processes, or the recipe's
+`execution`): what a training worker holds and runs, and the stage's loop over the results, collected in
+job order so every number equals the serial run's."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+
+from tqdm.auto import tqdm
+
+from ctrnas.pipeline.data import split_rows
+from ctrnas.pipeline.final_resume import drop
+from ctrnas.pipeline.final_train import _arch_model, _train, dense_params, job_model
+from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
+from ctrnas.pipeline.selection import finish, judge, rank_key
+from ctrnas.recipe import Recipe
+
+
+def _setup_training(state: tuple) -> tuple:
+    """A training worker's context (recipe, data, template), built once per worker from the shipped state."""
+    recipe, data, template = state
+    return recipe, data, _unpack(template)
+
+
+def _pack(obj) -> bytes:
+    """Tensors as plain bytes: multiprocessing would pass them through /dev/shm, which containers often cap
+    at 64 MB (Docker's default), too small for full-size embedding tables."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes):
+    import torch
+
+    return torch.load(io.BytesIO(blob), weights_only=False)
+
+
+def train_job(context: tuple, job: tuple) -> dict:
+    """Train one job `(("arch", Arch) | ("baseline", name), keep_state, label)` on a training executor:
+    its metrics, seconds, dense parameter count and, with `keep_state`, its trained weights."""
+    recipe, data, template = context
+    what, keep_state, _, folder = (*job, None) if len(job) == 3 else job
+    if folder is not None and (done := folder.result()) is not None and not folder.has_checkpoint():
+        return {**done, "state": None}  # finished before an interruption, and its weights are not needed
+    model = job_model(recipe, data, template, what)
+    val, test, sec, trainer = _train(model, recipe, data, folder.dir if folder is not None else None)
+    out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model), "diverged": trainer.diverged}
+    if folder is not None and folder.result() is None:
+        folder.finish(out)
+    elif folder is not None:  # re-loaded from its checkpoint: the stored numbers (its time included)
+        out = folder.result()
+    return {**out, "state": _pack(model.state_dict()) if keep_state else None}
+
+
+def describe_training(job: tuple) -> str:
+    return f"the training of {job[2]}"
+
+
+def training_executor(recipe: Recipe, data: DataResult, template, workers: int, jobs: int | None = None):
+    """The executor (`ctrnas.execution`, chosen by `recipe.execution`) that trains jobs (`train_job`) with
+    the final stage's settings, `workers` the stage's own count (at most `jobs` are started), each worker
+    with `recipe.threads` torch threads (1 when unset). Every training is seeded on its own, so results
+    equal a one-process run that uses the same thread count (recipes that leave `threads` unset let torch
+    use one per core in one process: close, not bit-equal, numbers)."""
+    from ctrnas.execution import make_executor
+
+    backend, n = recipe.execution.resolve(workers)
+    config = dataclasses.replace(recipe.execution, backend=backend, workers=min(n, jobs or n))
+    return make_executor(config, train_job, (recipe, data, _pack(template)), setup=_setup_training,
+                         threads=recipe.threads or 1, describe=describe_training, name="training worker")
+
+
+def with_workers(recipe: Recipe, workers: int) -> Recipe:
+    """`recipe` with the final stage's trainings on `workers` at once (`execution.workers` too, when set)."""
+    execution = recipe.execution
+    if execution.workers is not None:
+        execution = dataclasses.replace(execution, workers=workers)
+    return dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, workers=workers), execution=execution)
+
+
+def in_workers(recipe: Recipe, workers: int) -> bool:
+    """Whether a stage with `workers` of its own trains on an executor rather than in this process."""
+    return recipe.execution.resolve(workers)[0] != "serial"
+
+
+def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders) -> FinalResult:
+    """The final stage with its trainings spread over the executor of `quiet` (`final.workers` processes, or
+    `execution`; as many as the memory allows, `ctrnas.pipeline.final_memory`); collected in job order, so
+    the choice (ties: the earlier rank) and every number equal the serial run's."""
+    from ctrnas.space import Arch
+
+    archs = [Arch.from_json(rec.arch) for rec in top]
+    has_val = bool(split_rows(data, "val"))
+    jobs = [(("arch", a), True, f"top-k rank {rank} ({a.key()})") for rank, a in enumerate(archs)]
+    # baselines keep their weights too: one is exported when no candidate is usable
+    jobs += [(("baseline", n), True, f"baseline {n}") for n in recipe.final.baselines]
+    jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
+    with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex:
+        results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
+        candidates, best_rank, best_state = [], None, None
+        for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
+            _, r = next(results)  # only the best model's weights are held, as the serial path does
+            rec = top[rank]
+            cand = judge(TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], rec.params, rec.flops,
+                                      r["seconds"], score=rec.value, history_index=rec.index,
+                                      diverged=r["diverged"]), data, has_val)
+            candidates.append(cand)
+            if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
+                if best_rank is not None:
+                    drop(folders[best_rank])
+                best_rank, best_state = rank, _state(r, folders[rank])
+            else:
+                drop(folders[rank])
+            del r
+        baselines, base_models = [], {}
+        for name in recipe.final.baselines:
+            _, r = next(results)
+            baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
+                                                math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
+            if candidates[best_rank].status != "ok":
+                model = job_model(quiet, data, template, ("baseline", name))
+                model.load_state_dict(_state(r, folders[len(top) + len(baselines) - 1]))
+                base_models[len(baselines) - 1] = model
+            else:
+                drop(folders[len(top) + len(baselines) - 1])
+    best_model = _arch_model(recipe, template, candidates[best_rank].arch)
+    best_model.load_state_dict(best_state)
+    # as the serial trainer leaves it, so model.pt is the same object either way
+    best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
+    return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None)
+
+
+def _state(result: dict, folder):
+    """The weights a worker sent back; none came for a training finished in an earlier run whose checkpoint
+    was dropped as not needed, which the stage's order of decisions rules out for the ones it needs."""
+    if result["state"] is None:
+        folder.need_checkpoint()  # raises, naming the folder
+    return _unpack(result["state"])

@@ -1,0 +1,13 @@
+"""Stand-ins for a final-stage job's resume folder; module-level so a spawned training worker can import them."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+
+class KilledFolder:
+    """A job folder whose first look ends the worker process with SIGKILL, as the out-of-memory killer would."""
+
+    def result(self):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,173 @@
+"""Before the final stage starts N training workers it estimates one model's memory and starts fewer, trains in
+its own process, or stops with a clear error when they would not fit; a worker killed by a signal is reported
+with the job it ran."""
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ctrnas.errors import NotEnoughMemory, RecipeError, WorkerDied
+from ctrnas.pipeline import final_memory
+from ctrnas.pipeline.final_memory import (GIB, WORKER_BYTES, cgroup_room, fit_workers, job_sizes,
+                                          model_size, tiny_schema, workers_that_fit)
+from ctrnas.pipeline.final_train import final_template
+from ctrnas.pipeline.results import DataResult
+from ctrnas.recipe import recipe_from_dict
+from ctrnas.supernet import count_params
+from ctrnas.supernet.stem import EmbeddingStem
+from ctrnas.supernet.testing import make_schema
+from ctrnas.train.baselines.lr import LR
+from ctrnas.train.config import TrainConfig
+from ctrnas.train.normalise import use_layernorm
+
+SPACE = {"base": "nasrec-small", "num_blocks": 2, "dense_dims": [8, 16], "sparse_tokens": [4]}
+MIB = 2**20
+
+
+class Toy(nn.Module):
+    """A 2-wide table per field (not looked up) and logit = l2(relu(l1(dense))): backward needs the dense input
+    (for l1's weight gradient), relu's output (its mask, and l2's input), the logits and the labels (log loss)."""
+
+    def __init__(self, schema, hidden=5):
+        super().__init__()
+        self.stem = EmbeddingStem(schema, dim=2)
+        self.l1, self.l2 = nn.Linear(schema.dense_dim, hidden), nn.Linear(hidden, 1)
+
+    def forward(self, dense, kjt):
+        return self.l2(torch.relu(self.l1(dense))).squeeze(1)
+
+
+def test_saved_activations_are_the_tensors_backward_needs_per_example():
+    schema = make_schema(n_dense=3, cards=(10, 20, 5))
+    size = model_size(lambda rows: Toy(tiny_schema(schema, rows)), schema, None)
+    assert size.saved_per_example == 4 * (3 + 5 + 1 + 1)  # dense input, relu output, logit, label (float32)
+    assert size.table_params == 2 * (10 + 20 + 5) and size.row_width == 2 and size.fields == 3
+    assert size.dense_params == (3 * 5 + 5) + (5 + 1)
+
+
+def test_lr_training_memory_is_the_hand_count():
+    schema = make_schema(n_dense=3, cards=(10, 20, 5))
+    size = model_size(lambda rows: LR(tiny_schema(schema, rows), row_cap=8), schema, 8)
+    # tables of min(cardinality, 8) rows, 1 weight each; dense: 3 weights + the linear's bias + the model's bias
+    assert (size.table_params, size.dense_params, size.row_width) == (8 + 8 + 5, 3 + 1 + 1, 1)
+    act = size.saved_per_example
+    assert act > 0
+    cfg = TrainConfig(batch_size=8, eval_batch_size=32)
+    # weights + one Adagrad sum per table weight; gradient rows of a batch (8 rows x 3 ids x width 1) and
+    # their squares; dense weights, gradients, Adagrad sums; activations of the larger (evaluation) batch
+    assert size.training_bytes(cfg) == 4 * (21 * 2 + 2 * 8 * 3 + 5 * 3) + 32 * act
+    # dense updates: whole-table gradients instead of gradient rows; a training batch larger than evaluation's
+    dense = dataclasses.replace(cfg, embedding_update="dense", batch_size=64)
+    assert size.training_bytes(dense) == 4 * (21 * 3 + 5 * 3) + 128 * act
+    assert size.weight_bytes == 4 * (21 + 5)
+
+
+def _stage(final: dict | None = None, execution: dict | None = None):
+    recipe = recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE, "final": final or {},
+                               **({"execution": execution} if execution else {})})
+    data = DataResult(Path("x"), make_schema(cards=(5000, 7, 300, 11)), {})
+    torch.manual_seed(0)
+    from ctrnas.space import get_space
+
+    archs = [("arch", get_space(recipe.space).sample(np.random.default_rng(i))) for i in range(3)]
+    return recipe, data, final_template(recipe, data, None), archs + [("baseline", "lr")]
+
+
+def test_an_arch_model_counts_its_tables_and_the_analytic_dense_parameters():
+    recipe, data, template, jobs = _stage({"train": {"row_cap": 1000}})
+    sizes = job_sizes(recipe, data, template, jobs)
+    for (kind, arch), size in zip(jobs[:3], sizes):
+        assert size.table_params == (1000 + 7 + 300 + 11) * 16
+        space = template[use_layernorm("auto", arch, True)].space  # final.layernorm auto: by product degree
+        assert size.dense_params == count_params(data.schema, space, arch)
+    assert sizes[3].table_params == 1000 + 7 + 300 + 11 and sizes[3].dense_params == 3 + 1 + 1
+    assert template[False].stem.rows == [1000, 7, 300, 11]  # the estimate left the template's tables alone
+
+
+def _fake_available(monkeypatch, n: int):
+    monkeypatch.setattr(final_memory, "available_memory", lambda: n)
+
+
+def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
+    recipe, data, template, jobs = _stage({"workers": 4})
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
+    sizes = job_sizes(recipe, data, template, jobs)
+    model = max(s.training_bytes(recipe.final_train) for s in sizes)
+    weights = max(s.weight_bytes for s in sizes)
+    held = final_memory.tensor_bytes(*template.values())
+    per_worker, here = WORKER_BYTES + held + model, held + 2 * weights
+    _fake_available(monkeypatch, here + 3 * per_worker + per_worker // 2)
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 3
+    err = capsys.readouterr().err.strip()
+    assert "4 training workers" in err and "training 3 at a time" in err and "\n" not in err
+    _fake_available(monkeypatch, here + per_worker)  # one worker fits: this process trains them instead
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 0
+    assert "one at a time in this process" in capsys.readouterr().err
+    _fake_available(monkeypatch, model // 2)
+    with pytest.raises(NotEnoughMemory, match="training one model needs") as e:
+        workers_that_fit(recipe, data, template, jobs, 4)
+    assert "\n" not in str(e.value)
+
+
+def test_memory_limit_gb_replaces_the_available_memory(monkeypatch):
+    _fake_available(monkeypatch, 1 << 50)
+    recipe, data, template, jobs = _stage({"workers": 2, "memory_limit_gb": 0.0001})
+    with pytest.raises(NotEnoughMemory, match="final.memory_limit_gb"):
+        workers_that_fit(recipe, data, template, jobs, 2)
+    with pytest.raises(RecipeError, match="final.memory_limit_gb"):
+        _stage({"memory_limit_gb": 0})
+
+
+def test_worker_processes_asked_for_by_name_are_kept_down_to_one(monkeypatch):
+    recipe, data, template, jobs = _stage({"workers": 3}, {"backend": "processes"})
+    sizes = job_sizes(recipe, data, template, jobs)
+    model = max(s.training_bytes(recipe.final_train) for s in sizes)
+    held = final_memory.tensor_bytes(*template.values())
+    here = held + 2 * max(s.weight_bytes for s in sizes)
+    _fake_available(monkeypatch, here + WORKER_BYTES + held + model)
+    assert workers_that_fit(recipe, data, template, jobs, 3) == 1
+    _fake_available(monkeypatch, here)
+    with pytest.raises(NotEnoughMemory):
+        workers_that_fit(recipe, data, template, jobs, 3)
+
+
+def test_fit_workers_by_hand():
+    g = GIB
+    # 10 GiB available, each worker 0.5 GiB + 1 template + 2 model = 3.5 GiB, this process 1 + 2 x 0.5 = 2 GiB
+    assert fit_workers(2, 2 * g, g // 2, g, 10 * g, True) == (2, None)
+    n, note = fit_workers(4, 2 * g - WORKER_BYTES, g // 2, g, 10 * g, True)
+    assert n == 2 and "training 2 at a time" in note and "10.0 GiB available" in note
+    assert fit_workers(0, 3 * g, g, g, 4 * g, True) == (0, None)  # in this process: 3 + 1 GiB fit in 4
+    with pytest.raises(NotEnoughMemory, match="~4.0 GiB"):
+        fit_workers(0, 3 * g, g, g, 4 * g - 1, True)
+
+
+def test_a_training_worker_killed_by_a_signal_is_reported_with_its_job():
+    from ctrnas.pipeline.final_workers import training_executor
+    from tests.helpers.final_jobs import KilledFolder
+
+    recipe = recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE,
+                               "execution": {"backend": "processes", "workers": 1}})
+    data = DataResult(Path("x"), make_schema(), {})
+    with training_executor(recipe, data, None, 1, 1) as ex:
+        with pytest.raises(WorkerDied) as e:
+            ex.map([(("baseline", "lr"), False, "baseline lr", KilledFolder())])
+    text = str(e.value)
+    assert "the training of baseline lr" in text and "SIGKILL" in text and "\n" not in text
+
+
+def test_cgroup_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
+    g = GIB
+    (tmp_path / "memory.max").write_text(f"{8 * g}\n")
+    (tmp_path / "memory.current").write_text(f"{3 * g}\n")
+    (tmp_path / "memory.stat").write_text(f"anon {2 * g}\ninactive_file {g}\nactive_file 5\n")
+    assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") == 6 * g
+    (tmp_path / "memory.max").write_text("max\n")  # cgroup v2 without a limit
+    assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") is None
+    (tmp_path / "memory.max").write_text("9223372036854771712\n")  # cgroup v1 without a limit
+    assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") is None
+    assert cgroup_room(tmp_path / "absent", "memory.max", "memory.current", "inactive_file") is None
