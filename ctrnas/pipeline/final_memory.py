@@ -205,9 +205,10 @@ def _gib(n: int) -> str:
 def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) -> int:
     """How many training workers the final stage starts for `jobs` (("arch", Arch) | ("baseline", name)) when
     it asks for `workers`: that many, fewer (saying why on stderr) or 0 (train in this process), after
-    `fit_workers`. Ray actors may run on other machines: their count is kept."""
+    `fit_workers`. Actors of a Ray cluster (`execution.address` set) may run on other machines: their count is
+    kept; a private local Ray's run here and are counted as worker processes."""
     backend, n = recipe.execution.resolve(workers)
-    if backend == "ray":
+    if backend == "ray" and recipe.execution.address is not None:
         return n
     limit = recipe.final.memory_limit_gb
     available = int(limit * GIB) if limit is not None else available_memory()
@@ -215,8 +216,9 @@ def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) ->
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
-    requested = min(n, len(jobs)) if backend == "processes" else 0
-    fit, note = fit_workers(requested, model, weights, held, available, recipe.execution.backend is None)
+    requested = min(n, len(jobs)) if backend != "serial" else 0
+    # workers asked for by name (execution.backend) are not swapped for this process; "serial" is this process
+    fit, note = fit_workers(requested, model, weights, held, available, recipe.execution.backend in (None, "serial"))
     if note:
         print(note, file=sys.stderr)
     return fit

@@ -171,3 +171,27 @@ def test_cgroup_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
     (tmp_path / "memory.max").write_text("9223372036854771712\n")  # cgroup v1 without a limit
     assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") is None
     assert cgroup_room(tmp_path / "absent", "memory.max", "memory.current", "inactive_file") is None
+
+
+def test_a_serial_backend_trains_in_this_process_when_the_model_fits(monkeypatch):
+    recipe, data, template, jobs = _stage({"workers": 4}, {"backend": "serial"})
+    sizes = job_sizes(recipe, data, template, jobs)
+    model = max(s.training_bytes(recipe.final_train) for s in sizes)
+    weights = max(s.weight_bytes for s in sizes)
+    _fake_available(monkeypatch, model + weights)  # one model with the best one's weights, nothing more
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 0
+    _fake_available(monkeypatch, model + weights - 1)
+    with pytest.raises(NotEnoughMemory, match="training one model needs"):
+        workers_that_fit(recipe, data, template, jobs, 4)
+
+
+def test_a_private_local_ray_is_counted_as_worker_processes_a_cluster_is_not(monkeypatch):
+    recipe, data, template, jobs = _stage({"workers": 3}, {"backend": "ray"})
+    sizes = job_sizes(recipe, data, template, jobs)
+    model = max(s.training_bytes(recipe.final_train) for s in sizes)
+    held = final_memory.tensor_bytes(*template.values())
+    here = held + 2 * max(s.weight_bytes for s in sizes)
+    _fake_available(monkeypatch, here + 2 * (WORKER_BYTES + held + model))
+    assert workers_that_fit(recipe, data, template, jobs, 3) == 2  # its actors run on this machine
+    cluster, *_ = _stage({"workers": 3}, {"backend": "ray", "address": "auto"})
+    assert workers_that_fit(cluster, data, template, jobs, 3) == 3  # they may run on other machines
