@@ -122,13 +122,14 @@ def available_memory() -> int:
     return min(room, cgroup) if cgroup is not None else room
 
 
-def _cgroup_room() -> int | None:
-    """Room left under the lowest cgroup memory limit over this process (v2 or v1), or None without one."""
+def _cgroup_room(own: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
+    """Room left under the lowest cgroup memory limit over this process (v2 or v1), or None without one: its
+    own cgroup's and every parent's up to the mount root (a container's own cgroup is often mounted there)."""
     from pathlib import Path
 
-    root = Path("/sys/fs/cgroup")
+    root = Path(root)
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = Path(own).read_text().splitlines()
     except OSError:
         return None
     rooms = []
@@ -140,8 +141,8 @@ def _cgroup_room() -> int | None:
             base, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
         else:
             continue
-        # inside a container the process's own cgroup folder is often mounted as the root
-        rooms += [cgroup_room(folder, *files) for folder in (base / path.lstrip("/"), base)]
+        parts = [] if ".." in path.split("/") else [p for p in path.split("/") if p]  # "..": outside this view
+        rooms += [cgroup_room(base.joinpath(*parts[:i]), *files) for i in range(len(parts), -1, -1)]
     rooms = [r for r in rooms if r is not None]
     return min(rooms) if rooms else None
 

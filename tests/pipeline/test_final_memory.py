@@ -195,3 +195,26 @@ def test_a_private_local_ray_is_counted_as_worker_processes_a_cluster_is_not(mon
     assert workers_that_fit(recipe, data, template, jobs, 3) == 2  # its actors run on this machine
     cluster, *_ = _stage({"workers": 3}, {"backend": "ray", "address": "auto"})
     assert workers_that_fit(cluster, data, template, jobs, 3) == 3  # they may run on other machines
+
+
+def _limit(folder, limit, usage, names=("memory.max", "memory.current")):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / names[0]).write_text(f"{limit}\n")
+    (folder / names[1]).write_text(f"{usage}\n")
+
+
+def test_cgroup_room_is_the_lowest_over_the_process_cgroup_and_its_parents(tmp_path):
+    g = GIB
+    own, root = tmp_path / "cgroup", tmp_path / "fs"
+    own.write_text("0::/user.slice/user-1000.slice/session-1.scope\n")
+    _limit(root / "user.slice/user-1000.slice/session-1.scope", "max", 5 * g)  # no limit of its own
+    _limit(root / "user.slice/user-1000.slice", 6 * g, 5 * g)  # a parent's: 1 GiB left
+    _limit(root / "user.slice", 64 * g, 10 * g)
+    assert final_memory._cgroup_room(own, root) == g
+    # cgroup v1 in a container whose own cgroup is mounted at the root: /docker/<id> is not there, the root is
+    own.write_text("12:cpu,cpuacct:/docker/abc\n5:memory:/docker/abc\n")
+    _limit(root / "memory", 2 * g, g // 2, ("memory.limit_in_bytes", "memory.usage_in_bytes"))
+    assert final_memory._cgroup_room(own, root) == 3 * g // 2
+    own.write_text("0::/\n")
+    (root / "memory.max").write_text("max\n")
+    assert final_memory._cgroup_room(own, root) is None
