@@ -92,14 +92,20 @@ def _fake_available(monkeypatch, n: int):
     monkeypatch.setattr(final_memory, "available_memory", lambda: n)
 
 
-def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
-    recipe, data, template, jobs = _stage({"workers": 4})
-    assert workers_that_fit(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
+def _counts(recipe, data, template, jobs) -> tuple[int, int, int, int]:
+    """(one model's training bytes, its weights, one worker's bytes, this process's bytes beside the workers),
+    from the stage's own sizes as the docstring of `fit_workers` counts them."""
     sizes = job_sizes(recipe, data, template, jobs)
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = final_memory.tensor_bytes(*template.values())
-    per_worker, here = WORKER_BYTES + held + model, held + 2 * weights
+    return model, weights, WORKER_BYTES + held + model, held + 2 * weights
+
+
+def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
+    recipe, data, template, jobs = _stage({"workers": 4})
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
+    model, _, per_worker, here = _counts(recipe, data, template, jobs)
     _fake_available(monkeypatch, here + 3 * per_worker + per_worker // 2)
     assert workers_that_fit(recipe, data, template, jobs, 4) == 3
     err = capsys.readouterr().err.strip()
@@ -124,11 +130,8 @@ def test_memory_limit_gb_replaces_the_available_memory(monkeypatch):
 
 def test_worker_processes_asked_for_by_name_are_kept_down_to_one(monkeypatch):
     recipe, data, template, jobs = _stage({"workers": 3}, {"backend": "processes"})
-    sizes = job_sizes(recipe, data, template, jobs)
-    model = max(s.training_bytes(recipe.final_train) for s in sizes)
-    held = final_memory.tensor_bytes(*template.values())
-    here = held + 2 * max(s.weight_bytes for s in sizes)
-    _fake_available(monkeypatch, here + WORKER_BYTES + held + model)
+    _, _, per_worker, here = _counts(recipe, data, template, jobs)
+    _fake_available(monkeypatch, here + per_worker)
     assert workers_that_fit(recipe, data, template, jobs, 3) == 1
     _fake_available(monkeypatch, here)
     with pytest.raises(NotEnoughMemory):
@@ -175,9 +178,7 @@ def test_cgroup_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
 
 def test_a_serial_backend_trains_in_this_process_when_the_model_fits(monkeypatch):
     recipe, data, template, jobs = _stage({"workers": 4}, {"backend": "serial"})
-    sizes = job_sizes(recipe, data, template, jobs)
-    model = max(s.training_bytes(recipe.final_train) for s in sizes)
-    weights = max(s.weight_bytes for s in sizes)
+    model, weights, _, _ = _counts(recipe, data, template, jobs)
     _fake_available(monkeypatch, model + weights)  # one model with the best one's weights, nothing more
     assert workers_that_fit(recipe, data, template, jobs, 4) == 0
     _fake_available(monkeypatch, model + weights - 1)
@@ -187,11 +188,8 @@ def test_a_serial_backend_trains_in_this_process_when_the_model_fits(monkeypatch
 
 def test_a_private_local_ray_is_counted_as_worker_processes_a_cluster_is_not(monkeypatch):
     recipe, data, template, jobs = _stage({"workers": 3}, {"backend": "ray"})
-    sizes = job_sizes(recipe, data, template, jobs)
-    model = max(s.training_bytes(recipe.final_train) for s in sizes)
-    held = final_memory.tensor_bytes(*template.values())
-    here = held + 2 * max(s.weight_bytes for s in sizes)
-    _fake_available(monkeypatch, here + 2 * (WORKER_BYTES + held + model))
+    _, _, per_worker, here = _counts(recipe, data, template, jobs)
+    _fake_available(monkeypatch, here + 2 * per_worker)
     assert workers_that_fit(recipe, data, template, jobs, 3) == 2  # its actors run on this machine
     cluster, *_ = _stage({"workers": 3}, {"backend": "ray", "address": "auto"})
     assert workers_that_fit(cluster, data, template, jobs, 3) == 3  # they may run on other machines
