@@ -211,8 +211,7 @@ def main() -> int:
     text = report(args)
     print(text)
     if args.section:
-        _results.write_section(Path(args.section), text) if hasattr(_results, "write_section") else \
-            Path(args.section).write_text(text + "\n")
+        _results._atomic_write(Path(args.section), text + "\n")
     return 0
 
 
