@@ -216,3 +216,15 @@ def test_cgroup_room_is_the_lowest_over_the_process_cgroup_and_its_parents(tmp_p
     own.write_text("0::/\n")
     (root / "memory.max").write_text("max\n")
     assert final_memory._cgroup_room(own, root) is None
+
+
+def test_workers_and_the_memory_limit_leave_a_resumed_final_stage_its_finished_trainings():
+    from ctrnas.pipeline.final_resume import fingerprint
+
+    data = DataResult(Path("x"), make_schema(), {"splits": {"train": {"rows": 10, "ctr": 0.5}}})
+
+    def fp(**final):
+        return fingerprint(recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE, "final": final}), data)
+
+    assert fp() == fp(workers=3, memory_limit_gb=2.5)  # how many at once, not what is trained
+    assert fp() != fp(train_rows=512)
