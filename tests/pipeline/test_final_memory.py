@@ -104,7 +104,8 @@ def _counts(recipe, data, template, jobs) -> tuple[int, int, int, int]:
 
 def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
     recipe, data, template, jobs = _stage({"workers": 4})
-    assert workers_that_fit(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
+    _fake_available(monkeypatch, 64 * GIB)  # room for 4 tiny models, on any machine the tests run on
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 4
     model, _, per_worker, here = _counts(recipe, data, template, jobs)
     _fake_available(monkeypatch, here + 3 * per_worker + per_worker // 2)
     assert workers_that_fit(recipe, data, template, jobs, 4) == 3
@@ -117,6 +118,12 @@ def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, 
     with pytest.raises(NotEnoughMemory, match="training one model needs") as e:
         workers_that_fit(recipe, data, template, jobs, 4)
     assert "\n" not in str(e.value)
+
+
+def test_available_memory_is_at_most_what_the_machine_has():
+    import psutil
+
+    assert 0 < final_memory.available_memory() <= psutil.virtual_memory().total
 
 
 def test_memory_limit_gb_replaces_the_available_memory(monkeypatch):
