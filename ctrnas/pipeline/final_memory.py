@@ -4,7 +4,9 @@ A training worker holds the final template (the supernet the top-k are exported 
 one model in training: its embedding tables with one Adagrad sum per weight (Adagrad is the trainer's only
 optimizer), the gradient rows of one batch, the dense weights with their gradients and Adagrad sums, and the
 activations of one batch. The stage's own process holds the packed template it ships to the workers and the
-weights of the best model so far. What depends on the model is counted on the model itself, built on a copy
+weights of the best model so far. The template travels as bytes, so while a worker starts it holds two copies
+(the bytes received, then the tensors unpacked from them) and the stage's process one more (the message it
+sends; `tests/pipeline/test_final_memory.py` measures the worker's). What depends on the model is counted on the model itself, built on a copy
 of the schema whose tables have one or two rows (exported from the template with its stem swapped for a tiny
 one), so no full-size table, and no second template, is allocated to estimate it.
 """
@@ -172,11 +174,13 @@ def cgroup_room(folder, limit_file: str, usage_file: str, cache_key: str) -> int
 def fit_workers(requested: int, model: int, weights: int, template: int, available: int,
                 may_run_here: bool) -> tuple[int, str | None]:
     """(workers to start, a one-line note when fewer than `requested`) for `requested` training workers, each
-    needing `WORKER_BYTES + template + model` bytes, beside this process's packed template and up to two
-    models' `weights` (one arriving, the best so far). 0 workers: train in this process (allowed when
-    `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even that fits."""
-    per_worker = WORKER_BYTES + template + model
-    here = template + 2 * weights
+    needing `WORKER_BYTES + template + max(model, template)` bytes (a model in training, or the second copy of
+    the template while it starts), beside this process's packed template and the larger of the message that
+    ships it and two models' `weights` (one arriving, the best so far). 0 workers: train in this process
+    (allowed when `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even
+    that fits."""
+    per_worker = WORKER_BYTES + template + max(model, template)
+    here = template + max(template, 2 * weights)
     fit = max((available - here) // per_worker, 0) if requested > 0 else 0
     if requested > 0 and fit >= requested:
         return requested, None

@@ -11,3 +11,9 @@ class KilledFolder:
 
     def result(self):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def peak_rss_mib(context, job) -> int:
+    """A training worker's peak RSS (VmHWM, Linux) in MiB, once its context is built."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmHWM"))

@@ -99,7 +99,7 @@ def _counts(recipe, data, template, jobs) -> tuple[int, int, int, int]:
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = final_memory.tensor_bytes(*template.values())
-    return model, weights, WORKER_BYTES + held + model, held + 2 * weights
+    return model, weights, WORKER_BYTES + held + max(model, held), held + max(held, 2 * weights)
 
 
 def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
@@ -235,3 +235,24 @@ def test_workers_and_the_memory_limit_leave_a_resumed_final_stage_its_finished_t
 
     assert fp() == fp(workers=3, memory_limit_gb=2.5)  # how many at once, not what is trained
     assert fp() != fp(train_rows=512)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS read from /proc (Linux)")
+def test_a_starting_worker_holds_the_shipped_template_twice_as_the_estimate_counts():
+    from ctrnas.execution.processes import ProcessExecutor
+    from ctrnas.pipeline.final_workers import _pack, _setup_training
+    from tests.helpers.final_jobs import peak_rss_mib
+
+    def peak(template) -> int:
+        with ProcessExecutor(peak_rss_mib, (None, None, _pack(template)), workers=1, setup=_setup_training) as ex:
+            return ex.map([0])[0]
+
+    size = 128  # MiB
+    extra = peak(torch.ones(size * MIB // 4)) - peak(torch.ones(1))
+    assert 1.9 * size <= extra <= 2.1 * size  # the bytes received, then the tensors unpacked from them
+    # so a worker counts two templates even with a model smaller than one (1 GiB template, 0.25 GiB model:
+    # 0.5 + 1 + 1 GiB), and this process its packed template and the message that ships it (2 GiB)
+    g = GIB
+    assert fit_workers(1, g // 4, g // 8, g, WORKER_BYTES + 4 * g, False) == (1, None)
+    with pytest.raises(NotEnoughMemory, match="~4.5 GiB"):
+        fit_workers(1, g // 4, g // 8, g, WORKER_BYTES + 4 * g - 1, False)
