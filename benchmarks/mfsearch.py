@@ -1,8 +1,7 @@
-"""The multi-fidelity search against every baseline at a stated compute budget (issue 16), for
-benchmarks/RESULTS.md.
+"""The multi-fidelity search against every baseline at a stated compute budget, for benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/mfsearch.py --rows 300000 --workers 2       # ~1 h of 2 idle CPU cores
-    .venv/bin/python benchmarks/mfsearch.py --rows 1000000 --workers 15     # the issue's size: a 16-core box
+    .venv/bin/python benchmarks/mfsearch.py --rows 1000000 --workers 15     # the full size: a 16-core box
     .venv/bin/python benchmarks/mfsearch.py --rows 300000 --report-only     # rebuild the section
 
 What it runs (each part saves benchmarks/out/mfsearch/<rows>k/<part>.json; a re-run resumes):
