@@ -1,4 +1,5 @@
-"""Stand-ins for a final-stage job's resume folder; module-level so a spawned training worker can import them."""
+"""Stand-ins for a final-stage job (its resume folder, a job reporting its worker's peak RSS); module-level so a
+spawned training worker can import them."""
 
 from __future__ import annotations
 
