@@ -1,8 +1,7 @@
-"""The multi-fidelity search against every baseline at a stated compute budget (issue 16), for
-benchmarks/RESULTS.md.
+"""The multi-fidelity search against every baseline at a stated compute budget, for benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/mfsearch.py --rows 300000 --workers 2       # ~1 h of 2 idle CPU cores
-    .venv/bin/python benchmarks/mfsearch.py --rows 1000000 --workers 15     # the issue's size: a 16-core box
+    .venv/bin/python benchmarks/mfsearch.py --rows 1000000 --workers 15     # the full size: a 16-core box
     .venv/bin/python benchmarks/mfsearch.py --rows 300000 --report-only     # rebuild the section
 
 What it runs (each part saves benchmarks/out/mfsearch/<rows>k/<part>.json; a re-run resumes):
@@ -215,8 +214,7 @@ def main() -> int:
     text = report(args)
     print(text)
     if args.section:
-        _results.write_section(Path(args.section), text) if hasattr(_results, "write_section") else \
-            Path(args.section).write_text(text + "\n")
+        _results._atomic_write(Path(args.section), text + "\n")
     return 0
 
 

@@ -179,7 +179,8 @@ def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows
 
 
 def train_config(recipe_path: str | Path | None = None, **overrides):
-    """TrainConfig from a YAML file (its `train:` section or top level) with the non-None `overrides`."""
+    """TrainConfig from a YAML file (its `train:` section or top level) with the non-None `overrides`;
+    `final=True`: a run's recipe gives its final stage's settings (`final.train` over `train`)."""
     from ctrnas.pipeline.tasks import train_config as _train_config
 
     return _train_config(recipe_path, **overrides)

@@ -44,3 +44,11 @@ def test_raw_results_are_strict_json(tmp_path):
     mod.save(tmp_path, "r", {"a": float("nan"), "b": [float("inf"), 1.5], "c": 2})
     assert json.loads((tmp_path / "r.json").read_text()) == {"a": None, "b": ["inf", 1.5], "c": 2}
     assert mod.load(tmp_path, "r")["c"] == 2 and mod.load(tmp_path, "missing") is None
+
+
+def test_every_section_a_benchmark_script_writes_has_a_place_in_the_assembly():
+    import re
+
+    named = {m for p in BENCH.glob("*.py") for m in re.findall(r"sections/(\w+)\.md", p.read_text())}
+    assert "mfsearch" in named  # the pattern finds what the scripts write
+    assert named <= set(_results_module().SECTIONS), named - set(_results_module().SECTIONS)

@@ -4,7 +4,9 @@ A training worker holds the final template (the supernet the top-k are exported 
 one model in training: its embedding tables with one Adagrad sum per weight (Adagrad is the trainer's only
 optimizer), the gradient rows of one batch, the dense weights with their gradients and Adagrad sums, and the
 activations of one batch. The stage's own process holds the packed template it ships to the workers and the
-weights of the best model so far. What depends on the model is counted on the model itself, built on a copy
+weights of the best model so far. The template travels as bytes, so while a worker starts it holds two copies
+(the bytes received, then the tensors unpacked from them) and the stage's process one more (the message it
+sends; `tests/pipeline/test_final_memory.py` measures the worker's). What depends on the model is counted on the model itself, built on a copy
 of the schema whose tables have one or two rows (exported from the template with its stem swapped for a tiny
 one), so no full-size table, and no second template, is allocated to estimate it.
 """
@@ -122,13 +124,14 @@ def available_memory() -> int:
     return min(room, cgroup) if cgroup is not None else room
 
 
-def _cgroup_room() -> int | None:
-    """Room left under the lowest cgroup memory limit over this process (v2 or v1), or None without one."""
+def _cgroup_room(own: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
+    """Room left under the lowest cgroup memory limit over this process (v2 or v1), or None without one: its
+    own cgroup's and every parent's up to the mount root (a container's own cgroup is often mounted there)."""
     from pathlib import Path
 
-    root = Path("/sys/fs/cgroup")
+    root = Path(root)
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = Path(own).read_text().splitlines()
     except OSError:
         return None
     rooms = []
@@ -140,8 +143,8 @@ def _cgroup_room() -> int | None:
             base, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
         else:
             continue
-        # inside a container the process's own cgroup folder is often mounted as the root
-        rooms += [cgroup_room(folder, *files) for folder in (base / path.lstrip("/"), base)]
+        parts = [] if ".." in path.split("/") else [p for p in path.split("/") if p]  # "..": outside this view
+        rooms += [cgroup_room(base.joinpath(*parts[:i]), *files) for i in range(len(parts), -1, -1)]
     rooms = [r for r in rooms if r is not None]
     return min(rooms) if rooms else None
 
@@ -171,11 +174,13 @@ def cgroup_room(folder, limit_file: str, usage_file: str, cache_key: str) -> int
 def fit_workers(requested: int, model: int, weights: int, template: int, available: int,
                 may_run_here: bool) -> tuple[int, str | None]:
     """(workers to start, a one-line note when fewer than `requested`) for `requested` training workers, each
-    needing `WORKER_BYTES + template + model` bytes, beside this process's packed template and up to two
-    models' `weights` (one arriving, the best so far). 0 workers: train in this process (allowed when
-    `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even that fits."""
-    per_worker = WORKER_BYTES + template + model
-    here = template + 2 * weights
+    needing `WORKER_BYTES + template + max(model, template)` bytes (a model in training, or the second copy of
+    the template while it starts), beside this process's packed template and the larger of the message that
+    ships it and two models' `weights` (one arriving, the best so far). 0 workers: train in this process
+    (allowed when `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even
+    that fits."""
+    per_worker = WORKER_BYTES + template + max(model, template)
+    here = template + max(template, 2 * weights)
     fit = max((available - here) // per_worker, 0) if requested > 0 else 0
     if requested > 0 and fit >= requested:
         return requested, None
@@ -205,9 +210,10 @@ def _gib(n: int) -> str:
 def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) -> int:
     """How many training workers the final stage starts for `jobs` (("arch", Arch) | ("baseline", name)) when
     it asks for `workers`: that many, fewer (saying why on stderr) or 0 (train in this process), after
-    `fit_workers`. Ray actors may run on other machines: their count is kept."""
+    `fit_workers`. Actors of a Ray cluster (`execution.address` set) may run on other machines: their count is
+    kept; a private local Ray's run here and are counted as worker processes."""
     backend, n = recipe.execution.resolve(workers)
-    if backend == "ray":
+    if backend == "ray" and recipe.execution.address is not None:
         return n
     limit = recipe.final.memory_limit_gb
     available = int(limit * GIB) if limit is not None else available_memory()
@@ -215,8 +221,9 @@ def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) ->
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
-    requested = min(n, len(jobs)) if backend == "processes" else 0
-    fit, note = fit_workers(requested, model, weights, held, available, recipe.execution.backend is None)
+    requested = min(n, len(jobs)) if backend != "serial" else 0
+    # workers asked for by name (execution.backend) are not swapped for this process; "serial" is this process
+    fit, note = fit_workers(requested, model, weights, held, available, recipe.execution.backend in (None, "serial"))
     if note:
         print(note, file=sys.stderr)
     return fit

@@ -199,8 +199,10 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
         model = build_baseline(baseline, data.schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
         name, extra = baseline, {}
     elif arch:
-        space_name = space or (str(recipe) if run is not None else "nasrec-full")
-        space_name = space_name if isinstance(space_name, str) else final.space.name
+        if isinstance(space, str) or space is None and not isinstance(recipe, Recipe):
+            space_name = str(space or recipe or "nasrec-full")  # as given: a name or a file
+        else:  # a SpaceConfig, or a Recipe object whose space it trains in
+            space_name = final.space.name
         model, name, extra = arch_model(arch, data, final, space_name)
     else:
         raise CtrnasError("give a baseline or an architecture to train")

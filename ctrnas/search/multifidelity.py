@@ -48,13 +48,13 @@ class RungConfig:
 
     def __post_init__(self):
         if not 0 < self.keep <= 1:
-            raise RecipeError("search.multifidelity", "rungs.keep", f"expected in (0, 1], got {self.keep}")
+            raise RecipeError("search.multifidelity.rungs", "keep", f"expected in (0, 1], got {self.keep}")
         if self.budget is not None and self.budget < 0:
-            raise RecipeError("search.multifidelity", "rungs.budget", f"expected >= 0 or null, got {self.budget}")
+            raise RecipeError("search.multifidelity.rungs", "budget", f"expected >= 0 or null, got {self.budget}")
         if self.fraction is not None and not 0 < self.fraction <= 1:
-            raise RecipeError("search.multifidelity", "rungs.fraction", f"expected in (0, 1], got {self.fraction}")
+            raise RecipeError("search.multifidelity.rungs", "fraction", f"expected in (0, 1], got {self.fraction}")
         if self.fraction is not None and self.budget is not None:
-            raise RecipeError("search.multifidelity", "rungs.fraction", "give budget or fraction, not both")
+            raise RecipeError("search.multifidelity.rungs", "fraction", "give budget or fraction, not both")
 
 
 def survivors(n: int, keeps: list[float]) -> list[int]:

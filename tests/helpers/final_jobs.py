@@ -1,4 +1,5 @@
-"""Stand-ins for a final-stage job's resume folder; module-level so a spawned training worker can import them."""
+"""Stand-ins for a final-stage job (its resume folder, a job reporting its worker's peak RSS); module-level so a
+spawned training worker can import them."""
 
 from __future__ import annotations
 
@@ -11,3 +12,9 @@ class KilledFolder:
 
     def result(self):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def peak_rss_mib(context, job) -> int:
+    """A training worker's peak RSS (VmHWM, Linux) in MiB, once its context is built."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmHWM"))

@@ -92,14 +92,21 @@ def _fake_available(monkeypatch, n: int):
     monkeypatch.setattr(final_memory, "available_memory", lambda: n)
 
 
-def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
-    recipe, data, template, jobs = _stage({"workers": 4})
-    assert workers_that_fit(recipe, data, template, jobs, 4) == 4  # this box has room for 4 tiny models
+def _counts(recipe, data, template, jobs) -> tuple[int, int, int, int]:
+    """(one model's training bytes, its weights, one worker's bytes, this process's bytes beside the workers),
+    from the stage's own sizes as the docstring of `fit_workers` counts them."""
     sizes = job_sizes(recipe, data, template, jobs)
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = final_memory.tensor_bytes(*template.values())
-    per_worker, here = WORKER_BYTES + held + model, held + 2 * weights
+    return model, weights, WORKER_BYTES + held + max(model, held), held + max(held, 2 * weights)
+
+
+def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, capsys):
+    recipe, data, template, jobs = _stage({"workers": 4})
+    _fake_available(monkeypatch, 64 * GIB)  # room for 4 tiny models, on any machine the tests run on
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 4
+    model, _, per_worker, here = _counts(recipe, data, template, jobs)
     _fake_available(monkeypatch, here + 3 * per_worker + per_worker // 2)
     assert workers_that_fit(recipe, data, template, jobs, 4) == 3
     err = capsys.readouterr().err.strip()
@@ -113,6 +120,12 @@ def test_workers_are_lowered_to_what_fits_with_one_line_saying_why(monkeypatch, 
     assert "\n" not in str(e.value)
 
 
+def test_available_memory_is_at_most_what_the_machine_has():
+    import psutil
+
+    assert 0 < final_memory.available_memory() <= psutil.virtual_memory().total
+
+
 def test_memory_limit_gb_replaces_the_available_memory(monkeypatch):
     _fake_available(monkeypatch, 1 << 50)
     recipe, data, template, jobs = _stage({"workers": 2, "memory_limit_gb": 0.0001})
@@ -124,11 +137,8 @@ def test_memory_limit_gb_replaces_the_available_memory(monkeypatch):
 
 def test_worker_processes_asked_for_by_name_are_kept_down_to_one(monkeypatch):
     recipe, data, template, jobs = _stage({"workers": 3}, {"backend": "processes"})
-    sizes = job_sizes(recipe, data, template, jobs)
-    model = max(s.training_bytes(recipe.final_train) for s in sizes)
-    held = final_memory.tensor_bytes(*template.values())
-    here = held + 2 * max(s.weight_bytes for s in sizes)
-    _fake_available(monkeypatch, here + WORKER_BYTES + held + model)
+    _, _, per_worker, here = _counts(recipe, data, template, jobs)
+    _fake_available(monkeypatch, here + per_worker)
     assert workers_that_fit(recipe, data, template, jobs, 3) == 1
     _fake_available(monkeypatch, here)
     with pytest.raises(NotEnoughMemory):
@@ -171,3 +181,78 @@ def test_cgroup_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
     (tmp_path / "memory.max").write_text("9223372036854771712\n")  # cgroup v1 without a limit
     assert cgroup_room(tmp_path, "memory.max", "memory.current", "inactive_file") is None
     assert cgroup_room(tmp_path / "absent", "memory.max", "memory.current", "inactive_file") is None
+
+
+def test_a_serial_backend_trains_in_this_process_when_the_model_fits(monkeypatch):
+    recipe, data, template, jobs = _stage({"workers": 4}, {"backend": "serial"})
+    model, weights, _, _ = _counts(recipe, data, template, jobs)
+    _fake_available(monkeypatch, model + weights)  # one model with the best one's weights, nothing more
+    assert workers_that_fit(recipe, data, template, jobs, 4) == 0
+    _fake_available(monkeypatch, model + weights - 1)
+    with pytest.raises(NotEnoughMemory, match="training one model needs"):
+        workers_that_fit(recipe, data, template, jobs, 4)
+
+
+def test_a_private_local_ray_is_counted_as_worker_processes_a_cluster_is_not(monkeypatch):
+    recipe, data, template, jobs = _stage({"workers": 3}, {"backend": "ray"})
+    _, _, per_worker, here = _counts(recipe, data, template, jobs)
+    _fake_available(monkeypatch, here + 2 * per_worker)
+    assert workers_that_fit(recipe, data, template, jobs, 3) == 2  # its actors run on this machine
+    cluster, *_ = _stage({"workers": 3}, {"backend": "ray", "address": "auto"})
+    assert workers_that_fit(cluster, data, template, jobs, 3) == 3  # they may run on other machines
+
+
+def _limit(folder, limit, usage, names=("memory.max", "memory.current")):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / names[0]).write_text(f"{limit}\n")
+    (folder / names[1]).write_text(f"{usage}\n")
+
+
+def test_cgroup_room_is_the_lowest_over_the_process_cgroup_and_its_parents(tmp_path):
+    g = GIB
+    own, root = tmp_path / "cgroup", tmp_path / "fs"
+    own.write_text("0::/user.slice/user-1000.slice/session-1.scope\n")
+    _limit(root / "user.slice/user-1000.slice/session-1.scope", "max", 5 * g)  # no limit of its own
+    _limit(root / "user.slice/user-1000.slice", 6 * g, 5 * g)  # a parent's: 1 GiB left
+    _limit(root / "user.slice", 64 * g, 10 * g)
+    assert final_memory._cgroup_room(own, root) == g
+    # cgroup v1 in a container whose own cgroup is mounted at the root: /docker/<id> is not there, the root is
+    own.write_text("12:cpu,cpuacct:/docker/abc\n5:memory:/docker/abc\n")
+    _limit(root / "memory", 2 * g, g // 2, ("memory.limit_in_bytes", "memory.usage_in_bytes"))
+    assert final_memory._cgroup_room(own, root) == 3 * g // 2
+    own.write_text("0::/\n")
+    (root / "memory.max").write_text("max\n")
+    assert final_memory._cgroup_room(own, root) is None
+
+
+def test_workers_and_the_memory_limit_leave_a_resumed_final_stage_its_finished_trainings():
+    from ctrnas.pipeline.final_resume import fingerprint
+
+    data = DataResult(Path("x"), make_schema(), {"splits": {"train": {"rows": 10, "ctr": 0.5}}})
+
+    def fp(**final):
+        return fingerprint(recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE, "final": final}), data)
+
+    assert fp() == fp(workers=3, memory_limit_gb=2.5)  # how many at once, not what is trained
+    assert fp() != fp(train_rows=512)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS read from /proc (Linux)")
+def test_a_starting_worker_holds_the_shipped_template_twice_as_the_estimate_counts():
+    from ctrnas.execution.processes import ProcessExecutor
+    from ctrnas.pipeline.final_workers import _pack, _setup_training
+    from tests.helpers.final_jobs import peak_rss_mib
+
+    def peak(template) -> int:
+        with ProcessExecutor(peak_rss_mib, (None, None, _pack(template)), workers=1, setup=_setup_training) as ex:
+            return ex.map([0])[0]
+
+    size = 128  # MiB
+    extra = peak(torch.ones(size * MIB // 4)) - peak(torch.ones(1))
+    assert 1.9 * size <= extra <= 2.1 * size  # the bytes received, then the tensors unpacked from them
+    # so a worker counts two templates even with a model smaller than one (1 GiB template, 0.25 GiB model:
+    # 0.5 + 1 + 1 GiB), and this process its packed template and the message that ships it (2 GiB)
+    g = GIB
+    assert fit_workers(1, g // 4, g // 8, g, WORKER_BYTES + 4 * g, False) == (1, None)
+    with pytest.raises(NotEnoughMemory, match="~4.5 GiB"):
+        fit_workers(1, g // 4, g // 8, g, WORKER_BYTES + 4 * g - 1, False)

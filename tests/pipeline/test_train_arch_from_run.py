@@ -102,3 +102,18 @@ def test_a_run_arch_checked_against_another_space_points_at_the_runs_recipe(smal
     assert f"pass --space {small_run / 'recipe.yaml'}" in err and str(small_run / "best_arch.json") in err
     assert _train(data_dir, "dcnv2-like", "nasrec-full", tmp_path / "out") == 1
     assert "ctrnas-small and ctrnas-full" in capsys.readouterr().err
+
+
+def test_a_recipe_object_records_its_space_by_name(tests_recipe_path, tests_data, data_dir, tmp_path):
+    import numpy as np
+
+    from ctrnas import api
+    from ctrnas.space import get_space
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "final.train_rows=256",
+                             "final.train.epochs=1", "final.val_rows=256", "final.test_rows=256")
+    arch = get_space(recipe.space).sample(np.random.default_rng(0))
+    (tmp_path / "arch.json").write_text(json.dumps(arch.to_json()))
+    cfg = api.train_config(tests_recipe_path, final=True, epochs=1, progress=False, threads=1)
+    m, _ = api.train_model(data_dir, cfg, arch=tmp_path / "arch.json", out_dir=tmp_path / "t", recipe=recipe)
+    assert m["space"] == recipe.space.name and m["train_rows_used"] == 256

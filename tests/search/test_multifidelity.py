@@ -142,3 +142,19 @@ def test_made_from_the_search_section():
     off = make_strategy(SearchConfig(seed_population=False, evolution=cfg.evolution), SPACE, seed=0,
                         maximize=True, initial=(IntVector(TARGET),))
     assert IntVector(TARGET) not in [c.arch for c in off.ask()][:1]
+
+
+@pytest.mark.parametrize("rung, key", [({"fitness": "short", "keep": 0}, "keep"),
+                                       ({"fitness": "short", "budget": -1}, "budget"),
+                                       ({"fitness": "short", "fraction": 1.5}, "fraction"),
+                                       ({"fitness": "short", "fraction": 0.5, "budget": 9}, "fraction")])
+def test_a_bad_rung_in_a_recipe_names_the_file_and_the_rungs_own_key(rung, key):
+    from ctrnas.errors import RecipeError
+    from ctrnas.recipe import recipe_from_dict
+
+    with pytest.raises(RecipeError) as e:
+        recipe_from_dict({"name": "t", "data": {"path": "x"},
+                          "search": {"multifidelity": {"rungs": [{"fitness": "proxy"}, rung]}}}, source="r.yaml")
+    assert (e.value.source, e.value.key) == ("r.yaml", f"search.multifidelity.rungs[1].{key}")
+    with pytest.raises(RecipeError, match=f"^search.multifidelity.rungs: key '{key}'"):
+        RungConfig(**rung)
