@@ -68,7 +68,10 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     say_resumed(jobs, len(_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
         whats = [("arch", a) for a in archs] + [("baseline", n) for n in recipe.final.baselines]
-        workers = workers_that_fit(recipe, data, template, whats, min(recipe.final.workers, len(whats)))
+        # a resumed stage sizes its workers by the trainings still to run (finished ones are read back)
+        todo = [w for w, job in zip(whats, jobs) if job is None or job.result() is None]
+        n = min(recipe.final.workers, len(whats))
+        workers = workers_that_fit(recipe, data, template, todo, n) if todo else (n if in_workers(recipe, n) else 0)
         if workers:
             return final_in_workers(recipe, with_workers(quiet, workers), data, top, template, out_dir, progress,
                                     t0, jobs)

@@ -249,7 +249,7 @@ def test_a_starting_worker_holds_the_shipped_template_twice_as_the_estimate_coun
 
     size = 128  # MiB
     extra = peak(torch.ones(size * MIB // 4)) - peak(torch.ones(1))
-    assert 1.9 * size <= extra <= 2.1 * size  # the bytes received, then the tensors unpacked from them
+    assert 1.8 * size <= extra <= 2.4 * size  # the bytes received, then the tensors unpacked (RSS: allocator slack)
     # so a worker counts two templates even with a model smaller than one (1 GiB template, 0.25 GiB model:
     # 0.5 + 1 + 1 GiB), and this process its packed template and the message that ships it (2 GiB)
     g = GIB
