@@ -87,11 +87,12 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--data", default=None, help="the demo's data folder if not runs/data/synthetic-criteo-300k")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/out/space-archs"))
+    ap.add_argument("--report-only", action="store_true", help="print the table of what is cached; train nothing")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     jobs = [(m, s, args.data, _file(out, m, s)) for m in args.models for s in args.seeds]
-    todo = [j for j in jobs if not j[3].exists()]
+    todo = [] if args.report_only else [j for j in jobs if not j[3].exists()]
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(todo) or 1))) as ex:
         for r in ex.map(train_one, todo):
             print(f"{r['model']} seed {r['seed']}: test {r['test']:.5f} val {r['val']:.5f} ({r['seconds']:.0f} s)",
@@ -99,10 +100,11 @@ def main() -> int:
     print("| model | dense params | " + " | ".join(f"test / val seed {s}" for s in args.seeds) + " | mean test |")
     print("|---|---|" + "---|" * (len(args.seeds) + 1))
     for m in args.models:
-        rs = [json.loads(j[3].read_text()) for j in jobs if j[0] == m and j[3].exists()]
-        cells = [f"{r['test']:.5f} / {r['val']:.5f}" for r in rs]
-        mean = statistics.mean(r["test"] for r in rs) if rs else float("nan")
-        print(f"| {m} | {rs[0]['dense_params'] if rs else '-'} | " + " | ".join(cells) + f" | {mean:.5f} |")
+        rs = {j[1]: json.loads(j[3].read_text()) for j in jobs if j[0] == m and j[3].exists()}
+        cells = [f"{rs[s]['test']:.5f} / {rs[s]['val']:.5f}" if s in rs else "-" for s in args.seeds]
+        mean = statistics.mean(r["test"] for r in rs.values()) if rs else float("nan")
+        params = next(iter(rs.values()))["dense_params"] if rs else "-"
+        print(f"| {Path(m).stem if m.endswith('.json') else m} | {params} | " + " | ".join(cells) + f" | {mean:.5f} |")
     return 0
 
 

@@ -116,7 +116,6 @@ class SearchSpace:
         return tuple(sorted(int(x) for x in rng.choice(i, size=n, replace=False)))
 
     def _sample_field(self, i: int, name: str, rng: np.random.Generator):
-        c = self.config
         if name in ("dense_idx", "sparse_idx"):
             return self._sample_sources(i, rng)
         if name in ("dense_left_idx", "dense_right_idx"):
@@ -172,7 +171,6 @@ class SearchSpace:
         return MICRO_FIELDS + (("dense_args",) if has_args else ())
 
     def _num_options(self, i: int, name: str) -> int:
-        c = self.config
         if name in ("dense_idx", "sparse_idx"):
             return 2 if i > 1 else 1  # any block past the first has more than one source set
         if name in ("dense_left_idx", "dense_right_idx"):

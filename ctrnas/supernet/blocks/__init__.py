@@ -40,5 +40,5 @@ def op_class(name: str):
 
 check_blocks()
 
-__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "Interaction", "Concat", "NoTokens", "EFC", "Attention", "FM", "Merge",
-           "BLOCKS", "op_class", "check_blocks"]
+__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "Interaction", "Concat", "NoTokens", "EFC", "Attention", "FM",
+           "Merge", "BLOCKS", "op_class", "check_blocks"]
