@@ -145,3 +145,24 @@ def test_dcnv2_stacked_computes_the_stacked_dcnv2():
     assert h.shape[1] == 400
     expected = model.net.head(torch.relu(b[1].dense_op.lin(h))).squeeze(1)
     torch.testing.assert_close(model(dense, kjt), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_dcnv2_like_and_the_baseline_start_from_the_same_weights_under_one_init():
+    """`reinit` draws by sorted parameter name; the two modules list theirs in the same order and shapes, so a
+    fresh `dcnv2-like` and the DCN-v2 baseline re-drawn with the same seed are the same network, weight for
+    weight (which is why they train to the same numbers, benchmarks/RESULTS.md)."""
+    import torch
+
+    from ctrnas.supernet.export import reinit
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    net = Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False))
+    for dense_init in ("nasrec", "torchrec"):
+        model = export(net, baseline_arch("dcnv2-like"), init="fresh", seed=4, embedding_init="torchrec",
+                       dense_init=dense_init)
+        base = reinit(build_baseline("dcnv2", schema), 4, "torchrec", dense_init)
+        mine = [p for _, p in sorted(model.named_parameters())]
+        theirs = [p for _, p in sorted(base.named_parameters())]
+        assert [p.shape for p in mine] == [p.shape for p in theirs]
+        for a, b in zip(mine, theirs):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
