@@ -7,7 +7,8 @@
 On the synthetic Criteo profile, every model trained as the final stage trains (the demo recipe's
 `final:`: 2 epochs ending on the better val epoch, LayerNorms off, all training rows unless --train-rows):
   baselines  the DLRM-like and DCN-v2-like archs (`ctrnas/space/archs/`, exported from the full
-             `ctrnas-small` preset) next to the DLRM and DCN-v2 baselines, each with --seeds training seeds;
+             `ctrnas-small` preset) next to the DLRM and DCN-v2 baselines, and DCN-v2's stacked form
+             (`dcnv2-stacked`), each with --seeds training seeds;
   random     --archs random subnets of `ctrnas-small` and of `nasrec-small`, both cut as the demo recipe cuts
              its space (3 blocks, widths <= 256): best, median and worst test log loss. The NASRec-Small
              subnets are the ranking study's (same recipe seed, same sampler): pass its trained.json with
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import platform
@@ -65,7 +65,8 @@ def part_baselines(args) -> dict:
     data = api.prepare_data(recipe)
     template = final_template(recipe, data)
     cached = _results.load(args.out, "baselines") or {}
-    jobs = [("arch", "dlrm-like"), ("baseline", "dlrm"), ("arch", "dcnv2-like"), ("baseline", "dcnv2")]
+    jobs = [("arch", "dlrm-like"), ("baseline", "dlrm"), ("arch", "dcnv2-like"), ("baseline", "dcnv2"),
+            ("arch", "dcnv2-stacked")]
     for seed in range(args.seeds):
         todo = [j for j in jobs if f"{j[1]}@{seed}" not in cached]
         if not todo:
@@ -124,7 +125,7 @@ def report(args) -> str:
     if base:
         lines += ["| model | params (dense) | " + " | ".join(f"test log loss seed {s}" for s in range(args.seeds))
                   + " | mean |", "|---|---|" + "---|" * (args.seeds + 1)]
-        for what in ("dlrm", "dlrm-like", "dcnv2", "dcnv2-like"):
+        for what in ("dlrm", "dlrm-like", "dcnv2", "dcnv2-like", "dcnv2-stacked"):
             rs = [base.get(f"{what}@{s}") for s in range(args.seeds)]
             losses = [_loss(r) for r in rs if r]
             params = next((r["dense_params"] for r in rs if r), None)

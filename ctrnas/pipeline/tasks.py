@@ -51,9 +51,9 @@ def read_arch(path: str | Path, space=None):
     """The architecture at `path`, a JSON file or a shipped name (`dcnv2-like`, see `ctrnas.space.baselines`),
     checked against `space` when given; errors name the file."""
     from ctrnas.space import Arch
-    from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
+    from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch
 
-    if str(path) in BASELINE_ARCHS and not Path(path).exists():
+    if str(path) in SHIPPED_ARCHS and not Path(path).exists():
         arch = baseline_arch(str(path))
     else:
         data = read_json(path, "architecture")
@@ -79,9 +79,9 @@ def check_arch(path, arch, space) -> None:
 
 def _run_space_hint(arch_path, space) -> str:
     """For an arch file beside a run's recipe.yaml that was checked against another space: how to name it."""
-    from ctrnas.space.baselines import BASELINE_ARCHS
+    from ctrnas.space.baselines import SHIPPED_ARCHS
 
-    if str(arch_path) in BASELINE_ARCHS and not Path(arch_path).exists():
+    if str(arch_path) in SHIPPED_ARCHS and not Path(arch_path).exists():
         return " (the shipped archs fit the ctrnas-small and ctrnas-full spaces)"
     recipe = Path(arch_path).with_name("recipe.yaml")
     if not (Path(arch_path).is_file() and recipe.is_file()):

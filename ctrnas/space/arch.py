@@ -147,10 +147,12 @@ class Arch:
             b = self.blocks[i - 1]
             d = {}
             if need_d:
-                d.update(dense_op=b.dense_op, dense_dim=b.dense_dim, fm=b.fm)
+                spec = op_spec(b.dense_op)
+                d.update(dense_op=b.dense_op, fm=b.fm)
+                if not spec.keeps_width(dict(b.dense_args)):
+                    d.update(dense_dim=b.dense_dim)
                 if b.dense_args:
-                    shaping = op_spec(b.dense_op).shaping
-                    d.update(dense_args=shaping(dict(b.dense_args)) if shaping else dict(b.dense_args))
+                    d.update(dense_args=spec.shaping(dict(b.dense_args)) if spec.shaping else dict(b.dense_args))
                 if is_binary(b.dense_op):
                     d.update(dense_left_idx=b.dense_left_idx, dense_right_idx=b.dense_right_idx)
                 else:

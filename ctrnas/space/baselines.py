@@ -1,10 +1,12 @@
 """Hand-designed CTR models as points of the ctrnas spaces: arch files shipped in `ctrnas/space/archs/`.
 
-`dlrm-like` is DLRM (bottom MLP 64-16, DLRM's interaction, top MLP 256-128) and exports, LayerNorms off as
-the final stage trains, to exactly the parameters of `ctrnas.train.baselines.DLRM`. `dcnv2-like` is DCN-v2's
-stacked form (3 full-rank cross layers over the raw inputs, then 400-400), which has n = dense features +
-fields x E parameters fewer than the parallel `DCNv2` baseline: its output layer does not read the cross
-output beside the deep one. Both fit `ctrnas-small` and `ctrnas-full`.
+`dlrm-like` is DLRM (bottom MLP 64-16, DLRM's interaction, top MLP 256-128) and `dcnv2-like` DCN-v2's
+parallel form (3 full-rank cross layers over the raw inputs, unprojected, beside a 400-400 deep tower; the
+head reads both through `concat`). Exported with LayerNorms off, as the final stage trains them, each has
+exactly the parameters of its baseline module (`ctrnas.train.baselines.DLRM` / `DCNv2`) and, on the same
+weights, the same output. `dcnv2-stacked` is DCN-v2's stacked form (the cross output feeds the deep
+tower), n = dense features + fields x E parameters fewer. All fit `ctrnas-small` and `ctrnas-full`;
+`BASELINE_ARCHS` start a search's population.
 """
 
 from __future__ import annotations
@@ -15,25 +17,26 @@ from ctrnas.errors import ArchValidationError, CtrnasError
 from ctrnas.space.arch import Arch
 
 ARCH_DIR = Path(__file__).with_name("archs")
-BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")
+BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")  # the seeded population: what a user would build by hand
+SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked",)
 
 
 def baseline_arch(name: str) -> Arch:
-    """The shipped arch `name` (one of BASELINE_ARCHS)."""
-    if name not in BASELINE_ARCHS:
-        raise CtrnasError(f"unknown architecture name {name!r} (shipped: {', '.join(BASELINE_ARCHS)})")
+    """The shipped arch `name` (one of SHIPPED_ARCHS)."""
+    if name not in SHIPPED_ARCHS:
+        raise CtrnasError(f"unknown architecture name {name!r} (shipped: {', '.join(SHIPPED_ARCHS)})")
     return Arch.from_json((ARCH_DIR / f"{name}.json").read_text())
 
 
 def load_arch(spec: str | Path) -> Arch:
     """A shipped arch by name (`dcnv2-like`) or an arch JSON file by path."""
-    if str(spec) in BASELINE_ARCHS:
+    if str(spec) in SHIPPED_ARCHS:
         return baseline_arch(str(spec))
     try:
         text = Path(spec).read_text()
     except OSError as e:
         raise CtrnasError(f"{spec}: cannot read architecture ({e.strerror}); shipped names: "
-                          f"{', '.join(BASELINE_ARCHS)}") from None
+                          f"{', '.join(SHIPPED_ARCHS)}") from None
     try:
         return Arch.from_json(text)
     except ArchValidationError as e:

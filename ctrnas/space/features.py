@@ -26,7 +26,7 @@ def arch_features(arch: Arch) -> dict[str, float]:
         if parts.dense:
             first = first or b.dense_op
             add(f"blocks with dense {b.dense_op}")
-            add("total dense width", b.dense_dim)
+            add("total dense width", 0 if op_spec(b.dense_op).keeps_width(dict(b.dense_args)) else b.dense_dim)
             add("blocks with fm", b.fm)
             srcs = (b.dense_left_idx, b.dense_right_idx) if is_binary(b.dense_op) else b.dense_idx
             add("blocks reading the raw dense input", 0 in srcs)

@@ -32,21 +32,41 @@ class OpSpec:
     last_block_only: bool = False
     # Optional: the args that shape the network (e.g. a full-rank cross has no rank), for `Arch.key`.
     shaping: Callable[[dict], dict] | None = None
+    # Dense ops: the output keeps the op's input width (dense inputs, plus the tokens flattened for ops that
+    # read them) instead of the block's `dense_dim`: always (True) or for some args (a rule over them).
+    passthrough: bool | Callable[[dict], bool] = False
 
     def arg_options(self, name: str) -> tuple:
         return dict(self.args)[name]
+
+    def keeps_width(self, args: dict) -> bool:
+        """The dense output is as wide as the op's input (see `passthrough`), not the block's `dense_dim`."""
+        return self.passthrough(args) if callable(self.passthrough) else self.passthrough
 
 
 def _cross_check(block) -> str | None:
     # A full-rank W over a block's max-size input would be n_max^2 weights per layer (about 545M over 3
     # layers at block 7 of NASRec-Full), so full rank is the DCN-v2 setting only: over the raw inputs.
-    if block.arg("form") == "full" and (block.dense_idx != (0,) or block.sparse_idx != (0,)):
+    raw = block.dense_idx == (0,) and block.sparse_idx == (0,)
+    if block.arg("form") == "full" and block.arg("depth") > 0 and not raw:
         return "the full-rank cross reads only the raw inputs (dense_idx and sparse_idx [0])"
+    # The unprojected output x_L is as wide as x0: over the raw inputs that width is known (the supernet
+    # makes room for it), and FM / merge, which take the block's `dense_dim`, do not apply.
+    if block.arg("out") == "raw" and (not raw or block.fm or block.dense_sparse_merge):
+        return "the unprojected cross (out: raw) reads only the raw inputs and takes no FM or merge"
     return None
 
 
 def _cross_shaping(args: dict) -> dict:
+    if args.get("depth") == 0:  # no cross layer: form and rank shape nothing
+        return {k: v for k, v in args.items() if k not in ("form", "rank")}
     return {k: v for k, v in args.items() if not (k == "rank" and args.get("form") == "full")}
+
+
+def _concat_check(block) -> str | None:
+    if block.fm or block.dense_sparse_merge:
+        return "concat has no width of its own for FM or merge to take"
+    return None
 
 
 CROSS_EXPERTS = 4  # experts of the low-rank mixture (DCN-v2's DCN-Mix uses 4)
@@ -57,11 +77,20 @@ _TABLE = (
     OpSpec("gating", "dense", 2, False, "gating", "Linear(left -> w) gate, Linear(w -> d) + LN; w = max(left, right)"),
     OpSpec("dot", "dense", 1, True, "dot",
            "Linear(dense_in -> E), token Linear(tok_in -> K), pairwise dots of K+1, Linear(K(K+1)/2 -> d) + LN"),
+    # `out`: "proj" projects x_L to the block's width (DCN-v2's stacked form, the first deep layer), "raw"
+    # keeps x_L itself (n wide), for a later `concat` beside a deep tower: DCN-v2's parallel form. Depth 0
+    # is no cross layer (x_L = x0): projected, a deep layer over the dense inputs and the tokens flattened,
+    # which DCN-v2's deep tower starts with (NASRec's FC reads no tokens).
     OpSpec("cross", "dense", 1, True, "cross",
            "depth x (full: n^2 + n; low rank r: 2nr + n; mixture: experts (2nr + r^2) + n) + experts n gates, "
-           "then Linear(n -> d) + LN; n = dense_in + tok_in E",
-           args=(("depth", (1, 2, 3)), ("form", ("full", "lowrank", "mixture")), ("rank", (8, 16, 32))),
-           check=_cross_check, shaping=_cross_shaping),
+           "then (out proj) Linear(n -> d) + LN; n = dense_in + tok_in E",
+           args=(("depth", (0, 1, 2, 3)), ("form", ("full", "lowrank", "mixture")), ("rank", (8, 16, 32)),
+                 ("out", ("proj", "raw"))),
+           check=_cross_check, shaping=_cross_shaping, passthrough=lambda a: a.get("out") == "raw"),
+    # The identity over the concatenated dense inputs, in the last block: the head is then one linear layer
+    # over several blocks' outputs, as DCN-v2's parallel form ends (cross output beside the deep output).
+    OpSpec("concat", "dense", 1, False, "concat", "nothing (the head reads the dense inputs side by side)",
+           last_block_only=True, check=_concat_check, passthrough=True),
     # DLRM's interaction (Naumov et al. 2019), which the NASRec Dot-Product is not: the dense input (projected
     # to E unless it is E wide) and the raw embeddings, all pairwise dots, concatenated with the dense vector.
     OpSpec("interaction", "dense", 1, False, "interaction",

@@ -81,11 +81,14 @@ PRESETS = {
     "nasrec-full": SpaceConfig(name="nasrec-full", dense_ops=("fc", "sum", "gating", "dot"),
                                sparse_ops=("efc", "attention")),
     "nasrec-small": SpaceConfig(name="nasrec-small", dense_ops=("fc", "dot"), sparse_ops=("efc",)),
-    # NASRec's spaces plus DCN-v2's Cross, DLRM's interaction and the `none` sparse op, and DCN-v2's hidden
-    # width 400: the ops and width that make DLRM and DCN-v2 points of the space (ctrnas/space/archs/).
-    "ctrnas-small": SpaceConfig(name="ctrnas-small", dense_ops=("fc", "dot", "cross", "interaction"),
+    # NASRec's spaces plus DCN-v2's Cross, DLRM's interaction, `concat` and the `none` sparse op, and
+    # DCN-v2's hidden width 400: the ops and width that make DLRM and DCN-v2 points of the space
+    # (ctrnas/space/archs/).
+    # `concat` (last block only) ends DCN-v2's parallel form.
+    "ctrnas-small": SpaceConfig(name="ctrnas-small", dense_ops=("fc", "dot", "cross", "interaction", "concat"),
                                 sparse_ops=("efc", "none"), dense_dims=CTRNAS_DENSE_DIMS),
-    "ctrnas-full": SpaceConfig(name="ctrnas-full", dense_ops=("fc", "sum", "gating", "dot", "cross", "interaction"),
+    "ctrnas-full": SpaceConfig(name="ctrnas-full",
+                               dense_ops=("fc", "sum", "gating", "dot", "cross", "interaction", "concat"),
                                sparse_ops=("efc", "attention", "none"), dense_dims=CTRNAS_DENSE_DIMS),
 }
 
@@ -113,7 +116,6 @@ class SearchSpace:
         return tuple(sorted(int(x) for x in rng.choice(i, size=n, replace=False)))
 
     def _sample_field(self, i: int, name: str, rng: np.random.Generator):
-        c = self.config
         if name in ("dense_idx", "sparse_idx"):
             return self._sample_sources(i, rng)
         if name in ("dense_left_idx", "dense_right_idx"):
@@ -130,28 +132,36 @@ class SearchSpace:
             options = tuple(o for o in options if not op_spec(o).last_block_only) or options
         return options
 
-    def _sample_args(self, block: BlockChoice, rng: np.random.Generator) -> BlockChoice:
-        """`block` with its dense op's own choices drawn uniformly (none for ops without any).
+    def _sample_args(self, block: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
+        """`block` with its dense op's own choices drawn uniformly (none for ops without any), or None when
+        no choice fits the op's rule (e.g. `concat` with FM on): the caller draws the block again.
 
         Draws again while the op's rule rejects them (e.g. a full-rank Cross off the raw inputs), so a rule
         narrows the options without a draw of its own; ops without choices draw nothing.
         """
         spec = op_spec(block.dense_op)
         if not spec.args:
-            return dataclasses.replace(block, dense_args=())
+            out = dataclasses.replace(block, dense_args=())
+            return out if spec.check is None or spec.check(out) is None else None
         for _ in range(1000):
             args = tuple(sorted((n, opts[int(rng.integers(len(opts)))]) for n, opts in spec.args))
             out = dataclasses.replace(block, dense_args=args)
             if spec.check is None or spec.check(out) is None:
                 return out
-        raise ArchValidationError(None, "dense_args", block.dense_op, "no choice of the op's args fits its rule")
+        return None
 
     def sample(self, rng: np.random.Generator) -> Arch:
         """A random arch: one dense and one sparse op per block, uniform widths, binomial fan-in."""
         blocks = []
         for i in range(1, self.config.num_blocks + 1):
-            b = BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS})
-            blocks.append(self._sample_args(b, rng))
+            for _ in range(1000):
+                b = BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS})
+                b = self._sample_args(b, rng)
+                if b is not None:
+                    break
+            else:
+                raise ArchValidationError(i, "dense_args", self.config.name, "no draw fits the ops' rules")
+            blocks.append(b)
         return Arch(tuple(blocks))
 
     @property
@@ -161,7 +171,6 @@ class SearchSpace:
         return MICRO_FIELDS + (("dense_args",) if has_args else ())
 
     def _num_options(self, i: int, name: str) -> int:
-        c = self.config
         if name in ("dense_idx", "sparse_idx"):
             return 2 if i > 1 else 1  # any block past the first has more than one source set
         if name in ("dense_left_idx", "dense_right_idx"):
@@ -197,6 +206,8 @@ class SearchSpace:
                 new_b = dataclasses.replace(b, **{name: new})
                 if name == "dense_op":
                     new_b = self._sample_args(new_b, rng)  # the new op's own choices
+                    if new_b is None:
+                        continue
             spec = op_spec(new_b.dense_op)
             if spec.check is not None and spec.check(new_b) is not None:
                 continue  # e.g. a new source for a full-rank Cross: draw another mutation

@@ -7,6 +7,7 @@ path of `arch`. The part after the embedding lookup (`DenseNet`) compiles with T
 
 
 import copy
+import math
 from typing import List
 
 import torch
@@ -93,15 +94,24 @@ def _copy_stem(stem: EmbeddingStem) -> EmbeddingStem:
 
 
 EMBEDDING_INITS = ("torchrec", "nasrec")
+DENSE_INITS = ("nasrec", "torchrec")
 
 
 @torch.no_grad()
-def reinit(model: nn.Module, seed: int = 0, embedding_init: str = "nasrec") -> nn.Module:
-    """Fresh NASRec initialisation from `seed`: Xavier-uniform linears (zero bias), unit/zero LayerNorm,
-    Xavier attention projections, and embedding tables Xavier-normal ("nasrec") or, like TorchRec's
-    EmbeddingBagConfig default and the baselines, uniform in +-sqrt(1 / rows) ("torchrec")."""
+def reinit(model: nn.Module, seed: int = 0, embedding_init: str = "nasrec", dense_init: str = "nasrec") -> nn.Module:
+    """Fresh initialisation from `seed`.
+
+    Dense layers ("nasrec", NASRec's): Xavier-uniform linears and cross kernels (zero bias), unit/zero
+    LayerNorm, Xavier attention projections. "torchrec": the baselines' own init, i.e. PyTorch's `nn.Linear`
+    default (Kaiming-uniform with a = sqrt(5), bias uniform in +-1/sqrt(fan_in)), which TorchRec's MLP and
+    DLRM arches keep, and Xavier-normal cross kernels with zero bias as TorchRec's crossnet modules draw.
+    Embedding tables Xavier-normal ("nasrec") or, like TorchRec's EmbeddingBagConfig default and the
+    baselines, uniform in +-sqrt(1 / rows) ("torchrec").
+    """
     if embedding_init not in EMBEDDING_INITS:
         raise ValueError(f"embedding_init must be one of {EMBEDDING_INITS}, got {embedding_init!r}")
+    if dense_init not in DENSE_INITS:
+        raise ValueError(f"dense_init must be one of {DENSE_INITS}, got {dense_init!r}")
     g = torch.Generator().manual_seed(seed)
     for name, p in sorted(model.named_parameters()):
         if "bias" in name.split("."):
@@ -118,17 +128,34 @@ def reinit(model: nn.Module, seed: int = 0, embedding_init: str = "nasrec") -> n
             nn.init.ones_(p)  # LayerNorm scale
         else:
             nn.init.zeros_(p)
+    if dense_init == "torchrec":
+        _torchrec_dense(model, g)
     return model
 
 
+def _torchrec_dense(model: nn.Module, g: torch.Generator) -> None:
+    """Re-draw linears and cross kernels as PyTorch / TorchRec do (see `reinit`); attention keeps its own."""
+    inside_attention = {f"{n}.{c}" for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)
+                        for c, _ in m.named_modules() if c}
+    for name, mod in sorted(model.named_modules()):
+        if isinstance(mod, nn.Linear) and name not in inside_attention:
+            nn.init.kaiming_uniform_(mod.weight, a=math.sqrt(5), generator=g)  # nn.Linear.reset_parameters
+            if mod.bias is not None:
+                bound = 1 / math.sqrt(mod.in_features) if mod.in_features > 0 else 0.0
+                nn.init.uniform_(mod.bias, -bound, bound, generator=g)
+    for name, p in sorted(model.named_parameters()):
+        if name.split(".")[-2].endswith("kernels"):  # TorchRec crossnets' kernels, W/V/U/C_kernels
+            nn.init.xavier_normal_(p, generator=g)
+
+
 def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem: bool = True,
-           embedding_init: str = "nasrec") -> ExportedModel:
+           embedding_init: str = "nasrec", dense_init: str = "nasrec") -> ExportedModel:
     """Standalone copy of subnet `arch`: `init="inherit"` keeps the supernet's weights, `"fresh"` re-draws them.
 
     `copy_stem=False` hands the supernet's embedding stem itself to the model instead of a copy (saves a
     second set of full-size tables when the supernet is discarded right after, as for training from scratch;
-    with `init="fresh"` the supernet's tables are re-drawn too). `embedding_init` picks how `"fresh"` draws
-    the tables (see `reinit`).
+    with `init="fresh"` the supernet's tables are re-drawn too). `embedding_init` and `dense_init` pick how
+    `"fresh"` draws the tables and the other weights (see `reinit`).
     """
     if init not in ("inherit", "fresh"):
         raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
@@ -155,7 +182,7 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
     model = ExportedModel(stem, DenseNet(blocks, head), arch, supernet.space.config,
                           supernet.schema)
     if init == "fresh":
-        reinit(model, seed, embedding_init)
+        reinit(model, seed, embedding_init, dense_init)
     return model
 
 

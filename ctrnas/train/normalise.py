@@ -7,7 +7,10 @@ high degree in the weights and embeddings: a relative change e in early weights 
 degree x e, and Adagrad's first steps (lr 0.12-0.16) are large relative changes, so such models blow up
 within a few steps (benchmarks/RESULTS.md, numerics section). Sigmoid-Gating multiplies by a gate in
 (0, 1) and keeps its right input's degree; FC, Sum and EFC are degree 1 maps; Attention ends in
-LayerNorms (kept even with LayerNorm off) and resets the degree.
+LayerNorms (kept even with LayerNorm off) and resets the degree. DCN-v2's Cross and DLRM's interaction
+count as degree 1 maps on purpose: their papers train them without LayerNorm, and so do the DCN-v2 and
+DLRM baselines here, which the shipped `dcnv2-like` / `dlrm-like` archs must equal (`concat` is the
+identity).
 
 `product_degree` is the degree of the logit in the stem's values (dense features, embeddings), following
 these rules over the live blocks; plain MLP-like subnets have 1, DLRM-like ones 2, products of products 4+.

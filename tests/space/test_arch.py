@@ -1,7 +1,6 @@
 """Arch value type: JSON round trip, stable key, structural validation naming block and field."""
 
 import dataclasses
-import hashlib
 import json
 import subprocess
 import sys

@@ -27,10 +27,13 @@ def test_exported_baseline_archs_have_the_baselines_parameter_counts(space, n_de
     dlrm = export(net, baseline_arch("dlrm-like"), init="fresh")
     assert _n_params(dlrm) == _n_params(build_baseline("dlrm", schema, row_cap=50))
     assert count_params(schema, config, dlrm.arch, include_embeddings=True, row_cap=50) == _n_params(dlrm)
-    # The stacked DCN-v2 has no weights from the cross output to the logit: n fewer than the parallel form.
     dcn = export(net, baseline_arch("dcnv2-like"), init="fresh")
+    assert _n_params(dcn) == _n_params(build_baseline("dcnv2", schema, row_cap=50))
+    assert count_params(schema, config, dcn.arch, include_embeddings=True, row_cap=50) == _n_params(dcn)
+    # The stacked DCN-v2 has no weights from the cross output to the logit: n fewer than the parallel form.
+    stacked = export(net, baseline_arch("dcnv2-stacked"), init="fresh")
     n = n_dense + 16 * len(cards)
-    assert _n_params(dcn) == _n_params(build_baseline("dcnv2", schema, row_cap=50)) - n
+    assert _n_params(stacked) == _n_params(build_baseline("dcnv2", schema, row_cap=50)) - n
 
 
 def test_dlrm_like_is_dlrm_layer_by_layer():
@@ -81,7 +84,44 @@ def test_dlrm_like_computes_dlrm_on_the_same_weights():
     torch.testing.assert_close(model(dense, kjt), base(dense, kjt), atol=1e-5, rtol=1e-5)
 
 
-def test_dcnv2_like_computes_the_stacked_dcnv2():
+def test_dcnv2_like_computes_dcnv2_on_the_same_weights():
+    """The parallel form: the baseline module loaded with the exported weights gives the same logits, and
+    a backward pass the same gradients (so the two train alike from the same start)."""
+    import torch
+
+    from ctrnas.supernet.testing import make_batch
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
+                   baseline_arch("dcnv2-like"), init="fresh", seed=3)
+    base = build_baseline("dcnv2", schema)
+    b = model.net.blocks
+    cross = b[0].dense_op.cross
+    assert isinstance(b[1].dense_op.cross, torch.nn.Identity)  # the deep tower's first layer reads x0
+    pairs = [(base.deep._mlp[0]._linear, b[1].dense_op.proj), (base.deep._mlp[1]._linear, b[2].dense_op.lin),
+             (base.out, model.net.head)]
+    with torch.no_grad():
+        base.stem.load_state_dict(model.stem.state_dict())
+        for l in range(3):
+            cross.bias[l].normal_()  # non-zero, so that the bias layout is checked too
+            base.cross.kernels[l].copy_(cross.kernels[l])
+            base.cross.bias[l].copy_(cross.bias[l])
+        for t, a in pairs:
+            t.weight.copy_(a.weight)
+            t.bias.copy_(a.bias)
+    assert sum(p.numel() for p in base.parameters()) == sum(p.numel() for p in model.parameters())
+    dense, kjt, labels = make_batch(schema, batch=6)
+    y, y_base = model(dense, kjt), base(dense, kjt)
+    torch.testing.assert_close(y, y_base, atol=1e-5, rtol=1e-5)
+    torch.nn.functional.binary_cross_entropy_with_logits(y, labels).backward()
+    torch.nn.functional.binary_cross_entropy_with_logits(y_base, labels).backward()
+    for t, a in pairs:
+        torch.testing.assert_close(a.weight.grad, t.weight.grad, atol=1e-5, rtol=1e-5)
+    for l in range(3):
+        torch.testing.assert_close(cross.kernels[l].grad, base.cross.kernels[l].grad, atol=1e-5, rtol=1e-5)
+
+
+def test_dcnv2_stacked_computes_the_stacked_dcnv2():
     """x0 = [dense | embeddings] -> torchrec CrossNet(3) -> ReLU(Linear 400) -> ReLU(Linear 400) -> logit."""
     import torch
     from torchrec.modules.crossnet import CrossNet
@@ -90,7 +130,7 @@ def test_dcnv2_like_computes_the_stacked_dcnv2():
 
     schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
     model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
-                   baseline_arch("dcnv2-like"), init="fresh", seed=3)
+                   baseline_arch("dcnv2-stacked"), init="fresh", seed=3)
     b = model.net.blocks
     n = 5 + 4 * 16
     cross = CrossNet(n, 3)
@@ -105,3 +145,24 @@ def test_dcnv2_like_computes_the_stacked_dcnv2():
     assert h.shape[1] == 400
     expected = model.net.head(torch.relu(b[1].dense_op.lin(h))).squeeze(1)
     torch.testing.assert_close(model(dense, kjt), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_dcnv2_like_and_the_baseline_start_from_the_same_weights_under_one_init():
+    """`reinit` draws by sorted parameter name; the two modules list theirs in the same order and shapes, so a
+    fresh `dcnv2-like` and the DCN-v2 baseline re-drawn with the same seed are the same network, weight for
+    weight (which is why they train to the same numbers, benchmarks/RESULTS.md)."""
+    import torch
+
+    from ctrnas.supernet.export import reinit
+
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    net = Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False))
+    for dense_init in ("nasrec", "torchrec"):
+        model = export(net, baseline_arch("dcnv2-like"), init="fresh", seed=4, embedding_init="torchrec",
+                       dense_init=dense_init)
+        base = reinit(build_baseline("dcnv2", schema), 4, "torchrec", dense_init)
+        mine = [p for _, p in sorted(model.named_parameters())]
+        theirs = [p for _, p in sorted(base.named_parameters())]
+        assert [p.shape for p in mine] == [p.shape for p in theirs]
+        for a, b in zip(mine, theirs):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)

@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from ctrnas.space import get_space
+from ctrnas.space import get_space, op_spec
 
 N = 3000
 
@@ -31,8 +31,11 @@ def _counts(name: str):
 def test_cross_is_sampled_about_as_often_as_every_other_dense_op(name):
     space, ops, _ = _counts(name)
     assert set(ops) == set(space.config.dense_ops)
-    mean = sum(ops.values()) / len(ops)
-    for op, n in ops.items():
+    last_only = {op for op in ops if op_spec(op).last_block_only}  # `concat`: one block of seven
+    assert last_only == {"concat"} and 0 < ops["concat"] < N
+    everywhere = {op: n for op, n in ops.items() if op not in last_only}
+    mean = sum(everywhere.values()) / len(everywhere)
+    for op, n in everywhere.items():
         assert abs(n - mean) < 0.1 * mean, (op, n, mean)  # uniform up to sampling noise (~2% sd here)
 
 
@@ -41,7 +44,9 @@ def test_dot_first_on_raw_inputs_does_not_dominate_samples():
     share = small["dot on raw inputs"] / N
     # NASRec-Small opens half of its subnets so (two dense ops); with four ops a quarter, no more than any other
     assert share < 0.3
-    assert all(share <= n / N + 0.03 for op, n in small.items() if op not in ("dot", "dot on raw inputs"))
+    # Two shares near 1/4 of N draws differ by sd sqrt(0.5 / N) = 0.013: allow three. (`concat` opens a
+    # subnet only when the last block reads nothing but the raw inputs: rarely.)
+    assert all(share <= n / N + 0.04 for op, n in small.items() if op not in ("dot", "dot on raw inputs", "concat"))
     _, _, paper = _counts("nasrec-small")
     assert paper["dot on raw inputs"] / N > 0.45  # the paper's space as measured, for contrast
 

@@ -105,7 +105,7 @@ def test_cross_path_equals_torchrec_module_on_the_same_weights(i, dcols, tcols, 
             b.normal_()
     dense = torch.randn(5, len(dcols), requires_grad=True)
     sparse = torch.randn(5, len(tcols), DIMS.emb, requires_grad=True)
-    args = {"depth": depth, "form": form, "rank": r or 8}
+    args = {"depth": depth, "form": form, "rank": r or 8, "out": "proj"}
     io = _io(i, dcols, tcols, d, **args)
     y = op(io, OpInput(dense, sparse, None, None, as_index(io.dense_cols), as_index(io.tok_cols)))
 
@@ -142,7 +142,7 @@ def test_scriptable_crossnets_equal_torchrec_forward(cls, base, kw):
     torch.testing.assert_close(torch.jit.script(m)(x), base.forward(m, x), atol=1e-6, rtol=1e-6)
 
 
-TINY = {"dense_ops": ["fc", "dot", "cross", "interaction"], "sparse_ops": ["efc", "none"], "num_blocks": 4,
+TINY = {"dense_ops": ["fc", "dot", "cross", "interaction", "concat"], "sparse_ops": ["efc", "none"], "num_blocks": 4,
         "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5], "merge_tokens": 2}
 
 
@@ -154,13 +154,14 @@ def test_export_equals_supernet_path_for_archs_with_cross():
     dense, kjt, labels = make_batch(schema, batch=8, seed=1)
     rng = np.random.default_rng(0)
     forms = set()
-    for _ in range(40):
+    for _ in range(80):
         arch = space.sample(rng)
         live = [arch.blocks[i - 1] for i, p in arch.live_parts().items() if p.dense]
         cross = [b for b in live if b.dense_op == "cross"]
         if not cross:
             continue
-        forms |= {b.arg("form") for b in cross}
+        forms |= {b.arg("form") for b in cross} | {f"out {b.arg('out')}" for b in cross}
+        forms |= {f"depth {b.arg('depth')}" for b in cross} | {b.dense_op for b in live if b.dense_op == "concat"}
         net.zero_grad(set_to_none=True)
         y = net(dense, kjt, arch)
         model = export(net, arch)
@@ -177,10 +178,10 @@ def test_export_equals_supernet_path_for_archs_with_cross():
         for (n, g), (n2, p) in zip(export(grads, arch).net.named_parameters(), model.net.named_parameters()):
             assert n == n2
             torch.testing.assert_close(p.grad if p.grad is not None else torch.zeros_like(p), g, atol=1e-5, rtol=1e-5)
-    assert forms == {"full", "lowrank", "mixture"}
+    assert forms == {"full", "lowrank", "mixture", "out proj", "out raw", "concat"} | {f"depth {d}" for d in range(4)}
 
 
-def _one_cross_block(form, depth, rank):
+def _one_cross_block(form, depth, rank, out="proj"):
     """F = 3 fields of E = 4 and 2 dense features: x0 is n = 2 + 3 * 4 = 14 wide; output width 5."""
     schema = make_schema(n_dense=2, cards=(10, 20, 30))
     space = get_space({"num_blocks": 1, "dense_ops": ["cross"], "sparse_ops": ["efc"], "dense_dims": [5],
@@ -188,7 +189,7 @@ def _one_cross_block(form, depth, rank):
                        "attention_heads": 1})
     b = BlockChoice(dense_idx=(0,), sparse_idx=(0,), dense_left_idx=0, dense_right_idx=0, dense_op="cross",
                     sparse_op="efc", dense_dim=5, sparse_tokens=2, dense_sparse_merge=False, fm=False,
-                    dense_args=(("depth", depth), ("form", form), ("rank", rank)))
+                    dense_args=(("depth", depth), ("form", form), ("out", out), ("rank", rank)))
     return schema, space, Arch((b,))
 
 
@@ -210,10 +211,25 @@ def test_params_and_flops_of_a_two_layer_low_rank_cross():
     assert count_flops(schema, space, arch) == 2 * (2 * 8 * 14 + 2 * 14 * 8) + REST_F == 1110
 
 
-@pytest.mark.parametrize("form, depth, rank", [("full", 1, 8), ("lowrank", 2, 8), ("mixture", 3, 16)])
-def test_counts_equal_the_exported_torchrec_model(form, depth, rank):
+def test_params_and_flops_of_an_unprojected_cross_and_of_depth_zero():
+    # out raw: x_L (14 wide) goes to the head as it is: no projection, no LN; head (14 + 2 * 4) -> 1
+    schema, space, arch = _one_cross_block("full", 1, 8, out="raw")
+    efc_p, efc_f = 3 * 2 + 2 + 8, 2 * 4 * 3 * 2
+    assert count_params(schema, space, arch) == (14 * 14 + 14) + efc_p + (22 + 1) == 249
+    assert count_flops(schema, space, arch) == 2 * 14 * 14 + efc_f + 2 * 22 == 484
+    # depth 0: no cross layer, whatever the form; the projection 14 -> 5 + LN(5) is a deep layer over x0
+    for form in ("full", "lowrank", "mixture"):
+        schema, space, arch = _one_cross_block(form, 0, 8)
+        assert count_params(schema, space, arch) == (14 * 5 + 5 + 10) + efc_p + 14 == 115
+        assert count_flops(schema, space, arch) == 2 * 14 * 5 + efc_f + 2 * 13 == 214
+
+
+@pytest.mark.parametrize("form, depth, rank, out", [("full", 1, 8, "proj"), ("lowrank", 2, 8, "proj"),
+                                                    ("mixture", 3, 16, "proj"), ("full", 3, 8, "raw"),
+                                                    ("mixture", 2, 8, "raw"), ("mixture", 0, 8, "proj")])
+def test_counts_equal_the_exported_torchrec_model(form, depth, rank, out):
     from torch.utils.flop_counter import FlopCounterMode
-    schema, space, arch = _one_cross_block(form, depth, rank)
+    schema, space, arch = _one_cross_block(form, depth, rank, out)
     torch.manual_seed(0)
     model = export(Supernet(schema, space), arch)
     assert count_params(schema, space, arch) == sum(p.numel() for p in model.net.parameters())
@@ -234,3 +250,18 @@ def test_the_full_supernet_trains_every_cross_form():
         op = blk.dense_ops["cross"]
         assert op.low_w[MAX_DEPTH - 1].grad.abs().sum() > 0 and op.mix_u[MAX_DEPTH - 1].grad.abs().sum() > 0
     assert net.blocks[0].dense_ops["cross"].full_w[0].grad.abs().sum() > 0  # block 1 reads only the raw inputs
+
+
+@pytest.mark.parametrize("form, depth", [("full", 3), ("lowrank", 2), ("mixture", 1), ("lowrank", 0)])
+def test_unprojected_cross_is_the_torchrec_module_output_itself(form, depth):
+    torch.manual_seed(0)
+    op = Cross(DIMS, 1)
+    with torch.no_grad():
+        for b in (op.full_b, op.low_b, op.mix_b):
+            b.normal_()
+    dense, sparse = torch.randn(5, 3), torch.randn(5, 4, DIMS.emb)
+    io = _io(1, range(3), range(4), 6, depth=depth, form=form, rank=8, out="raw")
+    y = op(io, OpInput(dense, sparse, None, None, as_index(io.dense_cols), as_index(io.tok_cols)))
+    x0 = torch.cat([dense, sparse.flatten(1)], dim=1)
+    expected = x0 if depth == 0 else _reference(op, form, depth, 8, _x0_positions(1, range(3), range(4)))(x0)
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)

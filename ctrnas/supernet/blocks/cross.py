@@ -1,8 +1,11 @@
 """Cross: DCN-v2's cross layers (Wang et al. 2021, Eq. 1) over the block's inputs, projected to its width.
 
 x0 = [dense inputs | sparse input tokens flattened] (n wide), x_{l+1} = x0 * (W_l x_l + b_l) + x_l for
-`depth` layers, with W_l full rank (n x n), low rank (U_l V_l^T, rank r) or a mixture of low-rank experts
-(DCN-v2 Eq. 3); then y = ReLU(LN_d(P x_depth + c)), the first deep layer of DCN-v2's stacked form.
+`depth` layers (0: none, x_depth = x0), with W_l full rank (n x n), low rank (U_l V_l^T, rank r) or a
+mixture of low-rank experts (DCN-v2 Eq. 3); then y = ReLU(LN_d(P x_depth + c)), the first deep layer of
+DCN-v2's stacked form (`out: proj`), or y = x_depth itself (`out: raw`, n wide, over the raw inputs only),
+which a `concat` in the last block puts beside a deep tower's output before the head: DCN-v2's parallel
+form, whose deep tower starts with a depth-0 Cross (a deep layer over x0).
 Exported models hold TorchRec's `CrossNet`, `LowRankCrossNet` or `LowRankMixtureCrossNet` (subclassed only
 to script) with the sliced weights.
 
@@ -119,6 +122,8 @@ class Cross(nn.Module):
             out = self._low(x0, cols, a["depth"], a["rank"])
         else:
             out = self._mix(x0, cols, a["depth"], a["rank"])
+        if a and a["out"] == "raw":
+            return out
         return torch.relu(self.ln(self.proj(out, io.dense_dim, cols), io.dense_dim))
 
     @torch.no_grad()
@@ -126,7 +131,9 @@ class Cross(nn.Module):
         a = _args(io)
         cols = x0_cols(self.dims, self.i, x_cols.dense_cols, x_cols.tok_cols, self.proj.weight.device)
         n, depth, r = io.dense_in + io.tok_in * self.dims.emb, a["depth"], a["rank"]
-        if a["form"] == "full":
+        if depth == 0:
+            net = nn.Identity()  # no cross layer: x_L = x0
+        elif a["form"] == "full":
             net = ScriptableCrossNet(n, depth)
             for l in range(depth):
                 net.kernels[l].copy_(self.full_w[l])
@@ -147,6 +154,8 @@ class Cross(nn.Module):
             gates = _take(self.gates, 1, cols)
             for k in range(CROSS_EXPERTS):
                 net.gates[k].weight.copy_(gates[k:k + 1])
+        if a["out"] == "raw":
+            return FixedCross(net, nn.Identity(), nn.Identity(), relu=False)
         return FixedCross(net, self.proj.extract(io.dense_dim, cols), self.ln.extract(io.dense_dim))
 
     @staticmethod
@@ -154,24 +163,26 @@ class Cross(nn.Module):
         n, a = io.dense_in + io.tok_in * dims.emb, _args(io)
         forms = [(a["form"], a["depth"], a.get("rank"))] if a else \
             [("lowrank", MAX_DEPTH, MAX_RANK), ("mixture", MAX_DEPTH, MAX_RANK)]
-        p, f = linear_cost(n, io.dense_dim)
+        raw = bool(a) and a["out"] == "raw"
+        p, f = (0, 0) if raw else linear_cost(n, io.dense_dim)
         for form, depth, r in forms:
             if form == "full":
                 p, f = p + depth * (n * n + n), f + depth * 2 * n * n
             elif form == "lowrank":
                 p, f = p + depth * (2 * n * r + n), f + depth * 4 * n * r
-            else:  # K experts of V (r x n), C (r x r), U (n x r) per layer; K gate rows shared by the layers
+            elif depth > 0:  # K experts of V (r x n), C (r x r), U (n x r) per layer; K gate rows shared
                 k = CROSS_EXPERTS
                 p += depth * (k * (2 * n * r + r * r) + n) + k * n
                 f += depth * k * (4 * n * r + 2 * r * r + 4 * n)  # + gates and the gated sum: 4 n per expert
-        return p + ln_params(io.dense_dim, dims.layernorm), f
+        return p + (0 if raw else ln_params(io.dense_dim, dims.layernorm)), f
 
 
 class FixedCross(nn.Module):
-    def __init__(self, cross: nn.Module, proj: nn.Linear, ln: nn.Module):
+    def __init__(self, cross: nn.Module, proj: nn.Module, ln: nn.Module, relu: bool = True):
         super().__init__()
-        self.cross, self.proj, self.ln = cross, proj, ln
+        self.cross, self.proj, self.ln, self.relu = cross, proj, ln, relu
 
     def forward(self, dense: torch.Tensor, sparse: torch.Tensor, left: torch.Tensor,
                 right: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.ln(self.proj(self.cross(torch.cat([dense, sparse.flatten(1)], dim=1)))))
+        y = self.ln(self.proj(self.cross(torch.cat([dense, sparse.flatten(1)], dim=1))))
+        return torch.relu(y) if self.relu else y
