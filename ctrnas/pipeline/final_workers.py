@@ -106,8 +106,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
-            cand = judge(TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], rec.params, rec.flops,
-                                      r["seconds"], score=rec.value, history_index=rec.index,
+            cand = judge(TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], float(r["dense_params"]),
+                                      rec.flops, r["seconds"], score=rec.value, history_index=rec.index,
                                       diverged=r["diverged"]), data, has_val)
             candidates.append(cand)
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):

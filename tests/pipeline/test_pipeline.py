@@ -123,6 +123,9 @@ def test_final_stage_in_worker_processes_equals_the_serial_run(demo, tmp_path):
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
     assert final.model.stem.sparse_gradients == serial.model.stem.sparse_gradients  # the trainer's table setting
     assert (tmp_path / "model").is_dir()
+    # a candidate's params are the trained model's own (not the supernet's count with its LayerNorms)
+    dense = sum(p.numel() for n, p in serial.model.named_parameters() if "embedding_bags" not in n)
+    assert serial.best.params == final.best.params == dense
 
 
 def test_final_workers_that_do_not_fit_train_in_this_process_or_stop_in_one_line(demo, tmp_path, monkeypatch,
