@@ -16,7 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # pipeline order: data preparation, loading, training, the supernet, proxies, search, vision, scale-out
-SECTIONS = ("prep", "loader", "train", "supernet", "space", "proxies", "search", "numerics", "nb201", "scale")
+SECTIONS = ("prep", "loader", "train", "supernet", "space", "proxies", "search", "rungs", "numerics", "nb201", "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:
