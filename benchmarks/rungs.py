@@ -188,6 +188,33 @@ def table(args) -> tuple[str, list[dict]]:
     return "\n".join(lines), rows
 
 
+def variants_text() -> str:
+    """Each normalised variant against `params` and against its own base proxy after the same warm-up:
+    paired bootstrap differences of Spearman rho with the truth (the same subnets resampled for both)."""
+    from ctrnas.vision.stats import spearman_difference
+
+    done, truth = _results.load(OUT, "rungs") or {"scores": {}}, _truth(0)
+    sc = done["scores"]
+    if "params" not in sc:
+        return ""
+    keys = [k for k in sc["params"] if k in truth]
+    neg = [-truth[k]["test"]["logloss"] for k in keys]
+    col = lambda label: [sc[label][k] for k in keys]  # noqa: E731
+    lines = ["| variant | Δρ vs params [95% CI] (share > 0) | Δρ vs its base proxy [95% CI] (share > 0) |",
+             "|---|---|---|"]
+    for label in sc:
+        name, _, f = label.partition("@")
+        if "_" not in name or not f:
+            continue
+        base = f"{name.split('_')[0]}@{f}"
+        cells = []
+        for other in ("params", base):
+            d, (lo, hi), share = spearman_difference(col(label), col(other), neg)
+            cells.append(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] ({share:.0%})")
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
 def reproducibility() -> str:
     from scipy import stats
 
@@ -222,12 +249,12 @@ def part_halving(args) -> dict:
     s5, s20 = ({k: -done["scores"][r][k] for k in keys} for r in ("short-5%", "short-20%"))
     val = {k: truth[k]["val"]["logloss"] for k in keys}
     test = {k: truth[k]["test"]["logloss"] for k in keys}
-    unit, n = _unit(args), len(keys)
-    c5, c20 = 0.05 * unit / 2 / unit, 0.20 * unit / 2 / unit  # 5% / 20% of the training rows, one epoch
+    n = len(keys)
+    table_rows = {r["rung"]: r for r in table(args)[1]}
+    c5, c20 = table_rows["short-5%"]["fte"], table_rows["short-20%"]["fte"]
     n0 = math.ceil(n * args.keep)
     out = {"n": n, "keep": n0, "oracle": min(test.values()), "median": statistics.median(test.values()),
-           "firsts": {}}
-    table_rows = {r["rung"]: r for r in table(args)[1]}
+           "draws": args.draws, "firsts": {}}
     for label in args.first.split(","):
         if label not in done["scores"]:
             continue
@@ -262,7 +289,7 @@ def halving_text(h: dict) -> str:
              f"{h['median']:.5f}). Ladder: first rung keeps {h['keep']} of {h['n']}, then one epoch on 5% of the "
              "training rows (best half kept), then on 20% (best 2 kept), then the final training of those 2 "
              "(the lower val log loss is the pick). Random first rung: "
-             f"{h['draws'] if 'draws' in h else 1000} seeded draws.", "",
+             f"{h['draws']} seeded draws.", "",
              "| first rung | found test log loss (rank in pool) | FTE | random, same promotions: mean ± sd [5-95%] | "
              "P(random ≤ it) | random at equal FTE (+n at 5%): mean ± sd | P(random ≤ it) |", "|---|---|---|---|---|---|---|"]
     for label, r in h["firsts"].items():
@@ -301,7 +328,8 @@ def report(args) -> str:
              "warm-up on the fraction f of the training rows (0.01 = 2.4k rows = 5 steps; 1 = one epoch). "
              "SiGeo's preset follows the warm-up (zero-shot at 0, RecSys weights 1/1/1 after). `*_mmean`, "
              "`*_emean`, `*_norm`: term 1 averaged over modules, over each module's elements, both.", "",
-             table(args)[0], ""]
+             table(args)[0], "", "Normalised variants, paired bootstrap over the subnets (1000 resamples):", "",
+             variants_text(), ""]
     h = _results.load(OUT, "halving")
     if h:
         lines += ["### What SiGeo contributes as a first rung (offline successive halving over the pool)", "",
