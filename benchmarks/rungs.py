@@ -76,6 +76,13 @@ def part_truth(args) -> dict:
 
 
 PROXIES = ("sigeo", "zico", "sigeo_mmean", "sigeo_emean", "sigeo_norm", "zico_mmean", "zico_emean", "zico_norm")
+# the normalised variants: the base proxy with its `normalise` option (docs/proxies.md, A14)
+NORMALISE = {"mmean": "modules", "emean": "elements", "norm": "both"}
+
+
+def proxy_and_options(name: str) -> tuple[str, dict]:
+    base, _, variant = name.partition("_")
+    return (base, {"normalise": NORMALISE[variant]}) if variant else (name, {})
 
 
 def rung_list(args) -> list[tuple[str, str, float, int]]:
@@ -114,7 +121,8 @@ def part_rungs(args) -> dict:
             done["warmup"][f"{f:g}"] = {"rows": int(w.rows), "seconds": w.seconds}
         rf = warmup_config_for(recipe, f)
         if kind.startswith("proxy:"):
-            fit, _ = make_fitness(rf, data, warm[f], "proxy", proxy=kind[6:], proxy_options={})
+            name, options = proxy_and_options(kind[6:])
+            fit, _ = make_fitness(rf, data, warm[f], "proxy", proxy=name, proxy_options=options)
             sign, budget_of = 1.0, None
         elif kind == "oneshot":
             rf = dataclasses.replace(rf, oneshot=dataclasses.replace(rf.oneshot, finetune_steps=budget))
