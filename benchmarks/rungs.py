@@ -166,7 +166,11 @@ def _cost(args, kind: str, budget: int, unit: int, train_rows: int) -> float:
         return 0.0  # counts weights, reads no rows
     if kind == "short":
         return rung_samples(recipe, RungConfig("short"), max(1, train_rows * budget // 100)) / unit
-    return rung_samples(recipe, RungConfig("proxy" if kind.startswith("proxy") else kind), budget) / unit
+    if kind == "oneshot":  # a fine-tuning sample goes backward through the last layer only: 1/3 of a sample
+        from ctrnas.pipeline import budget as accounting
+
+        return rung_samples(recipe, RungConfig("oneshot"), budget) * getattr(accounting, "FINETUNE_COST", 1 / 3) / unit
+    return rung_samples(recipe, RungConfig("proxy"), budget) / unit
 
 
 def table(args) -> tuple[str, list[dict]]:

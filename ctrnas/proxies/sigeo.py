@@ -112,3 +112,12 @@ class SiGeo(Proxy):
             "warnings": warnings,
         }
         return value, terms, meta
+
+
+@register("sigeo_norm")
+@dataclass(frozen=True)
+class SiGeoNorm(SiGeo):
+    """SiGeo with term 1 averaged over modules and over each module's elements (docs/proxies.md, A14): the one
+    normalised variant that ranked the demo's subnets better than `params` after every warm-up tried."""
+
+    normalise: str = "both"

@@ -43,6 +43,15 @@ def test_sigeo_normalised_changes_term_1_only(ctr, h):
     res = get_proxy("sigeo", preset="warmup_recsys", normalise="both").score(model, batches, h.bce)
     assert res.terms["zico"] == pytest.approx(sum(logs) / len(logs), rel=1e-6)
     assert res.value == pytest.approx(sum(logs) / len(logs) + np_fr(P, gs) - float(np.mean(losses)), rel=1e-6)
+    registered = get_proxy("sigeo_norm", preset="warmup_recsys").score(model, batches, h.bce)
+    assert registered.value == res.value
+
+
+def test_sigeo_norm_gets_the_warmup_preset_in_a_search():
+    from ctrnas.pipeline.ctr_fitness import proxy_options
+
+    assert proxy_options("sigeo_norm", {}, 0.0)["preset"] == "zero_shot"
+    assert proxy_options("sigeo_norm", {}, 0.01)["preset"] == "warmup_recsys"
 
 
 def test_unknown_normalise_is_a_recipe_error(ctr, h):
