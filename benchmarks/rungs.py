@@ -331,7 +331,7 @@ def report(args) -> str:
              f"{how['train']['epochs']} epochs ending on the better val epoch, lr {how['train']['lr']}, batch "
              f"{how['train']['batch_size']}, all training rows, training seed 0; test log loss {loss[0]:.5f} (best) / "
              f"{statistics.median(loss):.5f} (median) / {loss[-1]:.5f} (worst); "
-             f"{sum(v['seconds'] for v in truth.values()) / len(truth):.0f} s per training under the load below. "
+             f"{sum(v['seconds'] for v in truth.values()) / len(truth):.0f} s wall per training under that load. "
              + reproducibility(), "",
              "Correlation of each rung's score (one-shot and short trainings: negated val log loss) with the "
              "negated test log loss of the truth (higher = ranks better), 95% bootstrap intervals over the "
@@ -364,7 +364,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
     ap.add_argument("--keep", type=float, default=0.25, help="halving: share the first rung promotes")
-    ap.add_argument("--first", default="sigeo@0.01,sigeo@0,sigeo@1,params@0,zico@0.01",
+    ap.add_argument("--first", default="sigeo@0.01,sigeo@0,sigeo@1,sigeo_norm@0.01,zico@0.01,params,short-1%,"
+                                       "oneshot-50@1",
                     help="halving: first rungs compared with random")
     ap.add_argument("--draws", type=int, default=1000, help="halving: random first-rung draws")
     ap.add_argument("--only", default="", help="rungs: only the rungs whose label contains this")
