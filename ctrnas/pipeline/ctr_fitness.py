@@ -74,7 +74,7 @@ def proxy_options(name: str, options: dict | None, fraction: float | None) -> di
     """A proxy's options as the search uses them: SiGeo without a `preset` gets the one that fits the warm-up
     (SiGeo App. E: the loss term only carries information once the supernet has been warmed up)."""
     options = dict(options or {})
-    if name == "sigeo" and "preset" not in options:
+    if name in ("sigeo", "sigeo_norm") and "preset" not in options:
         options["preset"] = "zero_shot" if fraction == 0 else "warmup_recsys"
     return options
 

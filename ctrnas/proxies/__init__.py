@@ -7,7 +7,8 @@ loss = cross-entropy). Higher `value` is better for every proxy; `terms` holds t
 
 | name | source | labels | cost |
 |---|---|---|---|
-| sigeo | SiGeo Eq. 7 (+ presets zero_shot / warmup_recsys / warmup_cv) | yes | k fwd+bwd |
+| sigeo | SiGeo Eq. 7 (+ presets zero_shot / warmup_recsys / warmup_cv; `normalise` option) | yes | k fwd+bwd |
+| sigeo_norm | SiGeo with term 1 as means over modules and elements | yes | k fwd+bwd |
 | zico | ZiCo (official-code accumulation switch) | yes | k fwd+bwd |
 | params, flops, l2_norm | counts / ‖W‖ | no | 0–1 fwd |
 | grad_norm, snip, plain, fisher | zero-cost proxies (Abdelfattah et al.) | yes | 1 fwd+bwd |

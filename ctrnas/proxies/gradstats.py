@@ -105,8 +105,10 @@ def _named(groups):
         yield from ps
 
 
-def zico_ratio_sum(G: torch.Tensor, sigma_rel_eps: float | None = None) -> float:
-    """Σ_j mean_i|G_ij| / std_i(G_ij) over elements with std > 0 (ZiCo, SiGeo Eq. 7 term 1 inside the log).
+def zico_ratio_sum(G: torch.Tensor, sigma_rel_eps: float | None = None,
+                   per_element: bool = False) -> float:
+    """Σ_j mean_i|G_ij| / std_i(G_ij) over elements with std > 0 (ZiCo, SiGeo Eq. 7 term 1 inside the log);
+    with `per_element`, divided by the number of those elements (the size-normalised reading).
 
     `sigma_rel_eps` replaces the exact `σ > 0` test by `σ > eps · max|G|` (A4 option against round-off).
     """
@@ -128,25 +130,38 @@ def zico_ratio_sum(G: torch.Tensor, sigma_rel_eps: float | None = None) -> float
         mask = sigma > 0
     else:
         mask = sigma > sigma_rel_eps * float(G.abs().max()) if G.numel() else sigma > 0
-    return float((mu[mask] / sigma[mask]).sum())
+    ratio = mu[mask] / sigma[mask]
+    if per_element:
+        return float(ratio.mean()) if ratio.numel() else 0.0
+    return float(ratio.sum())
 
 
-def zico_term(stats: GradStats, neuron_wise: bool = False, sigma_rel_eps: float | None = None):
+NORMALISE = ("none", "modules", "elements", "both")
+
+
+def zico_term(stats: GradStats, neuron_wise: bool = False, sigma_rel_eps: float | None = None,
+              normalise: str = "none"):
     """Σ_m log Σ(μ_m/σ_m) over groups with a positive ratio sum (modules summing to 0 are skipped, as in
     ZiCo's code). Neuron-wise (SiGeo §3.5): one log over all selected parameters at once.
 
+    `normalise` (not in the papers; tried because the sums reward subnets with more and larger modules):
+    "modules" averages the per-module logs instead of summing them, "elements" takes the log of each
+    module's mean ratio instead of its sum, "both" does both.
+
     Returns (term, names of the groups that contributed).
     """
+    per_element = normalise in ("elements", "both")
     if neuron_wise:
         if not stats.grads:
             return 0.0, []
-        r = zico_ratio_sum(torch.cat(list(stats.grads.values()), dim=1), sigma_rel_eps)
+        r = zico_ratio_sum(torch.cat(list(stats.grads.values()), dim=1), sigma_rel_eps, per_element)
         return (math.log(r), ["<all>"]) if r > 0 else (0.0, [])
     total, used = 0.0, []
     for g, G in stats.grads.items():
-        r = zico_ratio_sum(G, sigma_rel_eps)
+        r = zico_ratio_sum(G, sigma_rel_eps, per_element)
         if r > 0:
             total += math.log(r)
             used.append(g)
+    if normalise in ("modules", "both") and used:
+        total /= len(used)
     return total, used
-

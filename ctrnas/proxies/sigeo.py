@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ctrnas.errors import CtrnasError
 from ctrnas.proxies.base import (Proxy, batch_count_message, check_choice, register, select_groups,
                                  trainable_params)
-from ctrnas.proxies.gradstats import collect, zico_term
+from ctrnas.proxies.gradstats import NORMALISE, collect, zico_term
 
 PRESETS = {
     "zero_shot": (1.0, 1.0, 0.0),
@@ -54,6 +54,7 @@ class SiGeo(Proxy):
     update_lr: float | None = None    # SGD step between batches (A3; off: all g_i at the inherited θ)
     fr_floor: float | None = None     # None: log(0) -> NaN; else log(max(fr, fr_floor))
     sigma_rel_eps: float | None = None
+    normalise: str = "none"           # term 1 only: "modules" | "elements" | "both" (gradstats.zico_term)
     mode: str = "train"
 
     def lambdas(self) -> tuple[float, float, float]:
@@ -70,6 +71,7 @@ class SiGeo(Proxy):
         lam1, lam2, lam3 = self.lambdas()
         check_choice(self.name, "variant", self.variant, ["module", "neuron"])
         check_choice(self.name, "loss_reduce", self.loss_reduce, ["mean", "last"])
+        check_choice(self.name, "normalise", self.normalise, list(NORMALISE))
         if self.k < 2 or len(batches) < self.k:
             raise CtrnasError(batch_count_message(self.name, self.k, len(batches)))
         self._set_mode(model)
@@ -77,7 +79,7 @@ class SiGeo(Proxy):
         fr_params = trainable_params(model, embeddings=self.fr_embeddings) if lam2 != 0 else []
         stats = collect(model, batches[: self.k], loss_fn, groups, fr_params, accumulate=self.accumulate,
                         update_lr=self.update_lr)
-        term1, contributing = zico_term(stats, self.variant == "neuron", self.sigma_rel_eps)
+        term1, contributing = zico_term(stats, self.variant == "neuron", self.sigma_rel_eps, self.normalise)
         terms = {"zico": term1}
         warnings = []
         if lam2 != 0:
@@ -110,3 +112,12 @@ class SiGeo(Proxy):
             "warnings": warnings,
         }
         return value, terms, meta
+
+
+@register("sigeo_norm")
+@dataclass(frozen=True)
+class SiGeoNorm(SiGeo):
+    """SiGeo with term 1 averaged over modules and over each module's elements (docs/proxies.md, A14): the one
+    normalised variant that ranked the demo's subnets better than `params` after every warm-up tried."""
+
+    normalise: str = "both"

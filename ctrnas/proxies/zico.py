@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctrnas.errors import CtrnasError
-from ctrnas.proxies.base import Proxy, batch_count_message, register, select_groups
-from ctrnas.proxies.gradstats import collect, zico_term
+from ctrnas.proxies.base import Proxy, batch_count_message, check_choice, register, select_groups
+from ctrnas.proxies.gradstats import NORMALISE, collect, zico_term
 
 
 @register("zico")
@@ -27,15 +27,17 @@ class ZiCo(Proxy):
     embeddings: bool = False
     official_accumulate: bool = False
     sigma_rel_eps: float | None = None
+    normalise: str = "none"           # "modules" | "elements" | "both" (gradstats.zico_term)
     mode: str = "train"
 
     def _compute(self, model, batches, loss_fn):
         if self.k < 2 or len(batches) < self.k:
             raise CtrnasError(batch_count_message(self.name, self.k, len(batches)))
+        check_choice(self.name, "normalise", self.normalise, list(NORMALISE))
         self._set_mode(model)
         groups = select_groups(model, self.modules, embeddings=self.embeddings)
         stats = collect(model, batches[: self.k], loss_fn, groups, None, accumulate=self.official_accumulate)
-        value, contributing = zico_term(stats, False, self.sigma_rel_eps)
+        value, contributing = zico_term(stats, False, self.sigma_rel_eps, self.normalise)
         meta = {"k": self.k, "modules": list(groups), "modules_contributing": contributing,
                 "params": [n for ps in stats.group_params.values() for n in ps],
                 "unused_params": [n for ps in stats.group_params.values() for n in ps if n not in stats.used_params]}

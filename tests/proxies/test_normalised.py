@@ -1,0 +1,60 @@
+"""Size- and depth-normalised SiGeo / ZiCo (the `normalise` option) against the numpy reference of test_sigeo_zico.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ctrnas.errors import RecipeError
+from ctrnas.proxies import get_proxy
+
+from .test_sigeo_zico import LINEAR_W, np_fr, np_grads
+
+
+def np_logs(gs, names, mean_elements):
+    """One log per module of its ratio sum (or mean) over elements with std > 0."""
+    out = []
+    for n in names:
+        G = np.stack([g[n].ravel() for g in gs])
+        std = np.std(G, axis=0)
+        nz = std > 0
+        ratio = np.mean(np.abs(G), axis=0)[nz] / std[nz]
+        out.append(math.log(ratio.mean() if mean_elements else ratio.sum()))
+    return out
+
+
+@pytest.mark.parametrize("normalise", ["modules", "elements", "both"])
+def test_zico_normalised_equals_numpy(ctr, h, normalise):
+    model, batches, raw = ctr
+    _, gs, _ = np_grads(h, model, raw)
+    logs = np_logs(gs, LINEAR_W, normalise in ("elements", "both"))
+    want = sum(logs) / len(logs) if normalise in ("modules", "both") else sum(logs)
+    assert get_proxy("zico", normalise=normalise).score(model, batches, h.bce).value == pytest.approx(want, rel=1e-6)
+    # the plain sum is not what the normalised readings return (three modules of different sizes)
+    assert abs(want - sum(np_logs(gs, LINEAR_W, False))) > 1e-3
+
+
+def test_sigeo_normalised_changes_term_1_only(ctr, h):
+    model, batches, raw = ctr
+    P, gs, losses = np_grads(h, model, raw)
+    logs = np_logs(gs, LINEAR_W, True)
+    res = get_proxy("sigeo", preset="warmup_recsys", normalise="both").score(model, batches, h.bce)
+    assert res.terms["zico"] == pytest.approx(sum(logs) / len(logs), rel=1e-6)
+    assert res.value == pytest.approx(sum(logs) / len(logs) + np_fr(P, gs) - float(np.mean(losses)), rel=1e-6)
+    registered = get_proxy("sigeo_norm", preset="warmup_recsys").score(model, batches, h.bce)
+    assert registered.value == res.value
+
+
+def test_sigeo_norm_gets_the_warmup_preset_in_a_search():
+    from ctrnas.pipeline.ctr_fitness import proxy_options
+
+    assert proxy_options("sigeo_norm", {}, 0.0)["preset"] == "zero_shot"
+    assert proxy_options("sigeo_norm", {}, 0.01)["preset"] == "warmup_recsys"
+
+
+def test_unknown_normalise_is_a_recipe_error(ctr, h):
+    model, batches, _ = ctr
+    with pytest.raises(RecipeError, match="normalise"):
+        get_proxy("zico", normalise="blocks").score(model, batches, h.bce)
