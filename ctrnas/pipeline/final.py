@@ -81,13 +81,13 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         if done is None:
             model = _arch_model(recipe, template, arch)
             val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
-            diverged, params = trainer.diverged, dense_params(model)
+            diverged, params = trainer.diverged, float(dense_params(model))
             if job is not None:
                 job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params})
         else:  # finished before an interruption: its numbers; its weights are re-loaded if it is exported
             model = trainer = None
             val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
-            params = done.get("dense_params", rec.params)
+            params = float(done.get("dense_params", rec.params))
         # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
         cand = judge(TrainedModel(f"rank {rank}", arch, val, test, params, rec.flops, sec, score=rec.value,
                                   history_index=rec.index, diverged=diverged), data, has_val)
