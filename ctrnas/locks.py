@@ -36,6 +36,17 @@ def _describe(text: str) -> str:
         return "an unknown process"
 
 
+def _holder(fd: int, tries: int = 50) -> str:
+    """The holder's description; a holder that has just taken the lock may not have written its record yet,
+    so an empty or half-written record is read again for up to ~0.5 s before it counts as unknown."""
+    for _ in range(tries):
+        text = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+        if (described := _describe(text)) != "an unknown process":
+            return described
+        time.sleep(0.01)
+    return described
+
+
 def _ensure_folder(folder: Path) -> None:
     if folder.exists() and not folder.is_dir():
         raise PathError(folder, "exists and is not a folder; give a folder path for the output")
@@ -76,7 +87,7 @@ class FolderLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _describe(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+            holder = _holder(fd)
             os.close(fd)
             raise FolderInUseError(f"{self.folder}: in use by {holder}; wait for it to finish, or write to "
                                    "another folder") from None

@@ -142,3 +142,30 @@ def test_synthetic_generation_records_its_source_while_it_holds_the_folder_lock(
     synthetic.generate("criteo", 500, 0, tmp_path / "d", source=source, **settings)
     assert holders == [os.getpid()] and recorded_source(tmp_path / "d") == source
     assert (tmp_path / "d" / LOCK_FILE).read_text() == ""  # released after the record
+
+
+def test_a_holder_record_written_just_after_the_lock_is_read_not_reported_unknown(tmp_path):
+    import json
+    import os
+    import threading
+    import time
+
+    from ctrnas.locks import _holder
+
+    path = tmp_path / "lockfile"
+    path.write_text("")  # the holder has the lock but has not written its record yet
+
+    def write_later():
+        time.sleep(0.05)
+        path.write_text(json.dumps({"pid": 4242, "host": "h", "command": "prepare x", "started": "t"}) + "\n")
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t = threading.Thread(target=write_later)
+        t.start()
+        assert _holder(fd).startswith("process 4242 on host h")
+        t.join()
+        path.write_text("")
+        assert _holder(fd, tries=3) == "an unknown process"  # never written: said so, after a short wait
+    finally:
+        os.close(fd)
