@@ -73,8 +73,11 @@ def default_init(fraction: float | None) -> str:
 def proxy_options(name: str, options: dict | None, fraction: float | None) -> dict:
     """A proxy's options as the search uses them: SiGeo without a `preset` gets the one that fits the warm-up
     (SiGeo App. E: the loss term only carries information once the supernet has been warmed up)."""
+    from ctrnas.proxies import get_proxy, list_proxies
+    from ctrnas.proxies.sigeo import SiGeo
+
     options = dict(options or {})
-    if name in ("sigeo", "sigeo_norm") and "preset" not in options:
+    if "preset" not in options and name in list_proxies() and isinstance(get_proxy(name), SiGeo):  # variants too
         options["preset"] = "zero_shot" if fraction == 0 else "warmup_recsys"
     return options
 

@@ -52,6 +52,9 @@ def test_sigeo_norm_gets_the_warmup_preset_in_a_search():
 
     assert proxy_options("sigeo_norm", {}, 0.0)["preset"] == "zero_shot"
     assert proxy_options("sigeo_norm", {}, 0.01)["preset"] == "warmup_recsys"
+    assert proxy_options("sigeo", {}, 0.01)["preset"] == "warmup_recsys"
+    assert "preset" not in proxy_options("zico", {}, 0.01)  # only SiGeo and its variants have presets
+    assert proxy_options("sigeo", {"preset": "zico"}, 0.01)["preset"] == "zico"  # the recipe's own wins
 
 
 def test_unknown_normalise_is_a_recipe_error(ctr, h):
