@@ -63,7 +63,7 @@ import json, sys
 from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.pipeline.data import open_data
-from ctrnas.pipeline.final_memory import WORKER_BYTES, job_sizes, tensor_bytes
+from ctrnas.pipeline.final_memory import job_sizes, tensor_bytes, worker_bytes
 from ctrnas.pipeline.final_train import _train, final_template, job_model
 from ctrnas.recipe import recipe_from_dict
 from ctrnas.space.baselines import baseline_arch
@@ -79,7 +79,7 @@ template = final_template(recipe, data, None)
 what = ("arch", baseline_arch("dlrm-like"))
 size_ = job_sizes(recipe, data, template, [what])[0]
 held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
-estimate = WORKER_BYTES + held + size_.training_bytes(recipe.final_train)
+estimate = worker_bytes(size_.training_bytes(recipe.final_train), held)  # what the final stage assumes
 model = job_model(recipe, data, template, what)
 val, test, seconds, trainer = _train(model, recipe, data)
 hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")][0]

@@ -171,6 +171,12 @@ def cgroup_room(folder, limit_file: str, usage_file: str, cache_key: str) -> int
     return max(int(limit) - usage + cache, 0)
 
 
+def worker_bytes(model: int, template: int) -> int:
+    """One training worker: imports, the template, and the larger of a model in training and the template's
+    second copy while the worker starts (the bytes received, then the tensors unpacked from them)."""
+    return WORKER_BYTES + template + max(model, template)
+
+
 def fit_workers(requested: int, model: int, weights: int, template: int, available: int,
                 may_run_here: bool) -> tuple[int, str | None]:
     """(workers to start, a one-line note when fewer than `requested`) for `requested` training workers, each
@@ -179,7 +185,7 @@ def fit_workers(requested: int, model: int, weights: int, template: int, availab
     ships it and two models' `weights` (one arriving, the best so far). 0 workers: train in this process
     (allowed when `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even
     that fits."""
-    per_worker = WORKER_BYTES + template + max(model, template)
+    per_worker = worker_bytes(model, template)
     here = template + max(template, 2 * weights)
     fit = max((available - here) // per_worker, 0) if requested > 0 else 0
     if requested > 0 and fit >= requested:
