@@ -51,12 +51,19 @@ def main() -> int:
     levels: dict[str, set] = {}
     for r in rows:
         if r["proxy"] == "sigeo":
-            levels.setdefault(r["arch"], set()).add(float(r["warmup"]))
-    paired = {a for a, ls in levels.items() if set(LEVELS) <= ls}
+            levels.setdefault((r.get("run", "1"), r["arch"]), set()).add(float(r["warmup"]))
+    all_levels: dict[str, set] = {}
+    for (run, a), ls in levels.items():
+        all_levels.setdefault(a, set()).update(ls)
+    paired = {a for a, ls in all_levels.items() if set(LEVELS) <= ls}  # zero-shot rows come from the latest run
+    latest = max(run for run, _ in levels)
+    this_run = {a for (run, a), ls in levels.items() if run == latest and set(LEVELS) <= ls}
     zero = summarize(rows, table, ZERO, [0.0], n_boot=args.n_boot, seed=args.seed)
-    warm = [s for m in WARM for s in summarize(rows, table, [m], LEVELS, archs=paired, subset="warm-up cells",
-                                                n_boot=args.n_boot, seed=args.seed)]
-    keys = sorted(paired)
+    warm_latest = [s for m in WARM for s in summarize(rows, table, [m], LEVELS, archs=this_run,
+                                                       subset=f"run {latest}", n_boot=args.n_boot, seed=args.seed)]
+    warm = [s for m in ["sigeo", "zico", "synflow"] for s in summarize(
+        rows, table, [m], LEVELS, archs=paired, subset="both runs", n_boot=args.n_boot, seed=args.seed)]
+    keys = sorted(this_run)
     acc = [table.accuracy(NB201Cell.from_str(k)) for k in keys]
 
     def vals(metric, w):
@@ -75,33 +82,35 @@ def main() -> int:
 
     med = lambda v: statistics.median(v) if v else float("nan")  # noqa: E731
     by = {}
-    for r in rows:
+    rows_latest = [r for r in rows if r.get("run", "1") == latest]
+    for r in rows_latest:
         by.setdefault((r["proxy"], float(r["warmup"]) > 0), []).append(float(r["time_s"]))
-    warm_s = {w: med([float(r["warmup_s"]) for r in rows if r["proxy"] == "sigeo" and float(r["warmup"]) == w])
+    warm_s = {w: med([float(r["warmup_s"]) for r in rows_latest if r["proxy"] == "sigeo" and float(r["warmup"]) == w])
               for w in LEVELS[1:]}
     n_zero = len({r["arch"] for r in rows if float(r["warmup"]) == 0})
-    timing = ("Median seconds per score, measured inside each of the 14 processes that shared the GPU (each waits "
+    timing = (f"Run {latest}: median seconds per score, measured inside each of the 14-15 processes that shared the GPU (each waits "
               "while the others' kernels run, and every value read back to the CPU waits its turn): " + ", ".join(
                   f"{p} {med(by.get((p, False), [])):.3f}" for p in ["sigeo", "zico", "synflow", "naswot", "params"])
               + ". Warm-up per cell (median): " + ", ".join(f"{w:g}: {s:.2f} s" for w, s in warm_s.items())
-              + ". Throughput: the two runs scored all of the above in 640 s of wall time (334 s + 306 s). SiGeo's "
-              "FR term then read one value back per parameter and batch (hundreds per score), most likely why it took "
-              "3.6x ZiCo's time here; it now reads one per batch (not yet timed on a GPU).")
+              + ". Run 2 scored its cells in 721 s of wall time (299 s + 275 s + 147 s); run 1, when SiGeo's FR term "
+              "still read one value back per parameter and batch, gave sigeo 2.528 s per score (now one read per "
+              "batch).")
     cmd = "OUT=dir DATA=../shared/data benchmarks/nb201_gpu.sh"
     body = "\n".join([
         "<!-- gpu -->",
         "### On a GPU: one NVIDIA H100 80GB (lent for 15 minutes), torch 2.11.0+cu130",
         "",
-        f"Scores: `{cmd}` with its defaults (`WORKERS=14 LIMIT=300 ARCHS=1000 WARM_ARCHS=300`), i.e. "
-        "`ctrnas vision correlate --device cuda --workers 14 --time-limit 300 --archs 1000 --warmup "
-        "0,0.1,0.2,0.4,1.25 --warmup-archs 300 --proxies sigeo,zico,naswot,synflow,params`, then, on the same "
-        "machine, resumed with `ARCHS=300 WARM_ARCHS=300 LIMIT=270 TESTS=0` (the warm-up levels on every cell of the "
-        "first 300, since 1000 cells did not fit the lease). Before that the script ran `tests/device` on the GPU: "
-        "74 of 75 passed (every proxy gives the CPU's score on CUDA); the harness test failed on its own k=2 "
-        "setting, fixed after and not rerun there. "
+        f"Scores: `{cmd}` with `WORKERS=14 LIMIT=270`, i.e. `ctrnas vision correlate --device cuda --workers 14 "
+        "--time-limit 270 --archs 1000 --warmup 0,0.1,0.2,0.4,1.25 --warmup-archs 300 --proxies "
+        "sigeo,zico,naswot,synflow,params`, then, on the same warm machine, resumed twice with `WORKERS=15 TESTS=0` "
+        "and `LIMIT=250`, `LIMIT=125` (run 2, session 7). Before that the script ran `tests/device` on the GPU: 79 "
+        "passed, 1 skipped (the trainer's device tests need TorchRec): every proxy and the harness give the CPU's "
+        "scores on CUDA. The file also holds run 1 (an earlier lease of 15 minutes, 392 + 256 cells, same code "
+        "for every proxy but SiGeo's FR read-back; zero-shot scores of the cells in both runs agree to 1e-9). "
         "Report: `.venv/bin/python benchmarks/nb201_gpu_report.py` on `benchmarks/results/nb201_gpu_scores.csv.gz`. "
-        f"Cells scored: {n_zero} at zero-shot (the first positions of the seeded sample of the CPU runs above), "
-        f"{len(paired)} with all five levels. Setup as above (4 batches of 64 of the 4000-image sample, one seeded "
+        f"Cells scored: {n_zero} of the seeded 1000-cell sample at zero-shot (the rest did not fit the lease), "
+        f"{len(this_run)} of the 300 warm-up cells (spread evenly over the sample) with all five levels in run 2, "
+        f"{len(paired)} in either run. Setup as above (4 batches of 64 of the 4000-image sample, one seeded "
         "initialisation per cell, NB201's warm-up recipe), except: `zico` is ZiCo with its official gradient "
         "accumulation (the paper's ZiCo column) and `sigeo.zico` SiGeo's term 1 (per-batch ZiCo); full float32 "
         "(TF32 off), NCHW. Warm-up 1.25 = 79 steps = the paper's 10% step count. Goal (issue 19): SiGeo ≥ 0.78 "
@@ -111,7 +120,12 @@ def main() -> int:
         "",
         format_markdown(zero, PAPER_GPU),
         "",
-        f"#### Warm-up levels, the same {len(paired)} cells at every level",
+        f"#### Warm-up levels, run 2: the same {len(this_run)} cells at every level",
+        "",
+        format_markdown(warm_latest, PAPER_GPU),
+        "",
+        f"#### Warm-up levels, both runs: {len(paired)} cells (run 2's scores where a cell is in both; a warmed-up "
+        "score is not bit-reproducible on CUDA, see the reading)",
         "",
         format_markdown(warm, PAPER_GPU),
         "",

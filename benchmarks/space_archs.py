@@ -7,6 +7,8 @@ Each model: the demo recipe (`recipes/synthetic.yaml`: 300k synthetic Criteo row
 its final-stage settings (2 epochs, the better val epoch, LayerNorms by `final.layernorm`, the recipe's
 embedding init), one training per seed (`final.train.seed`). A model is an arch (shipped name or JSON path),
 `baseline:NAME`, or either with `#torchrec` / `#nasrec` to draw its dense weights that way (`reinit`).
+A model may end in `+KEY=VALUE` recipe settings of its own (repeatable), e.g.
+`baseline:dcnv2+final.train.embedding_dim=32`: the same training with that setting changed.
 Results are cached one JSON per (model, seed) under --out; the table of test / val log loss goes to stdout.
 """
 
@@ -24,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _recipe(data: str | None, seed: int):
+def _recipe(data: str | None, seed: int, extra: tuple[str, ...] = ()):
     from ctrnas.recipe import load_recipe
 
-    sets = ["train.progress=false", f"final.train.seed={seed}"] + ([f"data.path={data}"] if data else [])
+    sets = ["train.progress=false", f"final.train.seed={seed}"] + ([f"data.path={data}"] if data else []) + list(extra)
     r = load_recipe(ROOT / "recipes/synthetic.yaml", sets)
     return dataclasses.replace(r, final=dataclasses.replace(r.final, train=dataclasses.replace(
         r.final_train, progress=False, threads=1)))
@@ -61,9 +63,10 @@ def train_one(job: tuple) -> dict:
     from ctrnas.pipeline.final import _train, dense_params
 
     torch.set_num_threads(1)
-    recipe = _recipe(data_path, seed)
+    what, *extra = spec.split("+")
+    recipe = _recipe(data_path, seed, tuple(extra))
     data = api.prepare_data(recipe)
-    model = _model(recipe, data, spec, seed)
+    model = _model(recipe, data, what, seed)
     val, test, seconds, trainer = _train(model, recipe, data, None)
     res = {"model": spec, "seed": seed, "val": val.get("logloss"), "test": test.get("logloss"),
            "auc": test.get("auc"), "seconds": round(seconds, 1), "dense_params": dense_params(model),
@@ -75,9 +78,15 @@ def train_one(job: tuple) -> dict:
 
 
 def _file(out: Path, spec: str, seed: int) -> Path:
+    spec, *extra = spec.split("+")
     what, _, init = spec.partition("#")
     name = Path(what).stem if what.endswith(".json") else what.replace(":", "_")
-    return out / f"{name}{'#' + init if init else ''}@{seed}.json"
+    return out / f"{name}{'#' + init if init else ''}{''.join('+' + e for e in extra)}@{seed}.json"
+
+
+def _label(spec: str) -> str:
+    what, *extra = spec.split("+")
+    return "+".join([Path(what).stem if what.endswith(".json") else what] + extra)
 
 
 def main() -> int:
@@ -104,7 +113,7 @@ def main() -> int:
         cells = [f"{rs[s]['test']:.5f} / {rs[s]['val']:.5f}" if s in rs else "-" for s in args.seeds]
         mean = statistics.mean(r["test"] for r in rs.values()) if rs else float("nan")
         params = next(iter(rs.values()))["dense_params"] if rs else "-"
-        print(f"| {Path(m).stem if m.endswith('.json') else m} | {params} | " + " | ".join(cells) + f" | {mean:.5f} |")
+        print(f"| {_label(m)} | {params} | " + " | ".join(cells) + f" | {mean:.5f} |")
     return 0
 
 
