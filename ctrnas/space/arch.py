@@ -106,6 +106,10 @@ class Arch:
     """A NASRec architecture: one `BlockChoice` per block, block 1 first."""
 
     blocks: tuple[BlockChoice, ...]
+    # Width of every embedding table (one for all, as DLRM's dot products and DCN-v2's cross need); None:
+    # the run's (the recipe's `train.embedding_dim`, the supernet's). Left out of the JSON and of `key()`
+    # when None, so archs of spaces without `emb_dims` read and hash as before.
+    emb_dim: int | None = None
 
     @property
     def num_blocks(self) -> int:
@@ -113,7 +117,10 @@ class Arch:
 
     def to_json(self) -> dict:
         """A JSON-ready dict (`json.dumps` it to write a file)."""
-        return {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
+        out = {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
+        if self.emb_dim is not None:
+            out["emb_dim"] = self.emb_dim
+        return out
 
     def dumps(self) -> str:
         """Canonical JSON text: sorted keys, no spaces (the input of `key()`)."""
@@ -134,7 +141,10 @@ class Arch:
         blocks = data.get("blocks")
         if not isinstance(blocks, list) or not blocks:
             raise ArchValidationError(None, "blocks", blocks, "expected a non-empty list of blocks")
-        return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)))
+        emb_dim = data.get("emb_dim")
+        if emb_dim is not None and not (_is_int(emb_dim) and emb_dim > 0):
+            raise ArchValidationError(None, "emb_dim", emb_dim, "expected a positive integer or no key")
+        return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)), emb_dim)
 
     def key(self) -> str:
         """Stable de-duplication hash (sha1, 16 hex digits) of the choices that shape the network.
@@ -168,7 +178,8 @@ class Arch:
                     d.update(sparse_idx=list(b.sparse_idx))
             d.update(merge=merge)
             parts.append([i, d])
-        text = json.dumps([self.num_blocks, parts], sort_keys=True, separators=(",", ":"))
+        top = [self.num_blocks, parts] + ([{"emb_dim": self.emb_dim}] if self.emb_dim is not None else [])
+        text = json.dumps(top, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def live_parts(self) -> dict[int, "LiveParts"]:

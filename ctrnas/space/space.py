@@ -1,96 +1,18 @@
-"""Search spaces: a frozen `SpaceConfig`, the presets (NASRec-Full / NASRec-Small as in the paper, and
-ctrnas-small / ctrnas-full which add DCN-v2's Cross), sampling and mutation. Ops come from the op table."""
+"""Search spaces: sampling, mutation and validation of archs in a `SpaceConfig` (its fields and the presets
+are in ctrnas.space.config, re-exported here). Ops come from the op table."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from ctrnas.config import from_dict
 from ctrnas.errors import ArchValidationError, RecipeError
 from ctrnas.space.arch import Arch, BlockChoice
-from ctrnas.space.ops import op_spec, ops_of_kind
-
-# NASRec-Full's ops, listed here (not derived from the op table) so that new ops change no paper space.
-NASREC_FULL_DENSE_OPS = ("fc", "sum", "gating", "dot")
-NASREC_FULL_SPARSE_OPS = ("efc", "attention")
-CTRNAS_DENSE_DIMS = (16, 32, 64, 128, 256, 400, 512, 768, 1024)
-MACRO_FIELDS = ("dense_idx", "sparse_idx", "dense_left_idx", "dense_right_idx")
-MICRO_FIELDS = ("dense_op", "sparse_op", "dense_dim", "sparse_tokens", "dense_sparse_merge", "fm")
-
-
-@dataclass(frozen=True)
-class SpaceConfig:
-    """A NASRec-style space (docs/nasrec.md); every field can be set in a recipe's `space:` mapping."""
-
-    name: str = "custom"
-    num_blocks: int = 7
-    dense_ops: tuple[str, ...] = NASREC_FULL_DENSE_OPS
-    sparse_ops: tuple[str, ...] = NASREC_FULL_SPARSE_OPS
-    dense_dims: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 768, 1024)
-    sparse_tokens: tuple[int, ...] = (16, 32, 48, 64)
-    emb_dim: int = 16
-    max_inputs: int = 4  # NASRec: at most 4 dense / sparse sources per block
-    merge_tokens: int = 8  # tokens added by the dense->sparse merge (NASRec: 8 x 16 = 128)
-    dense_sparse_merge: tuple[bool, ...] = (False, True)
-    fm: tuple[bool, ...] = (False, True)
-    attention_heads: int = 8  # NASRec: 8 heads over d = 16
-    # "binomial": 1 + Binomial(min(i-1, max_inputs-1), 0.5) sources (NASRec `binomial-0.5`); "single": one.
-    fan_in: Literal["binomial", "single"] = "binomial"
-    # NASRec `--use_layernorm`: LayerNorm after each op (FC, Sum, Gating, Dot, EFC, FM, the Attention
-    # token projection). False makes those norms the identity, in the supernet and in exported models.
-    # Attention's two residual LayerNorms stay either way, as in NASRec's Transformer.
-    layernorm: bool = True
-
-    def __post_init__(self):
-        src = f"space {self.name!r}"
-
-        def need(ok: bool, key: str, why: str):
-            if not ok:
-                raise RecipeError(src, key, why)
-
-        need(self.num_blocks >= 1, "num_blocks", "must be >= 1")
-        for key, kind in (("dense_ops", "dense"), ("sparse_ops", "sparse")):
-            known = ops_of_kind(kind)
-            need(len(getattr(self, key)) > 0 and set(getattr(self, key)) <= set(known), key,
-                 f"must be a non-empty subset of {list(known)}")
-        for key in ("dense_ops", "sparse_ops", "dense_dims", "sparse_tokens", "dense_sparse_merge", "fm"):
-            v = getattr(self, key)
-            need(len(v) > 0 and len(set(v)) == len(v), key, "must be a non-empty list without repeats")
-        need(all(d > 0 for d in self.dense_dims), "dense_dims", "widths must be positive")
-        need(all(t > 0 for t in self.sparse_tokens), "sparse_tokens", "token counts must be positive")
-        need(self.emb_dim > 0, "emb_dim", "must be positive")
-        need(self.max_inputs >= 1, "max_inputs", "must be >= 1")
-        need(self.merge_tokens >= 1, "merge_tokens", "must be >= 1")
-        need(self.attention_heads >= 1 and self.emb_dim % self.attention_heads == 0, "attention_heads",
-             f"must divide emb_dim={self.emb_dim}")
-
-    @property
-    def max_dense_dim(self) -> int:
-        return max(self.dense_dims)
-
-    @property
-    def max_sparse_tokens(self) -> int:
-        return max(self.sparse_tokens)
-
-
-PRESETS = {
-    "nasrec-full": SpaceConfig(name="nasrec-full", dense_ops=("fc", "sum", "gating", "dot"),
-                               sparse_ops=("efc", "attention")),
-    "nasrec-small": SpaceConfig(name="nasrec-small", dense_ops=("fc", "dot"), sparse_ops=("efc",)),
-    # NASRec's spaces plus DCN-v2's Cross, DLRM's interaction, `concat` and the `none` sparse op, and
-    # DCN-v2's hidden width 400: the ops and width that make DLRM and DCN-v2 points of the space
-    # (ctrnas/space/archs/).
-    # `concat` (last block only) ends DCN-v2's parallel form.
-    "ctrnas-small": SpaceConfig(name="ctrnas-small", dense_ops=("fc", "dot", "cross", "interaction", "concat"),
-                                sparse_ops=("efc", "none"), dense_dims=CTRNAS_DENSE_DIMS),
-    "ctrnas-full": SpaceConfig(name="ctrnas-full",
-                               dense_ops=("fc", "sum", "gating", "dot", "cross", "interaction", "concat"),
-                               sparse_ops=("efc", "attention", "none"), dense_dims=CTRNAS_DENSE_DIMS),
-}
+from ctrnas.space.ops import op_spec
+from ctrnas.space.config import (CTRNAS_DENSE_DIMS, MACRO_FIELDS, MICRO_FIELDS, NASREC_FULL_DENSE_OPS,  # noqa: F401
+                                  NASREC_FULL_SPARSE_OPS, PRESETS, SpaceConfig)
 
 
 class SearchSpace:
@@ -162,7 +84,9 @@ class SearchSpace:
             else:
                 raise ArchValidationError(i, "dense_args", self.config.name, "no draw fits the ops' rules")
             blocks.append(b)
-        return Arch(tuple(blocks))
+        emb = self.config.emb_dims
+        # drawn after the blocks and only with a choice, so spaces without one sample exactly as before
+        return Arch(tuple(blocks), emb[int(rng.integers(len(emb)))] if emb else None)
 
     @property
     def _micro_fields(self) -> tuple[str, ...]:
@@ -186,6 +110,11 @@ class SearchSpace:
         self.validate(arch)
         c = self.config
         micro = self._micro_fields
+        # the width is one more micro field, as likely as re-drawing any one of them (e.g. some block's
+        # dense_dim); drawn only with a choice, so spaces without one mutate exactly as before
+        now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
+        if c.emb_dims and rng.random() < 0.5 / len(micro) and (others := [d for d in c.emb_dims if d != now]):
+            return dataclasses.replace(arch, emb_dim=others[int(rng.integers(len(others)))])
         for _ in range(1000):
             i = int(rng.integers(1, c.num_blocks + 1))
             group = MACRO_FIELDS if rng.random() < 0.5 else micro
@@ -213,7 +142,7 @@ class SearchSpace:
                 continue  # e.g. a new source for a full-rank Cross: draw another mutation
             blocks = list(arch.blocks)
             blocks[i - 1] = new_b
-            return Arch(tuple(blocks))
+            return dataclasses.replace(arch, blocks=tuple(blocks))
         raise ArchValidationError(None, "<space>", c.name, "no choice has more than one option; cannot mutate")
 
     def _mutate_arg(self, b: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
@@ -237,6 +166,9 @@ class SearchSpace:
         if arch.num_blocks != c.num_blocks:
             raise ArchValidationError(None, "blocks", arch.num_blocks,
                                       f"space {c.name!r} has {c.num_blocks} blocks")
+        if arch.emb_dim is not None and arch.emb_dim not in c.emb_dims:
+            raise ArchValidationError(None, "emb_dim", arch.emb_dim, f"space {c.name!r} allows " + (
+                f"one of {list(c.emb_dims)}" if c.emb_dims else "none (no space.emb_dims): leave the key out"))
         for i, b in enumerate(arch.blocks, start=1):
             for name in ("dense_idx", "sparse_idx"):
                 v = getattr(b, name)
