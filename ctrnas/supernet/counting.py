@@ -16,7 +16,7 @@ from ctrnas.supernet.layout import Dims, resolve
 
 def _costs(schema: DatasetSchema, space, arch: Arch, emb_dim: int | None) -> tuple[int, int, Dims]:
     space = get_space(space)
-    dims = Dims.of(schema, space.config, emb_dim)
+    dims = Dims.of(schema, space.config, arch.emb_dim or emb_dim)  # the arch's own width wins
     plan = resolve(dims, space.validate(arch))
     params = flops = 0
     for io in plan.blocks:
@@ -35,7 +35,7 @@ def _costs(schema: DatasetSchema, space, arch: Arch, emb_dim: int | None) -> tup
 def count_params(schema: DatasetSchema, space: str | SpaceConfig | SearchSpace, arch: Arch,
                  emb_dim: int | None = None, include_embeddings: bool = False, row_cap: int | None = None) -> int:
     """Trainable parameters of the exported subnet; embedding tables count only if `include_embeddings`
-    (rows capped at `row_cap` as in the stem)."""
+    (rows capped at `row_cap` as in the stem). `emb_dim` is the run's width, for archs without their own."""
     params, _, dims = _costs(schema, space, arch, emb_dim)
     if include_embeddings:
         params += sum(max(min(c, row_cap) if row_cap else c, 1) for c in schema.cardinalities) * dims.emb

@@ -154,11 +154,16 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
 
     `copy_stem=False` hands the supernet's embedding stem itself to the model instead of a copy (saves a
     second set of full-size tables when the supernet is discarded right after, as for training from scratch;
-    with `init="fresh"` the supernet's tables are re-drawn too). `embedding_init` and `dense_init` pick how
+    with `init="fresh"` the supernet's tables are re-drawn too). An arch with its own `emb_dim` exports, with
+    fresh weights only, from the supernet's space at that width (`ctrnas.supernet.widths`). `embedding_init` and `dense_init` pick how
     `"fresh"` draws the tables and the other weights (see `reinit`).
     """
     if init not in ("inherit", "fresh"):
         raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
+    if arch.emb_dim is not None and arch.emb_dim != supernet.emb_dim:
+        from ctrnas.supernet.widths import at_width
+
+        supernet, copy_stem = at_width(supernet, arch.emb_dim, init), False  # its stem is new: no copy needed
     ix = supernet.indexed(arch)
     device = supernet.head.weight.device
     pos = {0: 0}

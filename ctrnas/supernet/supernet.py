@@ -76,6 +76,9 @@ class Supernet(nn.Module):
         """The resolved plan of `arch` (or the full supernet), validated and cached (LRU of 256)."""
         if not full and arch is None:
             raise ArchValidationError(None, "arch", None, "pass an architecture or full=True")
+        if not full and arch.emb_dim not in (None, self.dims.emb):
+            raise ArchValidationError(None, "emb_dim", arch.emb_dim, f"this supernet's tables are {self.dims.emb} "
+                                      "wide: its weight-sharing path scores only archs of that width")
         device = self.head.weight.device
         key = ("<full>" if full else arch, device)
         hit = self._plans.get(key)
