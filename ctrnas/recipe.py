@@ -200,6 +200,27 @@ class Recipe:
     def __post_init__(self):
         if self.threads is not None and self.threads < 1:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
+        self._check_emb_dims()
+
+    def _check_emb_dims(self) -> None:
+        """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's
+        proxy and one-shot scores read its shared tables, of one width, and would score another model."""
+        if not self.space.emb_dims:
+            return
+        why = (f"space.emb_dims {list(self.space.emb_dims)} needs from-scratch scoring (short rungs): proxy "
+               f"and one-shot scores read the supernet's tables, all {self.train.embedding_dim} wide")
+        if self.search.strategy != "multifidelity":
+            raise RecipeError(self.source or "recipe", "search.strategy",
+                              f"{why}; the {self.fitness_kind} fitness of strategy {self.search.strategy!r} "
+                              "is one of those (use multifidelity, or drop space.emb_dims)")
+        rungs = self.search.multifidelity.rungs
+        if not rungs:
+            raise RecipeError(self.source or "recipe", "search.multifidelity.rungs",
+                              f"{why}; the default rungs start with proxy and oneshot (list short rungs)")
+        for i, r in enumerate(rungs):
+            if r.fitness in ("proxy", "oneshot"):
+                raise RecipeError(self.source or "recipe", f"search.multifidelity.rungs[{i}].fitness",
+                                  f"{why}; got {r.fitness!r}")
 
     @property
     def output_dir(self) -> Path:

@@ -8,7 +8,9 @@ weights of the best model so far. The template travels as bytes, so while a work
 (the bytes received, then the tensors unpacked from them) and the stage's process one more (the message it
 sends; `tests/pipeline/test_final_memory.py` measures the worker's). What depends on the model is counted on the model itself, built on a copy
 of the schema whose tables have one or two rows (exported from the template with its stem swapped for a tiny
-one), so no full-size table, and no second template, is allocated to estimate it.
+one), so no full-size table, and no second template, is allocated to estimate it. Archs with their own
+embedding width export from a dense part of the template's space at that width, built beside the template
+and counted with it (`width_bytes`); their wider tables are counted on the model itself.
 """
 
 from __future__ import annotations
@@ -227,12 +229,23 @@ def workers_that_fit(recipe, data, template, jobs: list[tuple], workers: int) ->
     model = max(s.training_bytes(recipe.final_train) for s in sizes)
     weights = max(s.weight_bytes for s in sizes)
     held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
+    held += width_bytes(template, jobs)
     requested = min(n, len(jobs)) if backend != "serial" else 0
     # workers asked for by name (execution.backend) are not swapped for this process; "serial" is this process
     fit, note = fit_workers(requested, model, weights, held, available, recipe.execution.backend in (None, "serial"))
     if note:
         print(note, file=sys.stderr)
     return fit
+
+
+def width_bytes(template, jobs: list[tuple]) -> int:
+    """Bytes of the dense parts at the archs' own embedding widths (`Arch.emb_dim`) that exporting them
+    builds beside the template (`ctrnas.supernet.widths`; kept with it, so counted with it)."""
+    from ctrnas.supernet.widths import dense_at
+
+    shapes = list(template.values()) if isinstance(template, dict) else [template]
+    dims = {x.emb_dim for kind, x in jobs if kind == "arch" and x.emb_dim not in (None, shapes[0].emb_dim)}
+    return sum(tensor_bytes(dense_at(t, d)) for t in shapes for d in sorted(dims))
 
 
 def job_sizes(recipe, data, template, jobs: list[tuple]) -> list[ModelSize]:

@@ -47,6 +47,8 @@ class Job:
         name = f"{label.replace(' ', '')}-{x.key()}" if kind == "arch" else f"baseline-{x}"
         self.dir, self.label = Path(out_dir) / TRAIN_DIR / name, label
         self.spec = {"job": name, "what": x.to_json() if kind == "arch" else x, **fp}
+        if kind == "arch" and x.emb_dim is not None:  # the arch's own width, not the run's
+            self.spec["embedding_dim"] = x.emb_dim
         self._checked = False
 
     def check(self) -> None:

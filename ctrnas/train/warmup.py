@@ -13,6 +13,7 @@ The per-step choice is drawn from numpy Generator([seed, step]), so a resumed wa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -37,7 +38,9 @@ def step_choice(space, seed: int, step: int, full_steps: float):
     rng = np.random.default_rng([seed, step])
     if rng.random() < full_probability(step, full_steps):
         return True, None
-    return False, space.sample(rng)
+    arch = space.sample(rng)
+    # a space with several embedding widths: the supernet trains its subnets at its own (the same draws)
+    return False, (dataclasses.replace(arch, emb_dim=None) if arch.emb_dim is not None else arch)
 
 
 def warmup(supernet: nn.Module, space, train: BatchSource, cfg: TrainConfig, wcfg: WarmupConfig,
