@@ -132,3 +132,23 @@ def test_a_final_job_records_its_own_width(wide_run, tests_data, tmp_path):
     assert Job(tmp_path, "rank 0", ("arch", dataclasses.replace(plain, emb_dim=None)), fp).spec["embedding_dim"] == 16
     wide = Job(tmp_path, "rank 0", ("arch", dataclasses.replace(plain, emb_dim=64)), fp)
     assert wide.spec["embedding_dim"] == 64 and wide.spec["what"]["emb_dim"] == 64
+
+
+def test_export_writes_a_model_at_the_arch_width(wide_run, data_dir, tmp_path):
+    """`ctrnas export` of an arch file with its own width: fresh weights at that width; inherited weights of a
+    supernet of another width are refused."""
+    import json
+
+    from ctrnas.errors import ArchValidationError
+    from ctrnas.supernet.io import load_exported
+
+    recipe, result = wide_run
+    arch = dataclasses.replace(get_space(recipe.space).sample(np.random.default_rng(5)), emb_dim=32)
+    path = tmp_path / "arch.json"
+    path.write_text(json.dumps(arch.to_json()))
+    space = str(result.output_dir / "recipe.yaml")  # the run's space, emb_dims included
+    card = api.export_arch(str(path), tmp_path / "m", data_dir=data_dir, space=space, init="fresh", seed=1)
+    assert card["emb_dim"] == 32 and _widths(load_exported(tmp_path / "m")) == {32}
+    assert card["params_analytic"] == count_params(load_exported(tmp_path / "m").schema, recipe.space, arch)
+    with pytest.raises(ArchValidationError, match="emb_dim.*fresh weights"):
+        api.export_arch(str(path), tmp_path / "n", supernet=str(result.warmup.checkpoint), space=space)
