@@ -73,7 +73,8 @@ class SearchSpace:
         return None
 
     def sample(self, rng: np.random.Generator) -> Arch:
-        """A random arch: one dense and one sparse op per block, uniform widths, binomial fan-in."""
+        """A random arch: one dense and one sparse op per block, uniform widths, binomial fan-in, and a uniform
+        embedding width when the space has a choice (`emb_dims`)."""
         blocks = []
         for i in range(1, self.config.num_blocks + 1):
             for _ in range(1000):
@@ -105,7 +106,8 @@ class SearchSpace:
         """Copy of `arch` with exactly one choice of one block re-drawn to a different value.
 
         As NASRec's `mutate_spec`: pick a block, then a macro (50%) or micro (50%) field; fields with a
-        single option (e.g. connections of block 1) are skipped by drawing again.
+        single option (e.g. connections of block 1) are skipped by drawing again. With `emb_dims`, the
+        embedding width is one more choice (an arch without one has the space's `emb_dim`).
         """
         self.validate(arch)
         c = self.config
