@@ -19,6 +19,7 @@ from pathlib import Path
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text
 from ctrnas.errors import CtrnasError
+from ctrnas.space.config import space_record
 from ctrnas.train.metrics import strict_json
 
 TRAIN_DIR = Path("final") / "train"
@@ -35,7 +36,7 @@ def fingerprint(recipe, data) -> dict:
     final["train"] = numeric_settings(recipe.final_train)
     splits = {s: {k: v.get(k) for k in ("rows", "ctr")} for s, v in data.meta["splits"].items()}
     source = {k: data.meta.get(k) for k in ("source", "settings", "transforms")}
-    return json.loads(json.dumps({"final": final, "space": to_dict(recipe.space), "data": splits, **source,
+    return json.loads(json.dumps({"final": final, "space": space_record(recipe.space), "data": splits, **source,
                                   "embedding_dim": recipe.train.embedding_dim}, default=str))
 
 

@@ -15,6 +15,7 @@ from ctrnas.pipeline.data import load_rows, rows_after_warmup, split_rows, warmu
 from ctrnas.pipeline.results import DataResult, SearchStageResult, WarmupResult
 from ctrnas.recipe import Recipe
 from ctrnas.space import get_space
+from ctrnas.space.config import space_record
 from ctrnas.train.config import numeric_settings
 
 
@@ -38,7 +39,7 @@ def new_supernet(recipe: Recipe, data: DataResult):
 
 
 def _warmup_fingerprint(recipe: Recipe, data: DataResult) -> dict:
-    return {"seed": recipe.seed, "space": to_dict(recipe.space), "warmup": to_dict(recipe.warmup),
+    return {"seed": recipe.seed, "space": space_record(recipe.space), "warmup": to_dict(recipe.warmup),
             "train": numeric_settings(recipe.train),
             "data": str(data.path), "train_rows": split_rows(data, "train"),
             # which rows are where: a folder re-prepared in place (another split seed) must not reuse the warm-up

@@ -93,3 +93,15 @@ PRESETS = {
                                dense_ops=("fc", "sum", "gating", "dot", "cross", "interaction", "concat"),
                                sparse_ops=("efc", "attention", "none"), dense_dims=CTRNAS_DENSE_DIMS),
 }
+
+
+def space_record(config: SpaceConfig) -> dict:
+    """`config` as a plain dict for fingerprints, without `emb_dims` while it is empty: a fingerprint written
+    before the field existed (a warm-up, a final-stage job) still matches, so those runs resume."""
+    from ctrnas.config import to_dict
+
+    out = to_dict(config)
+    if not config.emb_dims:
+        out.pop("emb_dims", None)
+    return out
+

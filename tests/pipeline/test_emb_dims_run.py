@@ -132,6 +132,19 @@ def test_a_final_job_records_its_own_width(wide_run, tests_data, tmp_path):
     assert Job(tmp_path, "rank 0", ("arch", dataclasses.replace(plain, emb_dim=None)), fp).spec["embedding_dim"] == 16
     wide = Job(tmp_path, "rank 0", ("arch", dataclasses.replace(plain, emb_dim=64)), fp)
     assert wide.spec["embedding_dim"] == 64 and wide.spec["what"]["emb_dim"] == 64
+    assert fp["space"]["emb_dims"] == [16, 32, 64]
+
+
+def test_fingerprints_without_emb_dims_read_as_before(tests_recipe_path, data_dir, tests_data):
+    """Runs from before the field existed resume: an empty `emb_dims` is left out of the fingerprints."""
+    from ctrnas.config import to_dict
+    from ctrnas.pipeline.final_resume import fingerprint
+    from ctrnas.pipeline.stages import _warmup_fingerprint
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}")
+    before = {k: v for k, v in to_dict(recipe.space).items() if k != "emb_dims"}
+    assert fingerprint(recipe, tests_data)["space"] == before
+    assert _warmup_fingerprint(recipe, tests_data)["space"] == before
 
 
 def test_export_writes_a_model_at_the_arch_width(wide_run, data_dir, tmp_path):
