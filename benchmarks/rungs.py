@@ -44,7 +44,7 @@ def base_recipe(args, *extra: str):
 
     return load_recipe(ROOT / "recipes/synthetic.yaml", [
         "name=rungs", f"output={OUT}/{{name}}", f"data.path={OUT}/data-300k", "train.progress=false",
-        "threads=1", "space.emb_dims=[]", *args.set, *extra])  # the space it measured: one width
+        "threads=1", *args.set, *extra])
 
 
 def truth_dir(seed: int) -> Path:
