@@ -10,6 +10,8 @@ What it runs (each part saves benchmarks/out/mfsearch/<rows>k/<part>.json; a re-
               retrained with training seed 1 for the seed noise.
   baselines   every baseline (LR, FM, DLRM, DeepFM, xDeepFM, AutoInt+, DCN-v2) at training seeds 0 and 1,
               trained exactly like the final stage.
+  matched     when a found arch has its own embedding dim (`emb_dim`, a space with `emb_dims`): DLRM and DCN-v2
+              at that dim, 2 training seeds, to show how much of the found model's lead is the table width.
   random-S    random search at equal compute: as many random ctrnas-small subnets (same space settings) as
               the search run's FTE (warm-up + search + its top-k final trainings), each trained like the final
               stage (1 FTE each); the one with the best val log loss is its pick.
@@ -107,6 +109,37 @@ def part_baselines(args) -> dict:
     return out
 
 
+def found_dims(args) -> list[int]:
+    """Embedding dims of the found archs that differ from the recipe's (the `matched` part trains baselines there)."""
+    recipe = recipe_for(args, 0)
+    dims = set()
+    for s in range(args.seeds):
+        srch = _results.load(out_dir(args), f"search-{s}")
+        dim = ((srch or {}).get("arch") or {}).get("emb_dim")
+        if dim and dim != recipe.train.embedding_dim:
+            dims.add(int(dim))
+    return sorted(dims)
+
+
+def part_matched(args) -> dict:
+    from ctrnas import api
+
+    done = _results.load(out_dir(args), "matched") or {}
+    for dim in found_dims(args):
+        if str(dim) in done:
+            continue
+        recipe = recipe_for(args, 0)
+        recipe = dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, embedding_dim=dim))
+        data = api.prepare_data(recipe)
+        rows = {}
+        for s in range(2):
+            for r in train_all(quiet(recipe, s), data, [("baseline", b, b) for b in ("dlrm", "dcnv2")], args.workers):
+                rows.setdefault(r["label"], []).append(r)
+        done[str(dim)] = rows
+        _results.save(out_dir(args), "matched", done)
+    return done
+
+
 def search_fte(search: dict) -> float:
     """The search run's cost without baselines: warm-up + search + its own final trainings."""
     f = search["compute"]["fte"]
@@ -182,6 +215,12 @@ def report(args) -> str:
                         f"{_f(rnd['best']['test']) if rnd else '-'} (training seed 0, as the found {_f(s0)}) -> "
                         f"{'met' if rnd and s0 < rnd['best']['test'] else 'not met'}; {fte:.2f} FTE "
                         f"({'<=' if fte <= 12 else '>'} 12); wall {srch['seconds']:.0f} s")
+    matched = _results.load(o, "matched") or {}
+    for dim, rows in sorted(matched.items(), key=lambda kv: int(kv[0])):
+        for k, v in rows.items():
+            lines.append(f"| {k} at embedding dim {dim} (not a baseline: the found model's table width) | "
+                         f"{_f(v[0]['test'])} | {_f(v[1]['test'] if len(v) > 1 else None)} | "
+                         f"{gap(statistics.fmean(r['test'] for r in v))} | 1 |")
     lines += ["", f"Seed noise: the pooled std over two training seeds of every model above = {noise:.5f} "
               f"(largest single std: {max(std, key=std.get)} {max(std.values()):.5f}).", ""]
     lines += [f"- {v}" for v in verdicts]
@@ -195,7 +234,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--recipe", default="recipes/synthetic.yaml")
     ap.add_argument("--data", default=None, help="dataset folder (default out/data-<rows>k; made if missing)")
-    ap.add_argument("--parts", default="baselines,search,random")
+    ap.add_argument("--parts", default="baselines,search,random,matched")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
     ap.add_argument("--out", default=None)
     ap.add_argument("--machine", default="")
@@ -211,6 +250,8 @@ def main() -> int:
                 srch = part_search(args, s)
                 if "random" in parts:
                     part_random(args, s, srch)
+        if "matched" in parts:
+            part_matched(args)
     text = report(args)
     print(text)
     if args.section:
