@@ -102,6 +102,10 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     jobs = [(m, s, args.data, _file(out, m, s)) for m in args.models for s in args.seeds]
     todo = [] if args.report_only else [j for j in jobs if not j[3].exists()]
+    from ctrnas import api
+
+    for extra in {tuple(j[0].split("+")[1:]) for j in todo}:  # data made once, here, not raced by the workers
+        api.prepare_data(_recipe(args.data, 0, extra))
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(todo) or 1))) as ex:
         for r in ex.map(train_one, todo):
             print(f"{r['model']} seed {r['seed']}: test {r['test']:.5f} val {r['val']:.5f} ({r['seconds']:.0f} s)",
