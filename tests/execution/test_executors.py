@@ -16,7 +16,7 @@ from ctrnas.errors import RecipeError, WorkerDied
 from ctrnas.execution import ExecutionConfig, SerialExecutor, make_executor
 from ctrnas.execution.processes import ProcessExecutor
 from tests.helpers import jobs
-from tests.helpers.procs import wait_gone
+from tests.helpers.procs import as_from_a_terminal, wait_gone
 
 JOBS = [(v, 1000 + 7 * v) for v in range(9)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def _start_driver(folder: Path, workers: int = 2) -> tuple[subprocess.Popen, lis
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.jobs", str(folder), str(workers)], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 120
     while len(list(folder.iterdir())) < workers:
         assert proc.poll() is None, proc.communicate()

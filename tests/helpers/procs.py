@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
+
+
+def as_from_a_terminal() -> None:
+    """`preexec_fn` for a child that must take Ctrl-C as a terminal's process does: a shell that starts a
+    job in the background (`make test &`) leaves SIGINT ignored, the child inherits that, and Python only
+    turns SIGINT into KeyboardInterrupt when it was not ignored at start."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def alive(pid: int) -> bool:

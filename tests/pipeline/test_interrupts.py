@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.procs import spawned_children, wait_gone
+from tests.helpers.procs import as_from_a_terminal, spawned_children, wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc").exists(), reason="reads /proc")]
@@ -21,7 +21,7 @@ def _run_until_workers(tests_recipe_path, data_dir, out: Path):
     cmd = [sys.executable, "-m", "ctrnas", "run", str(tests_recipe_path), "--set", f"data.path={data_dir}",
            "--set", f"output={out}", "--set", "final.workers=2", "--set", "train.progress=false"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 300
     while len(workers := spawned_children(proc.pid)) < 2:
         assert proc.poll() is None, proc.communicate()
