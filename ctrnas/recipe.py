@@ -156,8 +156,16 @@ class FinalConfig:
     # GiB the final stage may allocate; null: what the machine (or its cgroup) has available. Before it starts
     # `workers` processes it estimates one model's memory and starts fewer, or stops, when they would not fit
     memory_limit_gb: float | None = None
+    # widths of space.emb_dims at which the best candidate is also retrained (the pick is by val log loss as
+    # for the top-k): short trainings cannot rank the table width, since wider tables pay off only on the
+    # full data (docs/multifidelity.md); each extra width is one more FTE
+    emb_dims: tuple[int, ...] = ()
 
     def __post_init__(self):
+        if len(set(self.emb_dims)) != len(self.emb_dims) or not all(
+                isinstance(d, int) and d > 0 for d in self.emb_dims):
+            raise RecipeError("recipe", "final.emb_dims",
+                              f"expected distinct positive integers, got {list(self.emb_dims)}")
         if self.memory_limit_gb is not None and not self.memory_limit_gb > 0:
             raise RecipeError("recipe", "final.memory_limit_gb", f"expected > 0 or null, got {self.memory_limit_gb}")
         if self.workers < 1:
@@ -201,6 +209,11 @@ class Recipe:
         if self.threads is not None and self.threads < 1:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
         self._check_emb_dims()
+        widths = {self.train.embedding_dim, *self.space.emb_dims}
+        if not set(self.final.emb_dims) <= widths:
+            raise RecipeError(self.source or "recipe", "final.emb_dims",
+                              f"{list(self.final.emb_dims)} holds widths the space does not: it has "
+                              f"{sorted(widths)} (space.emb_dims and train.embedding_dim)")
 
     def _check_emb_dims(self) -> None:
         """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's

@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final_memory import workers_that_fit
 from ctrnas.pipeline.final_resume import jobs_for, say_resumed
-from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_batches, dense_params,
-                                         final_template, job_model, train_from_scratch)
+from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_batches, candidate_label,
+                                         dense_params, final_template, job_model, train_from_scratch)
 from ctrnas.pipeline.final_workers import (final_in_workers, in_workers, train_job, training_executor,
                                            with_workers)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
@@ -36,10 +36,36 @@ __all__ = ["dense_params", "final_stage", "final_template", "in_workers", "job_m
            "train_job", "training_executor"]
 
 
+def width_variants(recipe: Recipe, data, top: list) -> list:
+    """The best candidate at each width of `final.emb_dims` that the top-k do not already hold, as history
+    records (same history index and score; `meta` names the best's key and the width; counts for the width).
+
+    An arch at the run's own width keeps `emb_dim` unset, so its key is the one the search gives it.
+    """
+    from ctrnas.pipeline.stages import resource_counters
+    from ctrnas.space import Arch
+
+    if not recipe.final.emb_dims or not top:
+        return []
+    count_params, count_flops = resource_counters(recipe, data)
+    best, keys, out = top[0], {rec.key for rec in top}, []
+    arch = Arch.from_json(best.arch)
+    for dim in recipe.final.emb_dims:
+        variant = dataclasses.replace(arch, emb_dim=None if dim == recipe.train.embedding_dim else dim)
+        if variant.key() in keys:
+            continue
+        keys.add(variant.key())
+        meta = {**best.meta, "width_of": best.key, "width": dim}
+        out.append(dataclasses.replace(best, key=variant.key(), arch=variant.to_json(), meta=meta,
+                                       params=count_params(variant), flops=count_flops(variant)))
+    return out
+
+
 def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, supernet,
                 out_dir: Path | None = None, progress: bool = True, distributed=None) -> FinalResult:
-    """Retrain the top-k, choose by validation log loss among the usable ones (`ctrnas.pipeline.selection`),
-    export the winner to `out_dir/model` (or the best baseline when no candidate is usable).
+    """Retrain the top-k (and the best of them at the other widths of `final.emb_dims`), choose by validation
+    log loss among the usable ones (`ctrnas.pipeline.selection`), export the winner to `out_dir/model` (or
+    the best baseline when no candidate is usable).
 
     `supernet` may be None (a template of the right shape is built). With `distributed`, every rank calls
     this; rank 0 returns the full result (its `model` the gathered, unsharded best), the others a result
@@ -54,6 +80,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     top = search.result.top_k(recipe.top_k)
     if not top:
         raise CtrnasError("the search returned no candidates to retrain")
+    top = top + width_variants(recipe, data, top)
     quiet = dataclasses.replace(recipe, final=dataclasses.replace(
         recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
     template = final_template(recipe, data, supernet)
@@ -63,7 +90,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     archs = [Arch.from_json(rec.arch) for rec in top]
     # a folder per training, so an interrupted stage resumes (one process only; ctrnas.pipeline.final_resume)
     jobs = jobs_for(quiet, data, out_dir if distributed is None else None,
-                    [(f"rank {r}", ("arch", a)) for r, a in enumerate(archs)] +
+                    [(candidate_label(r, rec), ("arch", a)) for r, (rec, a) in enumerate(zip(top, archs))] +
                     [(f"baseline {n}", ("baseline", n)) for n in recipe.final.baselines])
     say_resumed(jobs, len(_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
@@ -89,7 +116,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
             params = float(done.get("dense_params", rec.params))
         # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
-        cand = judge(TrainedModel(f"rank {rank}", arch, val, test, params, rec.flops, sec, score=rec.value,
+        cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec, score=rec.value,
                                   history_index=rec.index, diverged=diverged), data, has_val)
         candidates.append(cand)
         # keep only the best usable one so far (ties: the earlier one), so at most one trained model is

@@ -31,7 +31,8 @@ def fingerprint(recipe, data) -> dict:
     from ctrnas.train.config import numeric_settings
 
     final = to_dict(recipe.final)
-    for key in ("workers", "memory_limit_gb"):  # where and how many at once, not what is trained
+    # where and how many at once, and which extra widths are tried, not what one job trains
+    for key in ("workers", "memory_limit_gb", "emb_dims"):
         final.pop(key, None)
     final["train"] = numeric_settings(recipe.final_train)
     splits = {s: {k: v.get(k) for k in ("rows", "ctr")} for s, v in data.meta["splits"].items()}

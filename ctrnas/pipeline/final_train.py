@@ -132,6 +132,12 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     return build_baseline(what, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
 
 
+def candidate_label(rank: int, rec) -> str:
+    """"rank N" for the search's N-th best; "rank 0 at width D" for the best retrained at another width
+    (`final.emb_dims`, `ctrnas.pipeline.final.width_variants`)."""
+    return f"rank 0 at width {rec.meta['width']}" if "width_of" in rec.meta else f"rank {rank}"
+
+
 def dense_params(model) -> int:
     """Parameters outside the embedding tables (what the report lists as params)."""
     return sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final_resume import drop
-from ctrnas.pipeline.final_train import _arch_model, _train, dense_params, job_model
+from ctrnas.pipeline.final_train import _arch_model, _train, candidate_label, dense_params, job_model
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.pipeline.selection import finish, judge, rank_key
 from ctrnas.recipe import Recipe
@@ -96,7 +96,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
 
     archs = [Arch.from_json(rec.arch) for rec in top]
     has_val = bool(split_rows(data, "val"))
-    jobs = [(("arch", a), True, f"top-k rank {rank} ({a.key()})") for rank, a in enumerate(archs)]
+    jobs = [(("arch", a), True, f"top-k {candidate_label(rank, rec)} ({a.key()})")
+            for rank, (rec, a) in enumerate(zip(top, archs))]
     # baselines keep their weights too: one is exported when no candidate is usable
     jobs += [(("baseline", n), True, f"baseline {n}") for n in recipe.final.baselines]
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
@@ -106,9 +107,9 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
-            cand = judge(TrainedModel(f"rank {rank}", archs[rank], r["val"], r["test"], float(r["dense_params"]),
-                                      rec.flops, r["seconds"], score=rec.value, history_index=rec.index,
-                                      diverged=r["diverged"]), data, has_val)
+            cand = judge(TrainedModel(candidate_label(rank, rec), archs[rank], r["val"], r["test"],
+                                      float(r["dense_params"]), rec.flops, r["seconds"], score=rec.value,
+                                      history_index=rec.index, diverged=r["diverged"]), data, has_val)
             candidates.append(cand)
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
                 if best_rank is not None:

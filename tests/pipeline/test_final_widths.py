@@ -1,0 +1,90 @@
+"""`final.emb_dims`: the final stage also retrains the search's best candidate at other embedding widths
+(short trainings cannot rank the width), and picks among all of them by val log loss as before."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctrnas import api
+from ctrnas.errors import RecipeError
+from ctrnas.search.history import HistoryRecord
+from ctrnas.space import Arch, get_space
+from ctrnas.supernet import count_params
+
+WIDTHS = ("space.emb_dims=[8, 16, 32]", "search.strategy=multifidelity",
+          "search.multifidelity.rungs=[{fitness: short, budget: 1024, keep: 0.5}, {fitness: short, budget: 2048}]")
+
+
+def _recipe(tests_recipe_path, data_dir, *more):
+    return api.load_recipe(tests_recipe_path, f"data.path={data_dir}", *WIDTHS, *more)
+
+
+def _records(recipe, n: int) -> list[HistoryRecord]:
+    space = get_space(recipe.space)
+    archs = [dataclasses.replace(space.sample(np.random.default_rng(i)), emb_dim=None) for i in range(n)]
+    return [HistoryRecord(i, 0, a.key(), a.to_json(), 0.5 + i, params=1.0, flops=2.0) for i, a in enumerate(archs)]
+
+
+def test_the_best_is_added_at_each_other_width_and_its_own_width_keeps_its_key(tests_recipe_path, data_dir,
+                                                                                  tests_data):
+    from ctrnas.pipeline.final import width_variants
+
+    recipe = _recipe(tests_recipe_path, data_dir, "final.emb_dims=[8, 16, 32]")
+    top = _records(recipe, 2)
+    extra = width_variants(recipe, tests_data, top)
+    best = Arch.from_json(top[0].arch)
+    assert [Arch.from_json(r.arch) for r in extra] == [dataclasses.replace(best, emb_dim=8),
+                                                       dataclasses.replace(best, emb_dim=32)]
+    assert [r.meta["width"] for r in extra] == [8, 32] and {r.meta["width_of"] for r in extra} == {top[0].key}
+    assert [r.index for r in extra] == [0, 0] and [r.key for r in extra] == [Arch.from_json(r.arch).key() for r in extra]
+    # 16 is the run's width (train.embedding_dim): the best itself, not a second copy under another key
+    assert all(Arch.from_json(r.arch).emb_dim != 16 for r in extra)
+    for r in extra:
+        assert r.params == count_params(tests_data.schema, recipe.space, Arch.from_json(r.arch), emb_dim=16)
+    assert extra[1].params > extra[0].params
+    # a width the top-k already hold is not trained twice
+    held = dataclasses.replace(top[1], key=extra[1].key, arch=extra[1].arch)
+    assert [r.meta["width"] for r in width_variants(recipe, tests_data, [top[0], held])] == [8]
+    assert width_variants(_recipe(tests_recipe_path, data_dir), tests_data, top) == []
+
+
+@pytest.mark.parametrize("dims, match", [("[16, 16]", "distinct"), ("[0]", "positive"),
+                                         ("[64]", r"the space does not: it has \[8, 16, 32\]")])
+def test_bad_widths_are_refused(tests_recipe_path, data_dir, dims, match):
+    with pytest.raises(RecipeError, match=f"final.emb_dims.*{match}"):
+        _recipe(tests_recipe_path, data_dir, f"final.emb_dims={dims}")
+    with pytest.raises(RecipeError, match=r"final.emb_dims.*it has \[16\]"):  # a space of one width
+        api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "final.emb_dims=[16, 32]")
+
+
+def test_the_widths_do_not_change_a_finished_job(tests_recipe_path, data_dir, tests_data):
+    """A re-run that adds `final.emb_dims` reuses the top-k trainings it already has."""
+    from ctrnas.pipeline.final_resume import fingerprint
+
+    a = _recipe(tests_recipe_path, data_dir)
+    b = _recipe(tests_recipe_path, data_dir, "final.emb_dims=[16, 32]")
+    assert fingerprint(a, tests_data) == fingerprint(b, tests_data)
+
+
+def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_path, data_dir, tmp_path):
+    import csv
+
+    from ctrnas.supernet.io import load_exported
+
+    recipe = _recipe(tests_recipe_path, data_dir, f"output={tmp_path}/run", "space.emb_dims=[16, 32]",
+                     "final.emb_dims=[16, 32]", "final.baselines=[]")
+    result = api.run(recipe, progress=False, echo=None)
+    cands = result.final.candidates
+    own = cands[0].arch.emb_dim or 16  # the search chose the best's width; the other one is added
+    other = 48 - own
+    assert [c.label for c in cands] == ["rank 0", "rank 1", f"rank 0 at width {other}"]
+    assert cands[2].arch == dataclasses.replace(cands[0].arch, emb_dim=None if other == 16 else other)
+    assert (cands[2].params > cands[0].params) == (other > own)
+    with open(result.output_dir / "final/models.csv") as fh:
+        assert [r["label"] for r in csv.DictReader(fh)] == [c.label for c in cands]
+    assert result.metrics["compute"]["fte"]["final"] == pytest.approx(3.0)
+    best = min((c for c in cands), key=lambda c: c.val["logloss"])
+    assert result.metrics["best"]["label"] == best.label
+    exported = load_exported(result.output_dir / "model")
+    assert {b.weight.shape[1] for b in exported.stem.ebc.embedding_bags.values()} == {best.arch.emb_dim or 16}
