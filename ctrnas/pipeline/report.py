@@ -29,9 +29,12 @@ def write_json(path: Path, obj) -> None:
     atomic_write_text(path, strict_json(obj) + "\n")
 
 
-def model_row(m: TrainedModel) -> dict:
+def model_row(m: TrainedModel, emb_dim: int) -> dict:
+    """One trained model as metrics.json and models.csv list it; `emb_dim` is the run's table width, which an
+    arch without its own (`Arch.emb_dim`) and every baseline train at."""
     d = m.diverged or {}
-    return {"label": m.label, "arch_key": m.arch.key() if m.arch is not None else None,
+    width = m.arch.emb_dim if m.arch is not None and m.arch.emb_dim is not None else emb_dim
+    return {"label": m.label, "arch_key": m.arch.key() if m.arch is not None else None, "emb_dim": width,
             "fitness": m.score, "history_index": m.history_index, "params": m.params, "flops": m.flops,
             "val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
             "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc"), "train_seconds": m.seconds,
@@ -58,6 +61,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     hist = search.history
     found = best.test.get("logloss", math.nan)
     models = list(final.candidates) + list(final.baselines)
+    width = recipe.train.embedding_dim
     return {
         "name": recipe.name,
         "setting": {"warmup_fraction": warm.fraction, "fitness": search.fitness,
@@ -71,14 +75,14 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                    "non_finite_candidates": [{"index": r.index, "key": r.key, "reason": non_finite_reason(r)}
                                              for r in hist if not math.isfinite(r.value)],
                    "best_fitness": search.result.best.value if search.result.best else None},
-        "best": {**model_row(best), "arch": best.arch.to_json() if best.arch is not None else None},
+        "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,
         "diverged": [{"label": m.label, "step": m.diverged["step"], "reason": m.diverged["reason"]}
                      for m in models if m.diverged],
         "found_worse_than_lr": (found > lr and best.label.lower() != "lr")
         if lr is not None and math.isfinite(found) and math.isfinite(lr) else None,
-        "candidates": [model_row(m) for m in final.candidates],
-        "baselines": [model_row(m) for m in final.baselines],
+        "candidates": [model_row(m, width) for m in final.candidates],
+        "baselines": [model_row(m, width) for m in final.baselines],
         "bayes_test_logloss": bayes,
         "gap_closed_vs_lr": gap_closed(found, lr, bayes),
         "timings": timings or {},

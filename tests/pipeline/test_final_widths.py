@@ -82,7 +82,9 @@ def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_p
     assert cands[2].arch == dataclasses.replace(cands[0].arch, emb_dim=None if other == 16 else other)
     assert (cands[2].params > cands[0].params) == (other > own)
     with open(result.output_dir / "final/models.csv") as fh:
-        assert [r["label"] for r in csv.DictReader(fh)] == [c.label for c in cands]
+        rows = list(csv.DictReader(fh))
+    assert [r["label"] for r in rows] == [c.label for c in cands]
+    assert [int(r["emb_dim"]) for r in rows] == [c.arch.emb_dim or 16 for c in cands]  # its own or the run's
     assert result.metrics["compute"]["fte"]["final"] == pytest.approx(3.0)
     best = min((c for c in cands), key=lambda c: c.val["logloss"])
     assert result.metrics["best"]["label"] == best.label
