@@ -44,14 +44,14 @@ def out_dir(args) -> Path:
     return Path(args.out or ROOT / "benchmarks/out/mfsearch") / f"{args.rows // 1000}k"
 
 
-def recipe_for(args, seed: int):
+def recipe_for(args, seed: int, *extra: str):
     from ctrnas.recipe import load_recipe
 
     data = args.data or str(out_dir(args).parent / f"data-{args.rows // 1000}k")
     return load_recipe(ROOT / args.recipe, [
         f"name=search-s{seed}", f"output={out_dir(args)}/{{name}}", f"data.path={data}",
         f"data.synthetic.rows={args.rows}", f"seed={seed}", "train.progress=false", "threads=1",
-        "final.baselines=[]", f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set])
+        "final.baselines=[]", f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set, *extra])
 
 
 def quiet(recipe, train_seed: int):
@@ -129,8 +129,9 @@ def part_matched(args) -> dict:
     for dim in found_dims(args):
         if str(dim) in done:
             continue
-        recipe = recipe_for(args, 0)
-        recipe = dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, embedding_dim=dim))
+        # through the loader, so the final stage's training (which the baselines use) takes the width too
+        recipe = recipe_for(args, 0, f"train.embedding_dim={dim}")
+        assert recipe.final_train.embedding_dim == dim
         data = api.prepare_data(recipe)
         rows = {}
         for s in range(2):
