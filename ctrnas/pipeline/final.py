@@ -40,18 +40,26 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
     """The best candidate at each width of `final.emb_dims` that the top-k do not already hold, as history
     records (same history index and score; `meta` names the best's key and the width; counts for the width).
 
-    An arch at the run's own width keeps `emb_dim` unset, so its key is the one the search gives it.
+    An arch at the run's own width is written without `emb_dim` (the seeded archs' form), and an arch the
+    top-k already hold at some width, with or without the key, is not added again.
     """
     from ctrnas.pipeline.stages import resource_counters
     from ctrnas.space import Arch
 
     if not recipe.final.emb_dims or not top:
         return []
+    run = recipe.train.embedding_dim
+
+    def at(arch: Arch, dim: int | None) -> Arch:
+        dim = dim or run
+        return dataclasses.replace(arch, emb_dim=None if dim == run else dim)
+
     count_params, count_flops = resource_counters(recipe, data)
-    best, keys, out = top[0], {rec.key for rec in top}, []
+    best, out = top[0], []
+    keys = {at(a, a.emb_dim).key() for a in (Arch.from_json(rec.arch) for rec in top)}
     arch = Arch.from_json(best.arch)
     for dim in recipe.final.emb_dims:
-        variant = dataclasses.replace(arch, emb_dim=None if dim == recipe.train.embedding_dim else dim)
+        variant = at(arch, dim)
         if variant.key() in keys:
             continue
         keys.add(variant.key())
@@ -116,8 +124,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
             params = float(done.get("dense_params", rec.params))
         # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
-        cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec, score=rec.value,
-                                  history_index=rec.index, diverged=diverged), data, has_val)
+        cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec,
+                                  score=rec.value, history_index=rec.index, diverged=diverged), data, has_val)
         candidates.append(cand)
         # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
         # held; with `distributed` every rank decides alike, since the validation metrics are computed from

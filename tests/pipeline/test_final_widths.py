@@ -46,6 +46,9 @@ def test_the_best_is_added_at_each_other_width_and_its_own_width_keeps_its_key(t
     # a width the top-k already hold is not trained twice
     held = dataclasses.replace(top[1], key=extra[1].key, arch=extra[1].arch)
     assert [r.meta["width"] for r in width_variants(recipe, tests_data, [top[0], held])] == [8]
+    # nor the best's own width written out (16 = the run's width, as a space with emb_dims may draw it)
+    spelled = dataclasses.replace(top[0], arch=dataclasses.replace(best, emb_dim=16).to_json())
+    assert [r.meta["width"] for r in width_variants(recipe, tests_data, [spelled])] == [8, 32]
     assert width_variants(_recipe(tests_recipe_path, data_dir), tests_data, top) == []
 
 
