@@ -170,12 +170,17 @@ def pair_margins(mean: dict, std: dict, found: float, found_std: float | None) -
 
     The pair's noise is sqrt((sd_found^2 + sd_baseline^2) / 2): with two training seeds each, the standard
     error of the difference of the two means, so "margin > 2x noise" is a two-sigma test per comparison. A
-    model without two seeds takes the other's sd.
+    model with one seed (no sd) is taken to have the other's sd s, and its mean is one draw:
+    sqrt(s^2 / 2 + s^2).
     """
     out = []
     for k, m in mean.items():
-        sds = [v for v in (found_std, std.get(k)) if v is not None]
-        noise = math.sqrt(statistics.fmean(v * v for v in sds)) if sds else 0.0
+        a, b = found_std, std.get(k)
+        if a is not None and b is not None:
+            noise = math.sqrt((a * a + b * b) / 2)
+        else:
+            s = a if a is not None else b
+            noise = 0.0 if s is None else s * math.sqrt(1.5)
         out.append((k, m - found, noise))
     return out
 

@@ -60,6 +60,7 @@ def test_mfsearch_pair_noise_is_the_standard_error_of_the_difference_of_two_seed
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     pairs = mod.pair_margins({"dlrm": 0.41, "lr": 0.45}, {"dlrm": 0.003}, 0.40, 0.004)
-    # dlrm: sqrt((0.004^2 + 0.003^2) / 2) = sqrt(12.5e-6); lr has one seed, so the found model's sd alone
+    # dlrm: sqrt((0.004^2 + 0.003^2) / 2) = sqrt(12.5e-6); lr has one seed: the found model's sd for both,
+    # lr's mean one draw: sqrt(0.004^2 / 2 + 0.004^2) = sqrt(24e-6)
     assert [(k, round(m, 10), round(n, 10)) for k, m, n in pairs] == [
-        ("dlrm", 0.01, round(12.5e-6 ** 0.5, 10)), ("lr", 0.05, 0.004)]
+        ("dlrm", 0.01, round(12.5e-6 ** 0.5, 10)), ("lr", 0.05, round(24e-6 ** 0.5, 10))]

@@ -61,7 +61,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     hist = search.history
     found = best.test.get("logloss", math.nan)
     models = list(final.candidates) + list(final.baselines)
-    width = recipe.train.embedding_dim
+    width = recipe.train.embedding_dim  # an arch without its own: the template's (supernet's) width
     return {
         "name": recipe.name,
         "setting": {"warmup_fraction": warm.fraction, "fitness": search.fitness,
@@ -82,7 +82,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "found_worse_than_lr": (found > lr and best.label.lower() != "lr")
         if lr is not None and math.isfinite(found) and math.isfinite(lr) else None,
         "candidates": [model_row(m, width) for m in final.candidates],
-        "baselines": [model_row(m, width) for m in final.baselines],
+        "baselines": [model_row(m, recipe.final_train.embedding_dim) for m in final.baselines],
         "bayes_test_logloss": bayes,
         "gap_closed_vs_lr": gap_closed(found, lr, bayes),
         "timings": timings or {},

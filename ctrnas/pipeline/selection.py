@@ -118,7 +118,7 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
             save_exported(best_model, export_dir, init="fresh+trained", metrics={
                 "val_logloss": best.val.get("logloss"), "val_auc": best.val.get("auc"),
                 "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc")},
-                source=f"top-{len(candidates)} retrain of search history index {best.history_index}")
+                source=f"top-{len(candidates)} retrain ({best.label}) of search history index {best.history_index}")
     dist_info = distributed.describe() if distributed is not None else None
     return FinalResult(tuple(candidates), best, tuple(baselines), export_dir, time.perf_counter() - t0,
                        model=best_model, distributed=dist_info, fallback=fallback)
