@@ -40,7 +40,7 @@ def step_choice(space, seed: int, step: int, full_steps: float):
         return True, None
     arch = space.sample(rng)
     # a space with several embedding widths: the supernet trains its subnets at its own (the same draws)
-    return False, (dataclasses.replace(arch, emb_dim=None) if getattr(arch, "emb_dim", None) is not None else arch)
+    return False, (dataclasses.replace(arch, emb_dim=None) if arch.emb_dim is not None else arch)
 
 
 def warmup(supernet: nn.Module, space, train: BatchSource, cfg: TrainConfig, wcfg: WarmupConfig,

@@ -3,6 +3,7 @@ relative full-supernet schedule decays as specified."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -35,9 +36,16 @@ class RecordingSupernet(nn.Module):
         return self.head(torch.cat([dense, self.stem(kjt).flatten(1)], 1)).squeeze(1)
 
 
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """A stand-in arch: what a space without `emb_dims` draws has no width of its own."""
+    value: int
+    emb_dim: int | None = None
+
+
 class CountingSpace:
     def sample(self, rng):
-        return int(rng.integers(1_000_000))
+        return Draw(int(rng.integers(1_000_000)))
 
 
 CFG = TrainConfig(batch_size=64, progress=False)
