@@ -12,7 +12,9 @@ On the synthetic Criteo profile, every model trained as the final stage trains (
   random     --archs random subnets of `ctrnas-small` and of `nasrec-small`, both cut as the demo recipe cuts
              its space (3 blocks, widths <= 256): best, median and worst test log loss. The NASRec-Small
              subnets are the ranking study's (same recipe seed, same sampler): pass its trained.json with
-             --reuse-nasrec to skip retraining them.
+             --reuse-nasrec to skip retraining them. `--variant LABEL:KEY=VALUE;...` adds a space of the same
+             cut with other recipe overrides (e.g. a narrower sampling prior), trained the same way;
+             `--spaces` picks which spaces this run trains (the report shows every space trained so far).
 Trained models are cached under --out (a stopped run resumes). The section goes to
 benchmarks/sections/space.md (or --section).
 """
@@ -38,7 +40,7 @@ import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.p
 SPACES = ("ctrnas-small", "nasrec-small")
 
 
-def base_recipe(args, space: str = "nasrec-small"):
+def base_recipe(args, space: str = "nasrec-small", extra: tuple[str, ...] = ()):
     from ctrnas.recipe import load_recipe
 
     return load_recipe(ROOT / "recipes/synthetic-nasrec.yaml", [
@@ -46,7 +48,18 @@ def base_recipe(args, space: str = "nasrec-small"):
         f"data.path={args.out}/data-{args.rows // 1000}k",
         f"data.synthetic.rows={args.rows}", "train.progress=false", f"threads={args.threads}",
         f"final.train_rows={'null' if args.train_rows is None else args.train_rows}", f"space.base={space}",
-        *args.set])
+        *args.set, *extra])
+
+
+def variants(args) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """label -> (preset, extra overrides): the two presets, then each `--variant LABEL:KEY=VALUE;...`."""
+    out = {s: (s, ()) for s in SPACES}
+    for v in args.variant:
+        label, _, sets = v.partition(":")
+        overrides = tuple(x for x in sets.split(";") if x)
+        base = next((x.split("=", 1)[1] for x in overrides if x.startswith("space.base=")), "ctrnas-small")
+        out[label] = (base, overrides)
+    return out
 
 
 def _seeded(recipe, seed: int):
@@ -82,23 +95,48 @@ def part_baselines(args) -> dict:
 
 
 def part_random(args) -> dict:
-    """`--archs` random subnets of each (cut) space, trained from scratch with the study's code."""
+    """`--archs` random subnets of each (cut) space in `--spaces`, trained from scratch with the study's code.
+
+    Each space's trainings are cached as they finish (trained-<label>.json); random.json holds every space
+    trained so far, so a run of one space keeps the others' results."""
     from ctrnas import api
     from ctrnas.pipeline.stages import new_supernet
     from ctrnas.pipeline.study import _train_all, sample_archs
 
-    out = {}
-    for space in SPACES:
-        recipe = base_recipe(args, space)
+    out = _results.load(args.out, "random") or {}
+    spaces = variants(args)
+    for label in args.spaces.split(","):
+        space, extra = spaces[label]
+        recipe = base_recipe(args, space, extra)
         data = api.prepare_data(recipe)
-        cache = Path(args.out) / f"trained-{space}.json"
-        if space == "nasrec-small" and args.reuse_nasrec and not cache.exists():
+        cache = Path(args.out) / f"trained-{label}.json"
+        if label == "nasrec-small" and args.reuse_nasrec and not cache.exists():
             shutil.copy(args.reuse_nasrec, cache)  # the ranking study's trainings of the same subnets
         archs = sample_archs(recipe, args.archs)
         trained = _train_all(recipe, data, archs, new_supernet(recipe, data), cache, progress=True,
                              workers=args.workers)
-        out[space] = [{"arch_key": a.key(), "arch": a.to_json(), **trained[a.key()]} for a in archs]
-    _results.save(args.out, "random", out)
+        out[label] = [{"arch_key": a.key(), "arch": a.to_json(), **trained[a.key()]} for a in archs]
+        _results.save(args.out, "random", out)
+    return out
+
+
+def by_feature(rows: list[dict]) -> list[tuple[str, int, float, int, float]]:
+    """(feature, n with, median with, n without, median without) over random subnets: which choices of the
+    sampling prior go with better or worse subnets."""
+    tests = {
+        "an FM term in some block": lambda b: any(x.get("fm") for x in b),
+        "a Dot-Product block": lambda b: any(x["dense_op"] == "dot" for x in b),
+        "Dot-Product first": lambda b: b[0]["dense_op"] == "dot",
+        "a Cross block": lambda b: any(x["dense_op"] == "cross" for x in b),
+        "an interaction block": lambda b: any(x["dense_op"] == "interaction" for x in b),
+        "a dense-sparse merge": lambda b: any(x.get("dense_sparse_merge") for x in b),
+    }
+    out = []
+    for name, has in tests.items():
+        yes = [_loss(r) for r in rows if has(r["arch"]["blocks"]) and math.isfinite(_loss(r))]
+        no = [_loss(r) for r in rows if not has(r["arch"]["blocks"]) and math.isfinite(_loss(r))]
+        med = lambda xs: statistics.median(xs) if xs else math.nan  # noqa: E731
+        out.append((name, len(yes), med(yes), len(no), med(no)))
     return out
 
 
@@ -134,26 +172,39 @@ def report(args) -> str:
             lines.append(f"| {what} | {params if params is not None else '-'} | "
                          + " | ".join(_f(_loss(r)) if r else "-" for r in rs) + f" | {_f(noise[what][0])} |")
         lines.append("")
-    summary = {}
+    summary, spaces = {}, variants(args)
     if rnd:
-        lines += ["| space (3 blocks, widths <= 256) | subnets | best | median | worst |", "|---|---|---|---|---|"]
-        for space in SPACES:
-            losses = sorted(x for x in (_loss(r) for r in rnd.get(space, [])) if math.isfinite(x))
+        lines += ["| space (3 blocks, widths <= 256) | overrides | subnets | best | median | worst |",
+                  "|---|---|---|---|---|---|"]
+        for label in [*spaces, *(k for k in rnd if k not in spaces)]:
+            losses = sorted(x for x in (_loss(r) for r in rnd.get(label, [])) if math.isfinite(x))
             if losses:
-                summary[space] = (losses[0], statistics.median(losses), losses[-1])
-                lines.append(f"| {space} | {len(losses)} | " + " | ".join(_f(v) for v in summary[space]) + " |")
+                summary[label] = (losses[0], statistics.median(losses), losses[-1])
+                sets = "; ".join(f"`{x}`" for x in spaces.get(label, ("", ()))[1]) or "-"
+                lines.append(f"| {label} | {sets} | {len(losses)} | "
+                             + " | ".join(_f(v) for v in summary[label]) + " |")
         lines.append("")
-    if "ctrnas-small" in summary and "dcnv2" in noise and "dlrm" in noise:
+    if rnd.get("ctrnas-small"):
+        lines += ["Median test log loss of the random `ctrnas-small` subnets with and without each choice (what a "
+                  "sampling prior could favour):", "", "| subnets with | n | median | n without | median without |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {name} | {ny} | {_f(my)} | {nn} | {_f(mn)} |" for name, ny, my, nn, mn
+                  in by_feature(rnd["ctrnas-small"])]
+        lines.append("")
+    if "dcnv2" in noise and "dlrm" in noise:
         sd = max((s for _, s in noise.values() if math.isfinite(s)), default=math.nan)
-        best, med = summary["ctrnas-small"][0], summary["ctrnas-small"][1]
-        gap = noise["dcnv2"][0] - best
-        lines += [f"Goal 1 (best random ctrnas-small subnet below DCN-v2 by more than the seed noise): "
-                  f"{_f(best)} vs DCN-v2 {_f(noise['dcnv2'][0])}, difference {gap:+.4f}, seed noise (largest std "
-                  f"over {args.seeds} seeds) {_f(sd)}: {'met' if gap > sd else 'not met'}.",
-                  f"Goal 2 (median ctrnas-small subnet below DLRM): {_f(med)} vs DLRM {_f(noise['dlrm'][0])}: "
-                  f"{'met' if med < noise['dlrm'][0] else 'not met'}.", ""]
+        for label in (k for k in summary if k != "nasrec-small"):
+            best, med = summary[label][0], summary[label][1]
+            gap = noise["dcnv2"][0] - best
+            lines += [f"Goal 1 (best random {label} subnet below DCN-v2 by more than the seed noise): "
+                      f"{_f(best)} vs DCN-v2 {_f(noise['dcnv2'][0])}, difference {gap:+.4f}, seed noise (largest "
+                      f"std over {args.seeds} seeds) {_f(sd)}: {'met' if gap > sd else 'not met'}.",
+                      f"Goal 2 (median {label} subnet below DLRM): {_f(med)} vs DLRM {_f(noise['dlrm'][0])}: "
+                      f"{'met' if med < noise['dlrm'][0] else 'not met'}.", ""]
+    extra = "".join(f" --variant '{v}'" for v in args.variant) + "".join(f" --set {x}" for x in args.set)
     lines += [f"Command: `.venv/bin/python benchmarks/space.py --rows {args.rows} --archs {args.archs} --workers "
-              f"{args.workers} --seeds {args.seeds}" + (f" --train-rows {rows}" if rows else "") + "`.", ""]
+              f"{args.workers} --seeds {args.seeds}" + (f" --train-rows {rows}" if rows else "") + extra + "` "
+              "(with `--spaces L1,L2` to train only some spaces in one run).", ""]
     return "\n".join(lines)
 
 
@@ -166,6 +217,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=2, help="training seeds of the archs and baselines")
     ap.add_argument("--workers", type=int, default=1, help="models trained in N processes at once")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--spaces", default=",".join(SPACES), help="spaces (presets or --variant labels) to train")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL:KEY=VALUE;...",
+                    help="one more space: the cut with these recipe overrides (space.base defaults to ctrnas-small)")
     ap.add_argument("--reuse-nasrec", default=None, help="the ranking study's trained.json (same rows and seed)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
     ap.add_argument("--report-only", action="store_true")
