@@ -103,7 +103,9 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
     with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex:
         results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
-        candidates, best_rank, best_state = [], None, None
+        # the best so far keeps its worker's result: its weights are unpacked (or, for a training finished in
+        # an earlier run, read from its folder) only once it is the final choice, whose folder keeps them
+        candidates, best_rank, best_result = [], None, None
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
@@ -114,7 +116,7 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
                 if best_rank is not None:
                     drop(folders[best_rank])
-                best_rank, best_state = rank, _state(r, folders[rank])
+                best_rank, best_result = rank, r
             else:
                 drop(folders[rank])
             del r
@@ -130,15 +132,16 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             else:
                 drop(folders[len(top) + len(baselines) - 1])
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
-    best_model.load_state_dict(best_state)
+    best_model.load_state_dict(_state(best_result, folders[best_rank]))
+    del best_result
     # as the serial trainer leaves it, so model.pt is the same object either way
     best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None)
 
 
 def _state(result: dict, folder):
-    """The weights a worker sent back; none came for a training finished in an earlier run whose checkpoint
-    was dropped as not needed, which the stage's order of decisions rules out for the ones it needs."""
+    """The weights a worker sent back; none came for a training finished in an earlier run, whose folder
+    keeps them only if it was that run's final choice (asked for only once it is this run's too)."""
     if result["state"] is None:
         folder.need_checkpoint()  # raises, naming the folder
     return _unpack(result["state"])

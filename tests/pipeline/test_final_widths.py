@@ -93,3 +93,30 @@ def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_p
     assert result.metrics["best"]["label"] == best.label
     exported = load_exported(result.output_dir / "model")
     assert {b.weight.shape[1] for b in exported.stem.ebc.embedding_bags.values()} == {best.arch.emb_dim or 16}
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_labelled_models_and_a_rerun_resumes_them(tests_recipe_path, data_dir,
+                                                                                 tmp_path, monkeypatch, capsys):
+    """The width label survives the worker processes, and a re-run reads its job folders back untrained."""
+    from ctrnas.train.trainer import Trainer
+
+    sets = ("space.emb_dims=[16, 32]", "final.emb_dims=[16, 32]", "final.baselines=[]")
+    serial = api.run(_recipe(tests_recipe_path, data_dir, f"output={tmp_path}/serial", *sets), progress=False,
+                     echo=None)
+    par_recipe = _recipe(tests_recipe_path, data_dir, f"output={tmp_path}/par", *sets, "final.workers=2")
+    par = api.run(par_recipe, progress=False, echo=None)
+    labels = [c.label for c in serial.final.candidates]
+    assert labels[-1].startswith("rank 0 at width ")
+    assert [c.label for c in par.final.candidates] == labels
+    assert [c.test["logloss"] for c in par.final.candidates] == [c.test["logloss"] for c in serial.final.candidates]
+    # the chosen one is not rank 0, so a re-run must not ask for the weights rank 0's folder dropped
+    assert par.final.best.label != "rank 0"
+
+    steps = []
+    monkeypatch.setattr(Trainer, "train_step", lambda self, *a: steps.append(1))
+    capsys.readouterr()
+    again = api.run(par_recipe, progress=False, echo=None)
+    assert not steps
+    assert f"final stage: resumed: {', '.join(labels)} done (not retrained)" in capsys.readouterr().err
+    assert [c.test["logloss"] for c in again.final.candidates] == [c.test["logloss"] for c in par.final.candidates]
