@@ -188,7 +188,7 @@ def train_config(recipe_path: str | Path | None = None, **overrides):
 
 def train_model(data_dir, cfg, baseline: str | None = None, arch=None, **options):
     """(metrics, out_dir) of a baseline or an architecture trained from scratch (options: space, out_dir,
-    train_fraction, layernorm, embedding_init, distributed, sharding, dist_backend, and recipe: a run's
+    train_fraction, layernorm, embedding_init, dense_init, distributed, sharding, dist_backend, and recipe: a run's
     recipe, to train as its final stage with `train_config(recipe, final=True)`)."""
     from ctrnas.pipeline.tasks import train_model as _train_model
 

@@ -153,6 +153,10 @@ class FinalConfig:
     # baselines' init; 0.0007-0.0020 lower test log loss on 4 of 4 subnets tried, benchmarks/RESULTS.md)
     # or "nasrec" (Xavier-normal, as NASRec's code)
     embedding_init: Literal["torchrec", "nasrec"] = "torchrec"
+    # how they draw their dense weights: "nasrec" (Xavier-uniform linears and cross kernels, zero bias, as
+    # NASRec's code) or "torchrec" (PyTorch's nn.Linear default and TorchRec's crossnet init, as the baseline
+    # modules draw theirs; `ctrnas.supernet.export.reinit`)
+    dense_init: Literal["nasrec", "torchrec"] = "nasrec"
     # GiB the final stage may allocate; null: what the machine (or its cgroup) has available. Before it starts
     # `workers` processes it estimates one model's memory and starts fewer, or stops, when they would not fit
     memory_limit_gb: float | None = None

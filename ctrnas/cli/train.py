@@ -13,7 +13,8 @@ def train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, help="prepared dataset folder (train/ val/ test/ + meta.json)")
     p.add_argument("--recipe", help="YAML with TrainConfig keys (at the top level or under 'train:'); `ctrnas "
                                     "train` given a run's recipe.yaml trains as its final stage (final.train, "
-                                    "final.train_rows/val_rows/test_rows, final.layernorm, final.embedding_init)")
+                                    "final.train_rows/val_rows/test_rows, final.layernorm, final.embedding_init, "
+                                    "final.dense_init)")
     p.add_argument("--out", help="output folder: checkpoint.pt, metrics.json, ... (re-running resumes)")
     p.add_argument("--seed", type=int, help="seed for weights, shuffling and sampling (default: recipe's, 0)")
     p.add_argument("--lr", type=float, help="Adagrad learning rate (default 0.12)")
@@ -62,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedding-init", choices=("torchrec", "nasrec"),
                    help="--arch: embedding tables uniform +-sqrt(1/rows) as TorchRec and the baselines, or "
                         "Xavier-normal as NASRec (default: the --recipe run's final.embedding_init, else torchrec)")
+    p.add_argument("--dense-init", choices=("nasrec", "torchrec"),
+                   help="--arch: dense weights Xavier-uniform as NASRec, or as the baseline modules draw theirs "
+                        "(nn.Linear default, TorchRec crossnet init) (default: the --recipe run's final.dense_init, "
+                        "else nasrec)")
     add_distributed_args(p)  # --distributed / --sharding / --dist-backend (torchrun -m ctrnas train ...)
     p.set_defaults(func=_run_train)
 
@@ -74,7 +79,8 @@ def _run_train(args) -> int:
                        restore_best=args.restore_best or None)
     m, out = api.train_model(args.data, cfg, baseline=args.baseline, arch=args.arch, space=args.space,
                              out_dir=args.out, train_fraction=args.train_fraction, layernorm=args.layernorm,
-                             embedding_init=args.embedding_init, distributed=args.distributed,
+                             embedding_init=args.embedding_init, dense_init=args.dense_init,
+                             distributed=args.distributed,
                              sharding=sharding_from_args(args), dist_backend=args.dist_backend, recipe=args.recipe)
     if m is not None:  # under torchrun, rank 0 only
         _print_metrics(m, out)

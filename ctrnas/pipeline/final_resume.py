@@ -34,6 +34,8 @@ def fingerprint(recipe, data) -> dict:
     # where and how many at once, and which extra widths are tried, not what one job trains
     for key in ("workers", "memory_limit_gb", "emb_dims"):
         final.pop(key, None)
+    if final.get("dense_init") == "nasrec":  # the only init before the key existed: older folders stay valid
+        final.pop("dense_init")
     final["train"] = numeric_settings(recipe.final_train)
     splits = {s: {k: v.get(k) for k in ("rows", "ctr")} for s, v in data.meta["splits"].items()}
     source = {k: data.meta.get(k) for k in ("source", "settings", "transforms")}

@@ -118,7 +118,7 @@ def _arch_model(recipe: Recipe, template, arch):
         template = template[use_layernorm("auto", arch, True)]
     # from scratch: the exported structure with every weight re-drawn from the training seed
     return export(template, arch, init="fresh", seed=recipe.final_train.seed,
-                  embedding_init=recipe.final.embedding_init)
+                  embedding_init=recipe.final.embedding_init, dense_init=recipe.final.dense_init)
 
 
 def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object]):

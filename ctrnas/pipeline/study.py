@@ -46,10 +46,11 @@ def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
 
 def _cached_how(entry: dict, how: dict) -> dict:
     """How a cached model was trained; entries from before a fingerprint key existed get that key's old
-    behaviour (no fingerprint at all: kept as is; no `embedding_init`: NASRec's Xavier-normal tables)."""
+    behaviour (no fingerprint at all: kept as is; no `embedding_init`: NASRec's Xavier-normal tables; no
+    `dense_init`: NASRec's dense init)."""
     if "how" not in entry:
         return how
-    return {"embedding_init": "nasrec", **entry["how"]}
+    return {"embedding_init": "nasrec", "dense_init": "nasrec", **entry["how"]}
 
 
 def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:
@@ -66,7 +67,7 @@ def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, 
     # fingerprint predate it and are kept)
     how = {"train": numeric_settings(recipe.final_train),
            "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm,
-           "embedding_init": recipe.final.embedding_init}
+           "embedding_init": recipe.final.embedding_init, "dense_init": recipe.final.dense_init}
     todo = [a for a in archs if not (a.key() in cache and _cached_how(cache[a.key()], how) == how)]
     todo = list({a.key(): a for a in todo}.values())
     template = final_template(recipe, data, supernet)  # the final stage's models: same tables and LayerNorms

@@ -140,10 +140,10 @@ def train_config(recipe_path: str | Path | None = None, final: bool = False, **o
 
 
 def final_recipe(data_dir, cfg, recipe=None, space=None, layernorm: str | None = None,
-                 embedding_init: str | None = None):
+                 embedding_init: str | None = None, dense_init: str | None = None):
     """The Recipe whose final stage trains a model as asked: a run's recipe (a path or a Recipe: its final
     section and the space it searched) or one made of `cfg` and `space` (default nasrec-full, LayerNorm off);
-    `space`, `layernorm` (a key of LAYERNORM) and `embedding_init` override it when given. Its final stage
+    `space`, `layernorm` (a key of LAYERNORM), `embedding_init` and `dense_init` override it when given. Its final stage
     trains with `cfg`."""
     from ctrnas.recipe import DataSection, Recipe
     from ctrnas.space import get_space
@@ -160,6 +160,8 @@ def final_recipe(data_dir, cfg, recipe=None, space=None, layernorm: str | None =
         changes["layernorm"] = LAYERNORM[layernorm]
     if embedding_init is not None:
         changes["embedding_init"] = embedding_init
+    if dense_init is not None:
+        changes["dense_init"] = dense_init
     return dataclasses.replace(run, final=dataclasses.replace(run.final, **changes))
 
 
@@ -175,16 +177,16 @@ def arch_model(arch_path, data, recipe, space_name: str):
     model = job_model(recipe, data, template, ("arch", arch))
     extra = {"arch": arch.to_json(), "space": space_name,
              "layernorm": use_layernorm(recipe.final.layernorm, arch, recipe.space.layernorm),
-             "embedding_init": recipe.final.embedding_init}
+             "embedding_init": recipe.final.embedding_init, "dense_init": recipe.final.dense_init}
     return model, f"arch-{arch.key()}", extra
 
 
 def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | None = None,
                 space=None, out_dir=None, train_fraction: float | None = None, layernorm: str | None = None,
-                embedding_init: str | None = None, distributed: bool = False, sharding: str | None = None,
-                dist_backend: str | None = None, recipe=None) -> tuple[dict | None, Path]:
+                embedding_init: str | None = None, dense_init: str | None = None, distributed: bool = False,
+                sharding: str | None = None, dist_backend: str | None = None, recipe=None) -> tuple[dict | None, Path]:
     """Train a baseline or an architecture from scratch; (metrics, results folder). With a run's `recipe`, as
-    its final stage trains (its space, LayerNorm and embedding init, and its final.train_rows / val_rows /
+    its final stage trains (its space, LayerNorm, embedding and dense init, and its final.train_rows / val_rows /
     test_rows; `cfg` should come from `train_config(recipe, final=True)`). With `distributed` (on every
     torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None)."""
     from ctrnas.pipeline.data import open_data
@@ -192,7 +194,7 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
 
     data = open_data(data_dir)
     run = recipe if recipe is None or isinstance(recipe, Recipe) else run_recipe(recipe)
-    final = final_recipe(data_dir, cfg, run, space, layernorm, embedding_init)
+    final = final_recipe(data_dir, cfg, run, space, layernorm, embedding_init, dense_init)
     if baseline:
         from ctrnas.train.baselines import build_baseline
 

@@ -60,6 +60,32 @@ def test_final_models_draw_tables_as_final_embedding_init_says():
         assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
 
 
+
+def test_final_models_draw_dense_weights_as_final_dense_init_says():
+    """nasrec: Xavier linears with zero bias; torchrec: nn.Linear's default, biases within +-1/sqrt(fan_in)."""
+    from ctrnas.pipeline.final import job_model
+
+    for init in ("nasrec", "torchrec"):
+        recipe, data, supernet = _setup({"layernorm": False, **({"dense_init": init} if init == "torchrec" else {})})
+        assert recipe.final.dense_init == init  # nasrec is the default
+        template = final_template(recipe, data, supernet)
+        arch = supernet.space.sample(np.random.default_rng(3))
+        got = job_model(recipe, data, template, ("arch", arch))
+        want = export(template, arch, init="fresh", seed=recipe.final_train.seed, embedding_init="torchrec",
+                      dense_init=init)
+        assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
+        linears = [m for m in got.modules() if isinstance(m, nn.Linear) and m.bias is not None]
+        assert linears
+        for m in linears:
+            bound = 1 / m.in_features ** 0.5
+            if init == "nasrec":
+                assert not m.bias.any()
+                assert m.weight.abs().max() <= (6 / (m.in_features + m.out_features)) ** 0.5
+            else:
+                assert m.bias.abs().max() <= bound and m.bias.any()
+                assert m.weight.abs().max() <= bound  # kaiming-uniform with a = sqrt(5): bound 1/sqrt(fan_in)
+
+
 def test_default_auto_gives_layernorm_to_models_with_products_only():
     from ctrnas.pipeline.final import job_model
     from ctrnas.train.normalise import product_degree

@@ -70,6 +70,17 @@ def test_the_widths_do_not_change_a_finished_job(tests_recipe_path, data_dir, te
     assert fingerprint(a, tests_data) == fingerprint(b, tests_data)
 
 
+
+def test_the_dense_init_changes_a_job_only_when_it_is_not_the_old_default(tests_recipe_path, data_dir, tests_data):
+    """Folders written before `final.dense_init` existed (NASRec's init) stay valid; the other init retrains."""
+    from ctrnas.pipeline.final_resume import fingerprint
+
+    plain = fingerprint(_recipe(tests_recipe_path, data_dir), tests_data)
+    assert "dense_init" not in plain["final"]
+    assert fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=nasrec"), tests_data) == plain
+    assert fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=torchrec"), tests_data) != plain
+
+
 def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_path, data_dir, tmp_path):
     import csv
 
