@@ -140,6 +140,19 @@ def by_feature(rows: list[dict]) -> list[tuple[str, int, float, int, float]]:
     return out
 
 
+def paired(rnd: dict) -> dict[str, list[tuple[float, float]]]:
+    """label -> (ctrnas-small loss, its loss) for every space trained on some of ctrnas-small's own subnets
+    (a variant that changes how they train, not which are drawn)."""
+    base = {r["arch_key"]: _loss(r) for r in rnd.get("ctrnas-small", [])}
+    out = {}
+    for label, rows in rnd.items():
+        pairs = [(base[r["arch_key"]], _loss(r)) for r in rows if label not in SPACES and r["arch_key"] in base
+                 and math.isfinite(base[r["arch_key"]]) and math.isfinite(_loss(r))]
+        if pairs:
+            out[label] = pairs
+    return out
+
+
 def _loss(r) -> float:
     return r["test"].get("logloss", math.nan)
 
@@ -191,6 +204,13 @@ def report(args) -> str:
         lines += [f"| {name} | {ny} | {_f(my)} | {nn} | {_f(mn)} |" for name, ny, my, nn, mn
                   in by_feature(rnd["ctrnas-small"])]
         lines.append("")
+    for label, pairs in paired(rnd).items():
+        d = [b - a for a, b in pairs]
+        sd = statistics.stdev(d) if len(d) > 1 else math.nan
+        lines += [f"Paired: the {len(d)} subnets `{label}` shares with `ctrnas-small` (the same archs, trained "
+                  f"otherwise): median {_f(statistics.median(b for _, b in pairs))} vs "
+                  f"{_f(statistics.median(a for a, _ in pairs))}, mean difference {statistics.mean(d):+.4f} "
+                  f"(sd {sd:.4f}), lower for {sum(x < 0 for x in d)} of {len(d)}.", ""]
     if "dcnv2" in noise and "dlrm" in noise:
         sd = max((s for _, s in noise.values() if math.isfinite(s)), default=math.nan)
         for label in (k for k in summary if k != "nasrec-small"):
