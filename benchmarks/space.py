@@ -1,6 +1,8 @@
 """Space benchmark (issue 15): can the ctrnas spaces express and beat the hand-designed models?
 
     .venv/bin/python benchmarks/space.py --rows 1000000 --archs 50 --workers 15      # the full run
+    .venv/bin/python benchmarks/space.py --rows 1000000 --archs 25 --workers 2 --parts random \
+        --spaces torchrec-init --variant 'torchrec-init:final.dense_init=torchrec'   # a variant of 25
     .venv/bin/python benchmarks/space.py --rows 60000 --archs 6 --workers 2           # a small run
     .venv/bin/python benchmarks/space.py --report-only --rows 1000000                 # rebuild the section
 
@@ -54,6 +56,8 @@ def base_recipe(args, space: str = "nasrec-small", extra: tuple[str, ...] = ()):
 def variants(args) -> dict[str, tuple[str, tuple[str, ...]]]:
     """label -> (preset, extra overrides): the two presets, then each `--variant LABEL:KEY=VALUE;...`."""
     out = {s: (s, ()) for s in SPACES}
+    saved = _results.load(args.out, "variants") or {}  # those of earlier runs, so a report names their overrides
+    out.update({label: (base, tuple(sets)) for label, (base, sets) in saved.items()})
     for v in args.variant:
         label, _, sets = v.partition(":")
         overrides = tuple(x for x in sets.split(";") if x)
@@ -105,6 +109,7 @@ def part_random(args) -> dict:
 
     out = _results.load(args.out, "random") or {}
     spaces = variants(args)
+    _results.save(args.out, "variants", {k: v for k, v in spaces.items() if k not in SPACES})
     for label in args.spaces.split(","):
         space, extra = spaces[label]
         recipe = base_recipe(args, space, extra)
