@@ -111,6 +111,8 @@ def part_random(args) -> dict:
     spaces = variants(args)
     _results.save(args.out, "variants", {k: v for k, v in spaces.items() if k not in SPACES})
     for label in args.spaces.split(","):
+        if label not in spaces:
+            raise SystemExit(f"--spaces: unknown space {label!r}; known: {', '.join(spaces)} (add one with --variant)")
         space, extra = spaces[label]
         recipe = base_recipe(args, space, extra)
         data = api.prepare_data(recipe)
@@ -145,13 +147,15 @@ def by_feature(rows: list[dict]) -> list[tuple[str, int, float, int, float]]:
     return out
 
 
-def paired(rnd: dict) -> dict[str, list[tuple[float, float]]]:
-    """label -> (ctrnas-small loss, its loss) for every space trained on some of ctrnas-small's own subnets
-    (a variant that changes how they train, not which are drawn)."""
+def paired(rnd: dict, spaces: dict) -> dict[str, list[tuple[float, float]]]:
+    """label -> (ctrnas-small loss, its loss) for every variant that changes how ctrnas-small's own subnets
+    train, not which are drawn (no `space.` override; the draws then are the same)."""
     base = {r["arch_key"]: _loss(r) for r in rnd.get("ctrnas-small", [])}
+    same_draws = {k for k, (preset, sets) in spaces.items() if k not in SPACES and preset == "ctrnas-small"
+                  and not any(x.startswith("space.") for x in sets)}
     out = {}
     for label, rows in rnd.items():
-        pairs = [(base[r["arch_key"]], _loss(r)) for r in rows if label not in SPACES and r["arch_key"] in base
+        pairs = [(base[r["arch_key"]], _loss(r)) for r in rows if label in same_draws and r["arch_key"] in base
                  and math.isfinite(base[r["arch_key"]]) and math.isfinite(_loss(r))]
         if pairs:
             out[label] = pairs
@@ -209,7 +213,7 @@ def report(args) -> str:
         lines += [f"| {name} | {ny} | {_f(my)} | {nn} | {_f(mn)} |" for name, ny, my, nn, mn
                   in by_feature(rnd["ctrnas-small"])]
         lines.append("")
-    for label, pairs in paired(rnd).items():
+    for label, pairs in paired(rnd, spaces).items():
         d = [b - a for a, b in pairs]
         sd = statistics.stdev(d) if len(d) > 1 else math.nan
         lines += [f"Paired: the {len(d)} subnets `{label}` shares with `ctrnas-small` (the same archs, trained "

@@ -103,8 +103,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
     with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex:
         results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
-        # the best so far keeps its worker's result: its weights are unpacked (or, for a training finished in
-        # an earlier run, read from its folder) only once it is the final choice, whose folder keeps them
+        # the best so far keeps its worker's result; its weights are unpacked only once it is the final choice
+        # (a training finished in an earlier run sends none when that run dropped them as not needed)
         candidates, best_rank, best_result = [], None, None
         for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
@@ -140,8 +140,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
 
 
 def _state(result: dict, folder):
-    """The weights a worker sent back; none came for a training finished in an earlier run, whose folder
-    keeps them only if it was that run's final choice (asked for only once it is this run's too)."""
+    """The weights a worker sent back. None: the worker found no checkpoint (an earlier run dropped it as not
+    needed); asked for only for the final choice, whose weights an earlier run kept."""
     if result["state"] is None:
         folder.need_checkpoint()  # raises, naming the folder
     return _unpack(result["state"])

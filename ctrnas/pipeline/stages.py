@@ -144,6 +144,14 @@ def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = 
     return fit, f"{note}; {len(eval_rows)} val rows"
 
 
+def short_training_fingerprint(recipe) -> dict:
+    """What the short-training rungs' scores depend on besides the arch: they train as the final stage."""
+    fp = {"final_train": numeric_settings(recipe.final_train)}
+    if recipe.final.dense_init != "nasrec":  # the only init before the key existed: older checkpoints stay valid
+        fp["final_dense_init"] = recipe.final.dense_init
+    return fp
+
+
 def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
                  progress: bool = True) -> SearchStageResult:
     """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`.
@@ -167,7 +175,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
                                  count_params=count_params, count_flops=count_flops, initial=initial,
                                  rungs=rungs, rung_maximize=directions)
-        fp["final_train"] = numeric_settings(recipe.final_train)  # the short trainings train as the final stage
+        fp.update(short_training_fingerprint(recipe))
     else:
         fitness, note = make_fitness(recipe, data, warm.supernet, kind)
         name, maximize = (recipe.proxy.name if kind == "proxy" else "oneshot"), fitness.maximize

@@ -60,7 +60,6 @@ def test_final_models_draw_tables_as_final_embedding_init_says():
         assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
 
 
-
 def test_final_models_draw_dense_weights_as_final_dense_init_says():
     """nasrec: Xavier linears with zero bias; torchrec: nn.Linear's default, biases within +-1/sqrt(fan_in)."""
     from ctrnas.pipeline.final import job_model

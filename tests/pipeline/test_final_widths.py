@@ -70,7 +70,6 @@ def test_the_widths_do_not_change_a_finished_job(tests_recipe_path, data_dir, te
     assert fingerprint(a, tests_data) == fingerprint(b, tests_data)
 
 
-
 def test_the_dense_init_changes_a_job_only_when_it_is_not_the_old_default(tests_recipe_path, data_dir, tests_data):
     """Folders written before `final.dense_init` existed (NASRec's init) stay valid; the other init retrains."""
     from ctrnas.pipeline.final_resume import fingerprint
@@ -79,6 +78,13 @@ def test_the_dense_init_changes_a_job_only_when_it_is_not_the_old_default(tests_
     assert "dense_init" not in plain["final"]
     assert fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=nasrec"), tests_data) == plain
     assert fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=torchrec"), tests_data) != plain
+    # the search's checkpoint likewise (its short-training rungs train as the final stage)
+    from ctrnas.pipeline.stages import short_training_fingerprint
+
+    fp = short_training_fingerprint(_recipe(tests_recipe_path, data_dir))
+    assert set(fp) == {"final_train"}
+    assert short_training_fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=torchrec")) == {
+        **fp, "final_dense_init": "torchrec"}
 
 
 def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_path, data_dir, tmp_path):
@@ -108,10 +114,8 @@ def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_p
 
 @pytest.mark.slow
 def test_worker_processes_give_the_same_labelled_models_and_a_rerun_resumes_them(tests_recipe_path, data_dir,
-                                                                                 tmp_path, monkeypatch, capsys):
+                                                                                 tmp_path, capsys):
     """The width label survives the worker processes, and a re-run reads its job folders back untrained."""
-    from ctrnas.train.trainer import Trainer
-
     sets = ("space.emb_dims=[16, 32]", "final.emb_dims=[16, 32]", "final.baselines=[]")
     serial = api.run(_recipe(tests_recipe_path, data_dir, f"output={tmp_path}/serial", *sets), progress=False,
                      echo=None)
@@ -124,10 +128,12 @@ def test_worker_processes_give_the_same_labelled_models_and_a_rerun_resumes_them
     # the chosen one is not rank 0, so a re-run must not ask for the weights rank 0's folder dropped
     assert par.final.best.label != "rank 0"
 
-    steps = []
-    monkeypatch.setattr(Trainer, "train_step", lambda self, *a: steps.append(1))
+    # the re-run trains in worker processes too: no folder's result or kept weights is written again
+    folders = tmp_path / "par/final/train"
+    stamps = {p: p.stat().st_mtime_ns for p in folders.glob("*/*") if p.suffix in (".json", ".pt")}
+    assert any(p.suffix == ".pt" for p in stamps)  # the chosen one's weights, which the re-run exports
     capsys.readouterr()
     again = api.run(par_recipe, progress=False, echo=None)
-    assert not steps
+    assert {p: p.stat().st_mtime_ns for p in folders.glob("*/*") if p.suffix in (".json", ".pt")} == stamps
     assert f"final stage: resumed: {', '.join(labels)} done (not retrained)" in capsys.readouterr().err
     assert [c.test["logloss"] for c in again.final.candidates] == [c.test["logloss"] for c in par.final.candidates]
