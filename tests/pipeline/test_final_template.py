@@ -47,32 +47,31 @@ def test_null_keeps_the_search_supernet():
     assert final_template(recipe, data, supernet) is supernet
 
 
-def test_final_models_draw_tables_as_final_embedding_init_says():
+def _final_model(final: dict, **inits):
+    """The final stage's fresh model of one sampled arch, after checking it equals `export` with `inits`."""
     from ctrnas.pipeline.final import job_model
 
+    recipe, data, supernet = _setup({"layernorm": False, **final})
+    template = final_template(recipe, data, supernet)
+    arch = supernet.space.sample(np.random.default_rng(3))
+    got = job_model(recipe, data, template, ("arch", arch))
+    want = export(template, arch, init="fresh", seed=recipe.final_train.seed, **inits)
+    assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
+    return recipe, got
+
+
+def test_final_models_draw_tables_as_final_embedding_init_says():
     for init in ("torchrec", "nasrec"):
-        recipe, data, supernet = _setup({"layernorm": False, **({"embedding_init": init} if init == "nasrec" else {})})
+        recipe, _ = _final_model({"embedding_init": init} if init == "nasrec" else {}, embedding_init=init)
         assert recipe.final.embedding_init == init  # torchrec is the default
-        template = final_template(recipe, data, supernet)
-        arch = supernet.space.sample(np.random.default_rng(3))
-        got = job_model(recipe, data, template, ("arch", arch))
-        want = export(template, arch, init="fresh", seed=recipe.final_train.seed, embedding_init=init)
-        assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
 
 
 def test_final_models_draw_dense_weights_as_final_dense_init_says():
     """nasrec: Xavier linears with zero bias; torchrec: nn.Linear's default, biases within +-1/sqrt(fan_in)."""
-    from ctrnas.pipeline.final import job_model
-
     for init in ("nasrec", "torchrec"):
-        recipe, data, supernet = _setup({"layernorm": False, **({"dense_init": init} if init == "torchrec" else {})})
+        recipe, got = _final_model({"dense_init": init} if init == "torchrec" else {}, embedding_init="torchrec",
+                                   dense_init=init)
         assert recipe.final.dense_init == init  # nasrec is the default
-        template = final_template(recipe, data, supernet)
-        arch = supernet.space.sample(np.random.default_rng(3))
-        got = job_model(recipe, data, template, ("arch", arch))
-        want = export(template, arch, init="fresh", seed=recipe.final_train.seed, embedding_init="torchrec",
-                      dense_init=init)
-        assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))
         linears = [m for m in got.modules() if isinstance(m, nn.Linear) and m.bias is not None]
         assert linears
         for m in linears:
