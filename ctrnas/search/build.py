@@ -10,6 +10,7 @@ from ctrnas.errors import RecipeError
 from ctrnas.search.constraints import ConstraintConfig, Constraints
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.multifidelity import MultiFidelity, RungConfig
+from ctrnas.search.predictor import Predictor, PredictorConfig
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
 from ctrnas.search.space_protocol import SearchSpace
 
@@ -34,6 +35,9 @@ class SearchConfig:
     random: RandomSearchConfig = RandomSearchConfig()
     multifidelity: MultiFidelityConfig = MultiFidelityConfig()
     constraints: ConstraintConfig = ConstraintConfig()
+    # predictor-guided evolution (evolution and multifidelity): `pool` mutants per child, a random forest
+    # on the arch's features and zero-cost proxies picks which are scored (ctrnas.search.predictor)
+    predictor: PredictorConfig = PredictorConfig()
     workers: int = 1
     top_k: int = 15
     seed_population: bool = True
@@ -56,19 +60,33 @@ def make_strategy(
     initial: tuple = (),
     rungs: tuple[RungConfig, ...] = (),
     rung_maximize: list[bool] | None = None,
+    featurize: Callable[[Any], dict] | None = None,
 ) -> RegularizedEvolution | RandomSearch | MultiFidelity:
     """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False).
     `initial`: archs evolution's initial population starts with (used when `config.seed_population`).
-    multifidelity: `rungs` (default `config.multifidelity.rungs`) and each rung's direction."""
+    multifidelity: `rungs` (default `config.multifidelity.rungs`) and each rung's direction.
+    `featurize(arch) -> {name: value}`: the predictor's inputs (needed when `config.predictor.pool` is set)."""
     constraints = Constraints(config.constraints, count_params, count_flops)
     initial = tuple(initial) if config.seed_population else ()
-    if config.strategy == "multifidelity":
+    multi = config.strategy == "multifidelity"
+    if multi:
         rungs = rungs or config.multifidelity.rungs
+        rung_maximize = rung_maximize if rung_maximize is not None else [maximize] * len(rungs)
+    predictor = None
+    if config.predictor.pool and config.strategy != "random":
+        if featurize is None:
+            raise RecipeError("search", "predictor.pool", "this caller gives the predictor no features")
+        predictor = Predictor(config.predictor, featurize, rung_maximize if multi else [maximize], seed)
+    if multi:
         evolution = build_strategy("evolution", space, seed=seed, maximize=maximize, evolution=config.evolution,
                                    constraints=constraints, initial=initial)
-        return MultiFidelity(evolution, rungs, rung_maximize if rung_maximize is not None else [maximize] * len(rungs))
-    return build_strategy(config.strategy, space, seed=seed, maximize=maximize, evolution=config.evolution,
-                          random=config.random, constraints=constraints, initial=initial)
+        evolution.predictor = predictor
+        return MultiFidelity(evolution, rungs, rung_maximize)
+    strategy = build_strategy(config.strategy, space, seed=seed, maximize=maximize, evolution=config.evolution,
+                              random=config.random, constraints=constraints, initial=initial)
+    if predictor is not None:
+        strategy.predictor = predictor
+    return strategy
 
 
 STRATEGIES = ("evolution", "random")

@@ -40,6 +40,12 @@ class EvolutionConfig:
     parent_per_child: bool = False
     max_dedup_tries: int = 100
     maximize: bool = True
+    # the `elitism` best members never die of age (the oldest others die instead): with aging alone the
+    # seeded archs, the oldest, leave the population after one generation however good they are
+    elitism: int = 0
+    # share of children made by a small step of the space's `mutate_local` (a width, depth or rank one
+    # step, FM on/off) instead of `mutate`'s re-draw of any choice; 0 = NASRec's mutation only
+    local_share: float = 0.0
 
     def __post_init__(self):
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
@@ -52,6 +58,11 @@ class EvolutionConfig:
                 "EvolutionConfig", "tournament_size",
                 f"{self.tournament_size} exceeds population_size {self.population_size}",
             )
+        if not 0 <= self.elitism < self.population_size:
+            raise RecipeError("EvolutionConfig", "elitism",
+                              f"expected 0 <= elitism < population_size {self.population_size}, got {self.elitism}")
+        if not 0.0 <= self.local_share <= 1.0:
+            raise RecipeError("EvolutionConfig", "local_share", f"expected in [0, 1], got {self.local_share}")
         if self.mutation_period is not None and self.mutation_period < 1:
             raise RecipeError("EvolutionConfig", "mutation_period", f"expected >= 1 or null, got {self.mutation_period}")
 
@@ -85,8 +96,11 @@ class RegularizedEvolution:
         seed: int = 0,
         constraints: Constraints | None = None,
         initial: tuple = (),
+        predictor=None,
     ):
         self.space, self.config, self.seed = space, config, int(seed)
+        # a `search.predictor.Predictor` (or None): picks which of `pool` mutants per child get scored
+        self.predictor = predictor
         self.constraints = constraints if constraints is not None else Constraints()
         # archs the initial population starts with (e.g. the space's hand-designed baselines), so the
         # search has to beat what a user would have built; the rest of it is sampled
@@ -115,9 +129,43 @@ class RegularizedEvolution:
         return self.population[max(idx, key=lambda i: (self.population[i].rank, i))]
 
     def _mutant(self, arch: Any, n: int) -> Any:
+        mutate = self.space.mutate
+        # drawn only when asked for, so a search without local moves keeps NASRec's random stream
+        if self.config.local_share > 0 and hasattr(self.space, "mutate_local") and \
+                self.rng.random() < self.config.local_share:
+            mutate = self.space.mutate_local
         for _ in range(n):
-            arch = self.space.mutate(arch, self.rng)
+            arch = mutate(arch, self.rng)
         return arch
+
+    def _children(self, parents: list[_Member], n: int) -> list[Candidate]:
+        """One child per parent; with a predictor, `pool` mutants per child are proposed and the predictor
+        picks which are scored (until it has enough scores to fit, the first of each parent's are kept)."""
+        pool = self.predictor.config.pool if self.predictor is not None else 0
+        if pool < 2:
+            return [self._propose(lambda p=p: self._mutant(p.arch, n), lambda a: self._mutant(a, n), p.key)
+                    for p in parents]
+        proposals: list[Candidate] = []
+        taken = set(self._seen)
+        for p in parents:
+            for _ in range(pool):
+                c = propose(lambda p=p: self._mutant(p.arch, n), self.space, self.rng, self.constraints,
+                            taken.__contains__, self.config.max_dedup_tries, lambda a: self._mutant(a, n))
+                taken.add(c.key)
+                proposals.append(Candidate(c.arch, c.key, self.generation, c.params, c.flops, p.key))
+        chosen = self.predictor.choose([(c.key, c.arch) for c in proposals], len(parents))
+        if chosen is None:
+            chosen = [i * pool for i in range(len(parents))]  # each parent's first mutant
+        out = [proposals[i] for i in sorted(chosen)]
+        self._seen.update(c.key for c in out)
+        return out
+
+    def observe(self, candidates: list[Candidate], results: list[FitnessResult], rung: int | None = None) -> None:
+        """Give the predictor (if any) the scores of `candidates` at `rung` (a multi-fidelity caller reports
+        every rung; `tell` without `ranks` reports its own)."""
+        if self.predictor is not None:
+            for c, r in zip(candidates, results):
+                self.predictor.observe(c.key, c.arch, rung, r.value)
 
     def _seeded(self) -> list[Candidate]:
         """The `initial` archs that fit the constraints, without repeats, as generation-0 candidates."""
@@ -144,10 +192,9 @@ class RegularizedEvolution:
         else:
             n = mutations_at(self.generation, cfg)
             parent = None if cfg.parent_per_child else self._tournament_parent()
-            out = []
-            for _ in range(cfg.children_per_generation):
-                p = self._tournament_parent() if cfg.parent_per_child else parent
-                out.append(self._propose(lambda p=p: self._mutant(p.arch, n), lambda a: self._mutant(a, n), p.key))
+            parents = [self._tournament_parent() if cfg.parent_per_child else parent
+                       for _ in range(cfg.children_per_generation)]
+            out = self._children(parents, n)
         self._pending = out
         return out
 
@@ -155,16 +202,23 @@ class RegularizedEvolution:
         """Add the scored candidates as the youngest members; after generation 0 the oldest as many die.
 
         `ranks` (higher is better, any mutually comparable values) replaces the ranking of `results` by
-        value, for a caller that ranks by more than one number (`multifidelity`: rung reached, then value)."""
+        value, for a caller that ranks by more than one number (`multifidelity`: rung reached, then value);
+        such a caller reports the values to the predictor itself (`observe`). With `elitism`, the best
+        members are spared and the oldest of the others die."""
         if self._pending is None or [c.key for c in candidates] != [c.key for c in self._pending]:
             raise RuntimeError("tell() must receive exactly the candidates of the last ask()")
         if len(results) != len(candidates):
             raise ValueError(f"tell() got {len(results)} results for {len(candidates)} candidates")
         if ranks is None:
+            self.observe(candidates, results)
             ranks = [rank_value(r.value, self.maximize) for r in results]
         self.population += [_Member(c.arch, c.key, rank) for c, rank in zip(candidates, ranks)]
         if self.generation > 0:
-            del self.population[: len(candidates)]
+            pop = self.population
+            # ties among the best go to the younger member, as in the tournament
+            elite = set(sorted(range(len(pop)), key=lambda i: (pop[i].rank, i), reverse=True)[: self.config.elitism])
+            dying = [i for i in range(len(pop)) if i not in elite][: len(candidates)]
+            self.population = [m for i, m in enumerate(pop) if i not in set(dying)]
         self.generation += 1
         self._pending = None
 
@@ -172,18 +226,23 @@ class RegularizedEvolution:
         fp = {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
         if self.initial:
             fp["initial"] = [arch_key(a) for a in self.initial]
+        if self.predictor is not None:
+            fp["predictor"] = to_dict(self.predictor.config)
         return fp
 
     def state_dict(self) -> dict:
         return {
             "generation": self.generation, "population": list(self.population), "seen": set(self._seen),
             "rng": self.rng.bit_generator.state,
+            **({"predictor": self.predictor.state_dict()} if self.predictor is not None else {}),
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.generation, self.population = state["generation"], list(state["population"])
         self._seen, self._pending = set(state["seen"]), None
         self.rng.bit_generator.state = state["rng"]
+        if self.predictor is not None and "predictor" in state:
+            self.predictor.load_state_dict(state["predictor"])
 
     def run(self, fitness, **options) -> SearchResult:
         """Search to the end (see `runner.run_search` for workers, cache, checkpoint_path, progress)."""

@@ -120,6 +120,7 @@ class MultiFidelity:
         if len(results) != len(candidates):
             raise ValueError(f"tell() got {len(results)} results for {len(candidates)} candidates")
         self._pending = None
+        self.evolution.observe(candidates, results, self.rung)  # the predictor learns from every rung
         for pos, result in zip(self.alive, results):
             self.reached[pos] = (self.rung, result)
         if self.rung + 1 < len(self.rungs):

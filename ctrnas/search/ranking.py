@@ -78,6 +78,13 @@ def _point(x: np.ndarray, y: np.ndarray, method: Method) -> float:
     raise ValueError(f"method must be 'kendall' or 'spearman', got {method!r}")
 
 
+def point_correlation(a: Sequence[float], b: Sequence[float], method: Method = "kendall") -> float:
+    """Kendall tau-b or Spearman rho of the pairs where both are finite, without an interval (NaN when one
+    side is constant or fewer than 2 pairs are left)."""
+    x, y = _finite_pairs(a, b)
+    return _point(x, y, method)
+
+
 def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Spearman rho of each row pair at once: Pearson correlation of average ranks."""
     rx = stats.rankdata(xs, axis=1)

@@ -147,6 +147,82 @@ class SearchSpace:
             return dataclasses.replace(arch, blocks=tuple(blocks))
         raise ArchValidationError(None, "<space>", c.name, "no choice has more than one option; cannot mutate")
 
+    def mutate_local(self, arch: Arch, rng: np.random.Generator) -> Arch:
+        """A small edit of a block the output depends on: one width, token count, cross depth or rank one
+        step up or down its list, a categorical op choice (e.g. the cross form) re-drawn, FM flipped, or the
+        embedding width one step (with `emb_dims`). The wiring and the ops stay: the search refines a strong
+        arch (a DLRM or DCN-v2 seed) instead of jumping to another DAG, as `mutate` often does.
+        Falls back to `mutate` when no local edit fits (e.g. every live field has one option)."""
+        self.validate(arch)
+        c = self.config
+        live = sorted(i for i, p in arch.live_parts().items() if p.dense or p.sparse)
+        moves: list[tuple] = []
+        for i in live:
+            b, parts = arch.blocks[i - 1], arch.live_parts()[i]
+            if parts.dense and not op_spec(b.dense_op).keeps_width(dict(b.dense_args)):
+                moves.append((i, "dense_dim"))
+            if parts.dense:
+                moves += [(i, "arg", n) for n, opts in op_spec(b.dense_op).args if len(opts) > 1]
+                if len(self._options(i, "fm")) > 1:
+                    moves.append((i, "fm"))
+            if parts.sparse and op_spec(b.sparse_op).sized:
+                moves.append((i, "sparse_tokens"))
+        if len(c.emb_dims) > 1:
+            moves.append((None, "emb_dim"))
+
+        def step(options: tuple, now):
+            """A neighbour of `now` in `options` (ordered as the config lists them), or None."""
+            if now not in options:
+                return None
+            j = options.index(now)
+            near = [options[k] for k in (j - 1, j + 1) if 0 <= k < len(options)]
+            return near[int(rng.integers(len(near)))] if near else None
+
+        for _ in range(100):
+            if not moves:
+                break
+            move = moves[int(rng.integers(len(moves)))]
+            i, what = move[0], move[1]
+            if what == "emb_dim":
+                now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
+                new = step(tuple(sorted(c.emb_dims)), now)
+                if new is not None:
+                    return dataclasses.replace(arch, emb_dim=new)
+                continue
+            b = arch.blocks[i - 1]
+            if what == "arg":
+                name = move[2]
+                opts = op_spec(b.dense_op).arg_options(name)
+                numeric = all(isinstance(o, int) and not isinstance(o, bool) for o in opts)
+                if numeric:
+                    new = step(tuple(opts), b.arg(name))
+                else:
+                    others = [o for o in opts if o != b.arg(name)]
+                    new = others[int(rng.integers(len(others)))] if others else None
+                if new is None:
+                    continue
+                args = dict(b.dense_args)
+                args[name] = new
+                new_b = dataclasses.replace(b, dense_args=tuple(sorted(args.items())))
+            elif what == "fm":
+                new_b = dataclasses.replace(b, fm=not b.fm)
+            else:
+                new = step(self._options(i, what), getattr(b, what))
+                if new is None:
+                    continue
+                new_b = dataclasses.replace(b, **{what: new})
+            spec = op_spec(new_b.dense_op)
+            if spec.check is not None and spec.check(new_b) is not None:
+                continue
+            blocks = list(arch.blocks)
+            blocks[i - 1] = new_b
+            out = dataclasses.replace(arch, blocks=tuple(blocks))
+            try:
+                return self.validate(out)
+            except ArchValidationError:
+                continue
+        return self.mutate(arch, rng)
+
     def _mutate_arg(self, b: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
         """`b` with one of its dense op's own choices re-drawn to another value (None: the op has none)."""
         spec = op_spec(b.dense_op)

@@ -1,0 +1,166 @@
+"""A learned performance predictor that picks which of many mutants get scored (predictor-guided evolution).
+
+BANANAS (White et al., AAAI 2021) and NASLib's predictor search: evolution proposes `pool` mutants per
+child it may train, a model fitted on everything scored so far predicts each one, and the best by an
+acquisition (the predicted value plus `kappa` times the model's spread, toward better) are scored. White
+et al. ("How Powerful are Performance Predictors in NAS?", NeurIPS 2021) and NAS-Bench-Suite-Zero find
+that zero-cost proxies are poor rankers alone and strong *features* of a model-based predictor: the
+caller's `featurize(arch)` gives the architecture's features (op counts, widths; GRAF's role) and, for the
+CTR search, SiGeo, ZiCo, NASWOT, parameters and FLOPs, whose sign and weight the model learns on the
+user's own data.
+
+Model: scikit-learn's `RandomForestRegressor`. Trees need no scaling of proxies that span orders of
+magnitude, ignore useless columns, fit in milliseconds on tens of rows, and the spread of the trees'
+predictions is the uncertainty the acquisition needs (BANANAS uses an ensemble for the same purpose).
+
+A multi-fidelity search scores candidates at several rungs whose values are not comparable: the model is
+fitted on the deepest rung with at least `min_train` finite scores, and predicts that rung. Every
+prediction made for a candidate before it is scored is kept, so the run can report Kendall's tau of the
+predictor on candidates it had not seen (`report`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ctrnas.errors import RecipeError
+
+
+@dataclass(frozen=True)
+class PredictorConfig:
+    """pool: mutants proposed per child to score (0: no predictor, evolution as before); kappa: weight of
+    the trees' spread in the acquisition; min_train: scores at a rung before its model is used; trees: the
+    forest's size."""
+
+    pool: int = 0
+    kappa: float = 0.5
+    min_train: int = 8
+    trees: int = 100
+
+    def __post_init__(self):
+        if self.pool < 0 or self.pool == 1:
+            raise RecipeError("search.predictor", "pool", f"expected 0 (off) or >= 2, got {self.pool}")
+        if self.kappa < 0:
+            raise RecipeError("search.predictor", "kappa", f"expected >= 0, got {self.kappa}")
+        if self.min_train < 2:
+            raise RecipeError("search.predictor", "min_train", f"expected >= 2, got {self.min_train}")
+        if self.trees < 1:
+            raise RecipeError("search.predictor", "trees", f"expected >= 1, got {self.trees}")
+
+
+def kendall_tau(x: list[float], y: list[float]) -> float:
+    """Kendall's tau-b of two equally long lists (NaN with fewer than 3 pairs or a constant list)."""
+    from ctrnas.search.ranking import point_correlation
+
+    return point_correlation(x, y, "kendall") if len(x) >= 3 else math.nan
+
+
+class Predictor:
+    """Fits on scored candidates (`observe`), chooses among proposals (`choose`), reports its accuracy.
+
+    `featurize(arch) -> {name: value}` is called once per distinct key. `maximize[r]` is rung r's direction;
+    internally every value is a utility, higher is better."""
+
+    def __init__(self, config: PredictorConfig, featurize: Callable[[Any], dict[str, float]],
+                 maximize: list[bool], seed: int = 0):
+        self.config, self.featurize, self.maximize, self.seed = config, featurize, list(maximize), int(seed)
+        self.features: dict[str, dict[str, float]] = {}   # key -> features
+        self.scores: list[list] = []                      # [key, rung, utility]
+        self.pending: dict[str, list] = {}                # "key|rung" -> [predicted utility, spread]
+        self.checked: list[list] = []                     # [key, rung, predicted, actual]: unseen before scoring
+        self.importances: dict[str, float] = {}
+
+    # -- data ---------------------------------------------------------------------------------------
+    def features_of(self, key: str, arch: Any) -> dict[str, float]:
+        if key not in self.features:
+            raw = self.featurize(arch)
+            self.features[key] = {k: float(v) if v is not None and math.isfinite(float(v)) else 0.0
+                                  for k, v in raw.items()}
+        return self.features[key]
+
+    def observe(self, key: str, arch: Any, rung: int | None, value: float) -> None:
+        """Record a score (rung None: a single-fidelity search's only rung); non-finite scores are skipped."""
+        r = rung or 0
+        if not math.isfinite(value):
+            return
+        utility = float(value) if self.maximize[r] else -float(value)
+        self.features_of(key, arch)
+        self.scores.append([key, r, utility])
+        guess = self.pending.pop(f"{key}|{r}", None)
+        if guess is not None:
+            self.checked.append([key, r, guess[0], utility])
+
+    # -- the model ----------------------------------------------------------------------------------
+    def _rung(self) -> int | None:
+        counts: dict[int, int] = {}
+        for _, r, _ in self.scores:
+            counts[r] = counts.get(r, 0) + 1
+        ready = [r for r, n in counts.items() if n >= self.config.min_train]
+        return max(ready) if ready else None
+
+    def _fit(self):
+        """(rung, forest, feature names) fitted on the deepest ready rung, or None."""
+        from sklearn.ensemble import RandomForestRegressor
+
+        rung = self._rung()
+        if rung is None:
+            return None
+        rows = {}
+        for key, r, u in self.scores:
+            if r == rung:
+                rows[key] = u  # a re-scored key keeps its latest value
+        names = sorted({n for k in rows for n in self.features[k]})
+        x = np.array([[self.features[k].get(n, 0.0) for n in names] for k in rows])
+        y = np.array(list(rows.values()))
+        forest = RandomForestRegressor(n_estimators=self.config.trees, min_samples_leaf=2,
+                                       random_state=self.seed + len(self.scores))
+        forest.fit(x, y)
+        self.importances = dict(sorted(zip(names, map(float, forest.feature_importances_)),
+                                       key=lambda t: -t[1]))
+        return rung, forest, names
+
+    def choose(self, proposals: list[tuple[str, Any]], k: int) -> list[int] | None:
+        """Indices of the k proposals ((key, arch) pairs) with the best acquisition, or None while no rung
+        has `min_train` scores (the caller then keeps its own default)."""
+        fitted = self._fit()
+        if fitted is None:
+            return None
+        rung, forest, names = fitted
+        x = np.array([[self.features_of(key, arch).get(n, 0.0) for n in names] for key, arch in proposals])
+        per_tree = np.stack([t.predict(x) for t in forest.estimators_])
+        mean, spread = per_tree.mean(axis=0), per_tree.std(axis=0)
+        acquisition = mean + self.config.kappa * spread
+        order = sorted(range(len(proposals)), key=lambda i: (-acquisition[i], i))[:k]
+        for i in order:
+            self.pending[f"{proposals[i][0]}|{rung}"] = [float(mean[i]), float(spread[i])]
+        return order
+
+    def report(self) -> dict:
+        """Kendall's tau of the predictions made before scoring against the scores (per rung, and their
+        count-weighted mean), how many, and the last model's feature importances."""
+        per_rung = {}
+        for r in sorted({c[1] for c in self.checked}):
+            pairs = [(c[2], c[3]) for c in self.checked if c[1] == r]
+            per_rung[str(r)] = {"n": len(pairs), "tau": kendall_tau([p for p, _ in pairs], [a for _, a in pairs])}
+        usable = [(v["tau"], v["n"]) for v in per_rung.values() if math.isfinite(v["tau"])]
+        pooled = sum(t * n for t, n in usable) / sum(n for _, n in usable) if usable else math.nan
+        return {"model": "scikit-learn RandomForestRegressor", "trees": self.config.trees,
+                "pool": self.config.pool, "kappa": self.config.kappa,
+                "unseen_tau": pooled, "unseen_n": len(self.checked), "per_rung": per_rung,
+                "scored": len(self.scores), "importances": dict(self.importances)}
+
+    # -- checkpoints (plain data: JSON-ready) --------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"features": self.features, "scores": self.scores, "pending": self.pending,
+                "checked": self.checked, "importances": self.importances}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.features = {k: dict(v) for k, v in state["features"].items()}
+        self.scores = [list(s) for s in state["scores"]]
+        self.pending = {k: list(v) for k, v in state["pending"].items()}
+        self.checked = [list(c) for c in state["checked"]]
+        self.importances = dict(state["importances"])

@@ -1,0 +1,61 @@
+"""`mutate_local`: one small step from an arch (a width, depth or rank to its neighbour, FM flipped, a
+categorical op choice re-drawn), never a change of wiring or op."""
+
+import dataclasses
+
+import numpy as np
+
+from ctrnas.space import get_space
+from ctrnas.space.baselines import baseline_arch
+from ctrnas.space.config import PRESETS
+
+
+def diffs(a, b):
+    out = []
+    for i, (x, y) in enumerate(zip(a.blocks, b.blocks), start=1):
+        for f in dataclasses.fields(x):
+            if getattr(x, f.name) != getattr(y, f.name):
+                out.append((i, f.name, getattr(x, f.name), getattr(y, f.name)))
+    if a.emb_dim != b.emb_dim:
+        out.append((None, "emb_dim", a.emb_dim, b.emb_dim))
+    return out
+
+
+def test_local_moves_change_one_live_choice_by_one_step():
+    cfg = dataclasses.replace(PRESETS["ctrnas-small"], num_blocks=7, dense_dims=(16, 32, 64, 128, 256, 400),
+                              sparse_tokens=(16, 32), dense_sparse_merge=(False,), emb_dims=(8, 16, 32))
+    space = get_space(cfg)
+    rng = np.random.default_rng(0)
+    seen_fields = set()
+    for name in ("dlrm-like", "dcnv2-like"):
+        arch = space.validate(baseline_arch(name))
+        live = set(arch.live_parts())
+        for _ in range(60):
+            child = space.mutate_local(arch, rng)
+            d = diffs(arch, child)
+            assert len(d) == 1, d
+            block, field, old, new = d[0]
+            seen_fields.add(field if field != "dense_args" else "dense_args")
+            assert field not in ("dense_op", "sparse_op", "dense_idx", "sparse_idx", "dense_left_idx",
+                                 "dense_right_idx")
+            assert block is None or block in live
+            if field == "dense_dim":
+                opts = cfg.dense_dims
+                assert abs(opts.index(new) - opts.index(old)) == 1
+            if field == "emb_dim":
+                assert {old or 16, new} in ({8, 16}, {16, 32})
+            if field == "dense_args":
+                changed = {k for k in set(dict(old)) | set(dict(new)) if dict(old).get(k) != dict(new).get(k)}
+                assert len(changed) == 1
+                k = changed.pop()
+                if k in ("depth", "rank"):
+                    opts = {"depth": (0, 1, 2, 3), "rank": (8, 16, 32)}[k]
+                    assert abs(opts.index(dict(new)[k]) - opts.index(dict(old)[k])) == 1
+    assert {"dense_dim", "dense_args", "fm", "emb_dim"} <= seen_fields
+
+
+def test_local_moves_are_seeded():
+    space = get_space("ctrnas-small")
+    arch = space.sample(np.random.default_rng(1))
+    a = [space.mutate_local(arch, np.random.default_rng(5)).key() for _ in range(3)]
+    assert len(set(a)) == 1
