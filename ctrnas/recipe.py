@@ -196,7 +196,9 @@ class Recipe:
     space: SpaceConfig = PRESETS["nasrec-small"]
     warmup: WarmupConfig = WarmupConfig()
     train: TrainConfig = TrainConfig()
-    fitness: Literal["auto", "proxy", "oneshot"] = "auto"
+    # "random": no scoring, a free uniform draw per candidate; with `search.strategy: random` the final stage
+    # retrains `top_k` random archs: random search at the cost of the final stage (top_k FTE)
+    fitness: Literal["auto", "proxy", "oneshot", "random"] = "auto"
     proxy: ProxyConfig = ProxyConfig()
     oneshot: OneShotConfig = OneShotConfig()
     search: SearchConfig = SearchConfig()
@@ -225,7 +227,7 @@ class Recipe:
     def _check_emb_dims(self) -> None:
         """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's
         proxy and one-shot scores read its shared tables, of one width, and would score another model."""
-        if not self.space.emb_dims:
+        if not self.space.emb_dims or self.fitness_kind == "random":
             return
         why = (f"space.emb_dims {list(self.space.emb_dims)} needs from-scratch scoring (short rungs): proxy "
                f"and one-shot scores read the supernet's tables, all {self.train.embedding_dim} wide")
@@ -377,7 +379,7 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
 def _fitness_direction(recipe: Recipe, search: Any, source: str) -> Recipe:
     """The search strategies' `maximize` set from the fitness (a proxy score is maximized, the one-shot
     validation log loss minimized): a recipe value that disagrees is an error, not silently replaced."""
-    maximize = recipe.fitness_kind == "proxy"
+    maximize = recipe.fitness_kind in ("proxy", "random")
     for name in ("evolution", "random"):
         given = search.get(name, {}) if isinstance(search, dict) else {}
         if isinstance(given, dict) and given.get("maximize", maximize) != maximize:

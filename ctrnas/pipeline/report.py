@@ -74,7 +74,9 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                    "non_finite": sum(1 for r in hist if not math.isfinite(r.value)),
                    "non_finite_candidates": [{"index": r.index, "key": r.key, "reason": non_finite_reason(r)}
                                              for r in hist if not math.isfinite(r.value)],
-                   "best_fitness": search.result.best.value if search.result.best else None},
+                   "best_fitness": search.result.best.value if search.result.best else None,
+                   "ladder": ladder_check(search, final),
+                   "predictor": search.predictor},
         "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,
         "diverged": [{"label": m.label, "step": m.diverged["step"], "reason": m.diverged["reason"]}
@@ -90,6 +92,27 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "compute": compute or {},  # training samples and full-training equivalents per stage (pipeline.budget)
         **({"final_distributed": final.distributed} if final.distributed is not None else {}),
     }
+
+
+def ladder_check(search, final: FinalResult) -> list[dict] | None:
+    """The ladder's self-check (multi-fidelity searches): Kendall's tau between consecutive rungs over the
+    candidates scored at both, then between the last rung and the final stage's validation log loss over
+    the retrained candidates scored at the last rung. tau near 0 or below: the cheaper step does not rank."""
+    if search.rung_maximize is None:
+        return None
+    from ctrnas.search.multifidelity import ladder_agreement
+    from ctrnas.search.predictor import kendall_tau
+
+    checks = ladder_agreement(search.history, list(search.rung_maximize))
+    last = len(search.rung_maximize) - 1
+    hist = search.history
+    pairs = [(hist[m.history_index].value, m.val.get("logloss", math.nan)) for m in final.candidates
+             if m.history_index is not None and hist[m.history_index].rung == last and "width_of" not in
+             hist[m.history_index].meta and m.arch is not None and m.arch.key() == hist[m.history_index].key]
+    sign = 1.0 if search.rung_maximize[last] else -1.0  # both sides as "higher is better"
+    checks.append({"from": last, "to": "final", "n": len(pairs),
+                   "tau": kendall_tau([sign * a for a, _ in pairs], [-b for _, b in pairs])})
+    return checks
 
 
 def _finite(x) -> bool:

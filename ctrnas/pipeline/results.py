@@ -50,6 +50,7 @@ class SearchStageResult:
     seconds: float
     rows_note: str = ""
     rung_maximize: tuple[bool, ...] | None = None  # each rung's direction (multi-fidelity search)
+    predictor: dict | None = None  # the predictor's report (`ctrnas.search.predictor.Predictor.report`)
 
     @property
     def history(self):

@@ -121,6 +121,10 @@ def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = 
     recipe = resolve_warmup(recipe, data)
     kind = kind or recipe.fitness_kind
     fraction = recipe.warmup.fraction if fraction is None else fraction
+    if kind == "random":
+        from ctrnas.pipeline.rungs import RandomFitness
+
+        return RandomFitness(), "no rows: a uniform draw per candidate (random search)"
     if kind == "proxy":
         p = recipe.proxy
         bs = p.batch_size or recipe.train.batch_size
@@ -167,6 +171,11 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     count_params, count_flops = resource_counters(recipe, data)
     fp = {"warmup": _warmup_fingerprint(recipe, data), "kind": kind, "proxy": to_dict(recipe.proxy),
           "oneshot": to_dict(recipe.oneshot)}
+    featurize = None
+    if recipe.search.predictor.pool:
+        from ctrnas.pipeline.predictor_features import CtrFeatures
+
+        featurize = CtrFeatures(recipe, data, warm.supernet, recipe.search.predictor.proxies)
     if recipe.search.strategy == "multifidelity":
         from ctrnas.pipeline.rungs import build_ladder
 
@@ -174,13 +183,14 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         kind, name, maximize = "multifidelity", " > ".join(r.fitness for r in rungs), directions[-1]
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
                                  count_params=count_params, count_flops=count_flops, initial=initial,
-                                 rungs=rungs, rung_maximize=directions)
+                                 rungs=rungs, rung_maximize=directions, featurize=featurize)
         fp.update(short_training_fingerprint(recipe))
     else:
         fitness, note = make_fitness(recipe, data, warm.supernet, kind)
-        name, maximize = (recipe.proxy.name if kind == "proxy" else "oneshot"), fitness.maximize
+        name, maximize = {"proxy": recipe.proxy.name}.get(kind, kind), fitness.maximize
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
-                                 count_params=count_params, count_flops=count_flops, initial=initial)
+                                 count_params=count_params, count_flops=count_flops, initial=initial,
+                                 featurize=featurize)
     ckpt = None
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -194,8 +204,11 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         atomic_write_text(marker, json.dumps(fp, indent=1))
     result = strategy.run(fitness, workers=recipe.search.workers, execution=recipe.execution,
                           checkpoint_path=ckpt, progress=progress)
+    evolution = getattr(strategy, "evolution", strategy)
+    predictor = getattr(evolution, "predictor", None)
     return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note,
-                             tuple(directions) if kind == "multifidelity" else None)
+                             tuple(directions) if kind == "multifidelity" else None,
+                             predictor.report() if predictor is not None else None)
 
 
 def warmup_config_for(recipe: Recipe, fraction: float) -> Recipe:

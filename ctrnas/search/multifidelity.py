@@ -166,3 +166,24 @@ class MultiFidelity:
     def run(self, fitness: Any, **options) -> SearchResult:
         """Search to the end with `runner.run_search` (workers, execution, checkpoint_path, progress)."""
         return run_search(self, fitness, **options)
+
+
+def ladder_agreement(history: History, maximize: list[bool]) -> list[dict]:
+    """The ladder's self-check: Kendall's tau between consecutive rungs' values, over the candidates scored
+    at both (each rung's values turned so that higher is better, so tau > 0 means rung r+1 agrees with the
+    order rung r promoted by). A tau near 0 or below says the cheap rung cannot be trusted on this data."""
+    from ctrnas.search.predictor import kendall_tau
+
+    by_rung: dict[int, dict[str, float]] = {}
+    for r in history:
+        if r.rung is not None:
+            v = rank_value(r.value, maximize[r.rung])
+            by_rung.setdefault(r.rung, {})[r.key] = v
+    out = []
+    for r in sorted(by_rung):
+        if r + 1 not in by_rung:
+            continue
+        keys = [k for k in by_rung[r + 1] if k in by_rung[r]]
+        a, b = [by_rung[r][k] for k in keys], [by_rung[r + 1][k] for k in keys]
+        out.append({"from": r, "to": r + 1, "n": len(keys), "tau": kendall_tau(a, b)})
+    return out

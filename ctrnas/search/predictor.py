@@ -40,6 +40,9 @@ class PredictorConfig:
     kappa: float = 0.5
     min_train: int = 8
     trees: int = 100
+    # zero-cost proxies the caller scores as features (the CTR pipeline: registry names on the warmed-up
+    # supernet); empty: the architecture's own features, parameters and FLOPs only
+    proxies: tuple[str, ...] = ("sigeo", "zico", "naswot")
 
     def __post_init__(self):
         if self.pool < 0 or self.pool == 1:

@@ -119,3 +119,18 @@ def test_predictor_pool_is_checked():
     with pytest.raises(RecipeError, match="pool"):
         PredictorConfig(pool=1)
     assert math.isnan(Predictor(PredictorConfig(pool=2), features, [True]).report()["unseen_tau"])
+
+
+def test_ladder_agreement_is_kendall_tau_between_consecutive_rungs():
+    from ctrnas.search.history import History, HistoryRecord
+    from ctrnas.search.multifidelity import ladder_agreement
+
+    # rung 0 minimized (log loss), rung 1 minimized: keys a..d at rung 0, a, b, c at rung 1
+    rows = [("a", 0, 0.50), ("b", 0, 0.51), ("c", 0, 0.52), ("d", 0, 0.60),
+            ("a", 1, 0.45), ("b", 1, 0.44), ("c", 1, 0.46)]
+    h = History([HistoryRecord(index=i, generation=0, key=k, arch={}, value=v, rung=r)
+                 for i, (k, r, v) in enumerate(rows)])
+    (agree,) = ladder_agreement(h, [False, False])
+    # pairs over a, b, c: (a,b) discordant, (a,c) concordant, (b,c) concordant -> tau = (2 - 1) / 3
+    assert agree["from"] == 0 and agree["to"] == 1 and agree["n"] == 3
+    assert agree["tau"] == pytest.approx(1 / 3)
