@@ -28,7 +28,7 @@ from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_ba
 from ctrnas.pipeline.final_workers import (final_in_workers, in_workers, train_job, training_executor,
                                            with_workers)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
-from ctrnas.pipeline.selection import finish, judge, rank_key
+from ctrnas.pipeline.selection import beats, finish, judge, rank_key
 from ctrnas.recipe import Recipe
 
 # one training and the worker pool live in final_train / final_workers; their names stay importable here
@@ -109,7 +109,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         workers = workers_that_fit(recipe, data, template, todo, n) if todo else (n if in_workers(recipe, n) else 0)
         if workers:
             return final_in_workers(recipe, with_workers(quiet, workers), data, top, template, out_dir, progress,
-                                    t0, jobs)
+                                    t0, jobs, search.history)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch, job = archs[rank], jobs[rank]
         done = job.result() if job is not None else None
@@ -151,6 +151,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         del best_state
 
     baselines, base_models = [], {}
+    kept = None  # the baseline whose model is held: the best so far that beats the best candidate on validation
     for i, name in enumerate(tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
                                   not recipe.final.baselines)):
         job = jobs[len(top) + i]
@@ -167,20 +168,26 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         m = judge(TrainedModel(name, None, done["val"], done["test"], float(done["dense_params"]), math.nan,
                                done["seconds"], diverged=done["diverged"]), data, has_val)
         baselines.append(m)
-        if candidates[best_rank].status != "ok":  # a fallback may need it (every rank decides alike)
+        # the export may need it when it beats every candidate and baseline so far (every rank decides alike)
+        if beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):
+            if kept is not None:
+                base_models.pop(kept, None)
+                if jobs[len(top) + kept] is not None:
+                    jobs[len(top) + kept].drop_checkpoint()
+            kept = len(baselines) - 1
             if distributed is None:
-                base_models[len(baselines) - 1] = model if model is not None else \
+                base_models[kept] = model if model is not None else \
                     _reload(recipe, quiet, data, template, ("baseline", name), job)
             else:
                 from ctrnas.distributed.checkpoint import gather_state_dict
 
                 state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
                 if main:
-                    base_models[len(baselines) - 1] = job_model(recipe, data, template, ("baseline", name))
-                    base_models[len(baselines) - 1].load_state_dict(state)
+                    base_models[kept] = job_model(recipe, data, template, ("baseline", name))
+                    base_models[kept].load_state_dict(state)
                 del state
         elif job is not None:
             job.drop_checkpoint()
         del model, trainer
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
-                   distributed)
+                  distributed, search.history)

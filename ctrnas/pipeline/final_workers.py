@@ -14,7 +14,7 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final_resume import drop
 from ctrnas.pipeline.final_train import _arch_model, _train, candidate_label, dense_params, job_model
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
-from ctrnas.pipeline.selection import finish, judge, rank_key
+from ctrnas.pipeline.selection import beats, finish, judge, rank_key
 from ctrnas.recipe import Recipe
 
 
@@ -88,7 +88,7 @@ def in_workers(recipe: Recipe, workers: int) -> bool:
     return recipe.execution.resolve(workers)[0] != "serial"
 
 
-def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders) -> FinalResult:
+def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders, history=None) -> FinalResult:
     """The final stage with its trainings spread over the executor of `quiet` (`final.workers` processes, or
     `execution`; as many as the memory allows, `ctrnas.pipeline.final_memory`); collected in job order, so
     the choice (ties: the earlier rank) and every number equal the serial run's."""
@@ -120,15 +120,20 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             else:
                 drop(folders[rank])
             del r
-        baselines, base_models = [], {}
+        baselines, base_models, kept = [], {}, None
         for name in recipe.final.baselines:
             _, r = next(results)
             baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
                                                 math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
-            if candidates[best_rank].status != "ok":
+            # held only while it beats every candidate and baseline so far: the export may need it
+            if beats(baselines[-1], candidates[best_rank], baselines[kept] if kept is not None else None):
+                if kept is not None:
+                    base_models.pop(kept)
+                    drop(folders[len(top) + kept])
+                kept = len(baselines) - 1
                 model = job_model(quiet, data, template, ("baseline", name))
-                model.load_state_dict(_state(r, folders[len(top) + len(baselines) - 1]))
-                base_models[len(baselines) - 1] = model
+                model.load_state_dict(_state(r, folders[len(top) + kept]))
+                base_models[kept] = model
             else:
                 drop(folders[len(top) + len(baselines) - 1])
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
@@ -136,7 +141,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     del best_result
     # as the serial trainer leaves it, so model.pt is the same object either way
     best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
-    return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None)
+    return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None,
+                  history)
 
 
 def _state(result: dict, folder):

@@ -79,6 +79,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                    "predictor": search.predictor},
         "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,
+        "origin": final.origin,
         "diverged": [{"label": m.label, "step": m.diverged["step"], "reason": m.diverged["reason"]}
                      for m in models if m.diverged],
         "found_worse_than_lr": (found > lr and best.label.lower() != "lr")
@@ -129,8 +130,10 @@ def _fmt(x, digits: int = 5) -> str:
 
 def summary_markdown(metrics: dict) -> str:
     s = metrics["setting"]
-    lines = [f"# ctrnas run `{metrics['name']}`", "",
-             f"- warm-up fraction {s['warmup_fraction']:g}, fitness: {s['fitness']} ({s['fitness_name']}); "
+    lines = [f"# ctrnas run `{metrics['name']}`", ""]
+    if metrics.get("origin"):
+        lines += [f"**{metrics['origin']['line']}**", ""]
+    lines += [f"- warm-up fraction {s['warmup_fraction']:g}, fitness: {s['fitness']} ({s['fitness_name']}); "
              f"{s['rows']}",
              f"- search: {metrics['search']['evaluations']} evaluations ({metrics['search']['distinct']} distinct, "
              f"{metrics['search']['non_finite']} non-finite), best fitness {_fmt(metrics['search']['best_fitness'])}",

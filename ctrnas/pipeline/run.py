@@ -103,6 +103,8 @@ def finish_run(recipe: Recipe, data: DataResult, warm: WarmupResult, search: Sea
     compute = fte_by_stage(recipe, data, warm, search, final)
     metrics = write_report(out, recipe, {"data": data, "warm": warm, "search": search, "final": final,
                                          "timings": clock.timings, "cpu": clock.cpu, "compute": compute})
+    if final.origin:  # what won and where it came from, before any number
+        say(f"result: {final.origin['line']}")
     say(fte_line(compute) + f"; wall {clock.timings['total']:.0f} s")
     if final.fallback:
         say(f"fallback: {final.fallback}")

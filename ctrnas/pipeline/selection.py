@@ -51,6 +51,14 @@ def rank_key(m: TrainedModel) -> float:
     return x if m.status == OK and math.isfinite(x) else math.inf
 
 
+def beats(baseline: TrainedModel, candidate: TrainedModel, kept: TrainedModel | None) -> bool:
+    """Whether an eligible `baseline` has a lower validation log loss than the best candidate and than the
+    baseline held so far (`kept`): then the export may be this baseline (ties: the candidate, then the
+    earlier baseline)."""
+    x = rank_key(baseline)
+    return math.isfinite(x) and x < rank_key(candidate) and (kept is None or x < rank_key(kept))
+
+
 def best_index(models: list[TrainedModel]) -> int | None:
     """Index of the eligible model with the lowest validation log loss (ties: the first), None if none."""
     best = None
@@ -81,44 +89,57 @@ def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None
         from ctrnas.supernet.serving import save_serving
 
         save_serving(model, schema, folder)
-    card = {"kind": "baseline", "baseline": m.label, "fallback": note,
+    card = {"kind": "baseline", "baseline": m.label, "why": note,
             "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
             "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
                         "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
-    atomic_write_text(folder / "model_card.md", f"# Baseline {m.label} (fallback)\n\n{note}\n\n```json\n"
+    atomic_write_text(folder / "model_card.md", f"# Baseline {m.label}\n\n{note}\n\n```json\n"
                       f"{strict_json(card['metrics'])}\n```\n")
     atomic_write_text(folder / "model_card.json", strict_json(card) + "\n")  # last: marks completion
 
 
 def finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
-            distributed) -> FinalResult:
+           distributed, history=None) -> FinalResult:
     """The final stage's result: the chosen candidate, or the best baseline when none is usable, exported
     to `out_dir/model` on the main process."""
-    best, fallback = candidates[best_rank], None
+    best, fallback, note = candidates[best_rank], None, None
+    b = best_index(baselines)
     if best.status != "ok":  # no usable candidate: the best usable baseline stands in, said in one line
-        b = best_index(baselines)
         fallback = fallback_message(candidates, baselines[b] if b is not None else None)
+        note = fallback
         if b is not None:
             best, best_model = baselines[b], base_models.get(b)
         else:
             best_model = None
+    elif b is not None and rank_key(baselines[b]) < rank_key(best):
+        # the export is never worse on validation than anything the stage trained, a baseline included
+        note = (f"the {baselines[b].label} baseline had the lowest validation log loss of everything the final "
+                f"stage trained ({rank_key(baselines[b]):.5f} against the best candidate's {rank_key(best):.5f})")
+        best, best_model = baselines[b], base_models.get(b)
+    where = None
+    if history is not None:
+        from ctrnas.pipeline.origin import origin
+
+        where = origin(FinalResult(tuple(candidates), best, tuple(baselines), None, 0.0, fallback=fallback), history)
     export_dir = None
     if out_dir is not None and recipe.final.export and main and best_model is not None:
         export_dir = Path(out_dir) / "model"
         from ctrnas.data.preprocess import copy_preprocess
 
         copy_preprocess(recipe.data_dir, export_dir)  # the raw-row preprocessing travels with the model
-        if fallback is not None:
+        if best.arch is None:
             from ctrnas.data.dataset import load_schema
 
-            export_baseline(best_model, export_dir, best, fallback, load_schema(recipe.data_dir))
+            export_baseline(best_model, export_dir, best, where["line"] if where else note,
+                            load_schema(recipe.data_dir))
         else:
             from ctrnas.supernet import save_exported
 
             save_exported(best_model, export_dir, init="fresh+trained", metrics={
                 "val_logloss": best.val.get("logloss"), "val_auc": best.val.get("auc"),
                 "test_logloss": best.test.get("logloss"), "test_auc": best.test.get("auc")},
-                source=f"top-{len(candidates)} retrain ({best.label}) of search history index {best.history_index}")
+                source=f"top-{len(candidates)} retrain ({best.label}) of search history index {best.history_index}",
+                origin=where["line"] if where else None)
     dist_info = distributed.describe() if distributed is not None else None
     return FinalResult(tuple(candidates), best, tuple(baselines), export_dir, time.perf_counter() - t0,
-                       model=best_model, distributed=dist_info, fallback=fallback)
+                       model=best_model, distributed=dist_info, fallback=fallback, origin=where)

@@ -217,6 +217,8 @@ class SearchSpace:
             blocks = list(arch.blocks)
             blocks[i - 1] = new_b
             out = dataclasses.replace(arch, blocks=tuple(blocks))
+            if out.key() == arch.key():  # a choice the network does not depend on (a full-rank cross's rank)
+                continue
             try:
                 return self.validate(out)
             except ArchValidationError:

@@ -29,7 +29,8 @@ EXPORT_FORMAT = "ctrnas-export/1"
 SUPERNET_FORMAT = "ctrnas-supernet/1"
 
 
-def model_card(model, init: str = "inherit", metrics: dict | None = None, source: str | None = None) -> dict:
+def model_card(model, init: str = "inherit", metrics: dict | None = None, source: str | None = None,
+               origin: str | None = None) -> dict:
     """Facts about an exported model: params (with/without embeddings), FLOPs per example, metrics."""
     from ctrnas.supernet.counting import count_flops, count_params
 
@@ -50,6 +51,7 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
         "live_blocks": list(model.arch.live_blocks()),
         "init": init,
         "source": source,
+        **({"origin": origin} if origin else {}),
         "serving": {"file": "model.pt2", "inputs": "dense float32 [B, n_dense], ids int64 [B, n_sparse]",
                     "output": "click probability [B]", "load": "torch.export.load(path).module()"},
         "metrics": metrics or {},
@@ -58,7 +60,7 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
 
 
 def _card_markdown(card: dict) -> str:
-    lines = [f"# ctrnas model {card['arch_key']}", "",
+    lines = [f"# ctrnas model {card['arch_key']}", ""] + ([card["origin"], ""] if card.get("origin") else []) + [
              f"- space: `{card['space']['name']}` ({card['space']['num_blocks']} blocks), live blocks "
              f"{card['live_blocks']}",
              f"- parameters: {card['params_dense']:,} dense + {card['params_embedding']:,} embedding",
@@ -79,7 +81,7 @@ def _card_markdown(card: dict) -> str:
 
 
 def save_exported(model, folder: str | Path, init: str = "inherit", metrics: dict | None = None,
-                  source: str | None = None, torch_export: bool = False) -> dict:
+                  source: str | None = None, torch_export: bool = False, origin: str | None = None) -> dict:
     """Write `model` (an ExportedModel) to `folder` (see module docstring); returns the model card."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -99,7 +101,7 @@ def save_exported(model, folder: str | Path, init: str = "inherit", metrics: dic
         program = torch.export.export(model.net.eval(), example, dynamic_shapes=({0: batch}, {0: batch}))
         torch.export.save(program, str(folder / "dense_part.pt2"))
     atomic_write_text(folder / "arch.json", json.dumps(model.arch.to_json(), indent=1) + "\n")
-    card = model_card(model, init=init, metrics=metrics, source=source)
+    card = model_card(model, init=init, metrics=metrics, source=source, origin=origin)
     atomic_write_text(folder / "model_card.md", _card_markdown(card))
     atomic_write_text(folder / "model_card.json", json.dumps(card, indent=1) + "\n")  # last: marks completion
     return card

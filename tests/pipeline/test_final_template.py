@@ -69,9 +69,9 @@ def test_final_models_draw_tables_as_final_embedding_init_says():
 def test_final_models_draw_dense_weights_as_final_dense_init_says():
     """nasrec: Xavier linears with zero bias; torchrec: nn.Linear's default, biases within +-1/sqrt(fan_in)."""
     for init in ("nasrec", "torchrec"):
-        recipe, got = _final_model({"dense_init": init} if init == "torchrec" else {}, embedding_init="torchrec",
+        recipe, got = _final_model({"dense_init": init} if init == "nasrec" else {}, embedding_init="torchrec",
                                    dense_init=init)
-        assert recipe.final.dense_init == init  # nasrec is the default
+        assert recipe.final.dense_init == init  # torchrec is the default
         linears = [m for m in got.modules() if isinstance(m, nn.Linear) and m.bias is not None]
         assert linears
         for m in linears:

@@ -19,7 +19,10 @@ from tests.helpers.chains import chain_arch, search_of
 def _recipe(tests_recipe_path, data_dir, lr: float, top_k: int, layernorm="false"):
     return load_recipe(tests_recipe_path, [
         f"data.path={data_dir}", "space.num_blocks=3", "space.dense_ops=[fc,dot,gating,sum]",
-        f"final.layernorm={layernorm}", f"final.train={{lr: {lr}}}", f"final.top_k={top_k}"])
+        f"final.layernorm={layernorm}", f"final.train={{lr: {lr}}}", f"final.top_k={top_k}",
+        # NASRec's Xavier init: the chains that must (and must not) diverge at these learning rates were
+        # chosen with it
+        "final.dense_init=nasrec"])
 
 
 def _no_constants(name):
@@ -42,7 +45,8 @@ def test_a_diverged_dot_chain_is_marked_and_not_selected(tests_data, tests_recip
     assert dot.status == "diverged" and dot.diverged["step"] >= 1 and math.isnan(dot.val["logloss"])
     usable = [m for m in final.candidates if m.status == "ok"]
     assert usable and final.fallback is None
-    assert final.best is min(usable, key=lambda m: m.val["logloss"])
+    # the best on validation of everything the stage trained (a baseline included)
+    assert final.best is min(usable + [b for b in final.baselines if b.status == "ok"], key=lambda m: m.val["logloss"])
     assert final.best.val["logloss"] < final.best.constant_val_logloss
     m = _report(tmp_path, recipe, tests_data, search, final)
     assert m["diverged"] == [{"label": "rank 0", "step": dot.diverged["step"], "reason": dot.diverged["reason"]}]
@@ -62,7 +66,7 @@ def test_every_candidate_diverged_falls_back_to_the_best_baseline(tests_data, te
     assert final.fallback.startswith("no retrained candidate is usable (rank 0 diverged, rank 1 diverged)")
     assert "the best baseline, lr, is reported and exported instead" in final.fallback
     card = json.loads((tmp_path / "model" / "model_card.json").read_text(), parse_constant=_no_constants)
-    assert card["kind"] == "baseline" and card["baseline"] == "lr" and card["fallback"] == final.fallback
+    assert card["kind"] == "baseline" and card["baseline"] == "lr" and final.fallback in card["why"]
     m = _report(tmp_path, recipe, tests_data, search, final)
     assert m["fallback"] == final.fallback and m["best"]["label"] == "lr" and m["best"]["arch"] is None
     assert [d["label"] for d in m["diverged"]] == ["rank 0", "rank 1"]
@@ -118,3 +122,35 @@ def test_an_overflowed_score_is_written_with_its_reason(tmp_path):
     with open(tmp_path / "h.csv") as fh:
         notes = [row["note"] for row in csv.DictReader(fh)]
     assert notes == ["", "score inf; non-finite terms: loss=inf; overflow"]
+
+
+def test_a_baseline_better_on_validation_than_every_candidate_is_exported(tests_data, tests_recipe_path,
+                                                                           data_dir, tmp_path):
+    # at 2048 training rows the three-layer FC chain (no FM) trails logistic regression on validation
+    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}", "space.num_blocks=3",
+                                             "space.dense_ops=[fc,dot,gating,sum]", "final.top_k=1",
+                                             "final.baselines=[dlrm,lr]"])
+    search = search_of([chain_arch("fc", 3, fm=False)])
+    final = final_stage(recipe, tests_data, search, None, tmp_path, progress=False)
+    (cand,), (dlrm, lr) = final.candidates, final.baselines
+    assert cand.status == "ok" and final.fallback is None
+    assert lr.val["logloss"] < cand.val["logloss"] and lr.val["logloss"] < dlrm.val["logloss"]
+    assert final.best is lr
+    line = final.origin["line"]
+    assert line.startswith("the lr baseline won on validation")
+    card = json.loads((tmp_path / "model" / "model_card.json").read_text(), parse_constant=_no_constants)
+    assert card["kind"] == "baseline" and card["baseline"] == "lr" and card["why"] == line
+    assert (tmp_path / "model" / "model_card.md").read_text().splitlines()[2] == line
+    # the exported weights are the trained baseline's: its validation log loss again
+    import torch
+
+    from ctrnas.train.batches import dataset_batches
+    from ctrnas.train.trainer import Trainer
+
+    model = torch.load(tmp_path / "model" / "model.pt", weights_only=False)
+    val = dataset_batches(tests_data.path, "val", 8192, limit=recipe.final.val_rows)
+    again = Trainer(model, recipe.final_train).evaluate(val).logloss
+    assert again == pytest.approx(lr.val["logloss"], abs=1e-6)
+    m = _report(tmp_path, recipe, tests_data, search, final)
+    assert m["origin"]["kind"] == "baseline" and m["best"]["label"] == "lr"
+    assert (tmp_path / "summary.md").read_text().splitlines()[2] == f"**{line}**"

@@ -1,0 +1,113 @@
+"""Where the final stage's winner came from and by how much it won: the first line of the console result,
+of summary.md and of the model card, and the `origin` keys of metrics.json.
+
+A winner is one of: a baseline (the final stage trains them beside the top-k and exports one when it is
+best on validation); a shipped arch (`dlrm-like`, `dcnv2-like`: hand-designed models the search was
+seeded with, so no search find); a child of evolution (its parent, generation and the seed or random draw
+its line descends from); a random draw (the initial population, or random search). The margins are
+against the best baseline and the best retrained seed, on validation (what chose it) and on test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ctrnas.pipeline.results import FinalResult, TrainedModel
+
+# a shipped arch is the same model as a baseline module (ctrnas.space.baselines): naming it keeps a copy from
+# being read as a find
+COPIES = {"dlrm-like": "dlrm", "dcnv2-like": "dcnv2"}
+
+
+def shipped_names() -> dict[str, str]:
+    """{arch key at the run's own width: shipped name}."""
+    from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch
+
+    return {baseline_arch(n).key(): n for n in SHIPPED_ARCHS}
+
+
+def _run_width_key(arch) -> str:
+    return dataclasses.replace(arch, emb_dim=None).key()
+
+
+def _label(key: str, shipped: dict[str, str]) -> str:
+    return shipped.get(key, f"`{key}`")
+
+
+def _root(history, key: str, shipped: dict[str, str]) -> str:
+    """The seed or random draw a line of children descends from."""
+    first = {}
+    for r in history:
+        first.setdefault(r.key, r)
+    seen = set()
+    while key in first and first[key].parent_key and key not in seen:
+        seen.add(key)
+        key = first[key].parent_key
+    return shipped.get(key, f"random draw `{key}`")
+
+
+def _margin(a: TrainedModel, b: TrainedModel | None) -> dict | None:
+    if b is None:
+        return None
+    return {"label": b.label, "val": a.val.get("logloss", math.nan) - b.val.get("logloss", math.nan),
+            "test": a.test.get("logloss", math.nan) - b.test.get("logloss", math.nan)}
+
+
+def _best(models) -> TrainedModel | None:
+    usable = [m for m in models if m.status == "ok" and math.isfinite(m.val.get("logloss", math.nan))]
+    return min(usable, key=lambda m: m.val["logloss"]) if usable else None
+
+
+def origin(final: FinalResult, history, noise: float | None = None) -> dict:
+    """The winner's origin and margins as data (metrics.json `origin`); `noise`: the seed-to-seed sd of a
+    test log loss difference, when the run measured one."""
+    shipped = shipped_names()
+    win = final.best
+    out: dict = {"label": win.label}
+    if win.arch is None:
+        out.update(kind="baseline", name=win.label, fallback=final.fallback)
+    else:
+        key = _run_width_key(win.arch)
+        rec = history[win.history_index] if win.history_index is not None else None
+        out["arch_key"], out["width"] = win.arch.key(), win.arch.emb_dim
+        if key in shipped:
+            out.update(kind="shipped", name=shipped[key], copy_of=COPIES.get(shipped[key]))
+        elif rec is not None and rec.parent_key:
+            out.update(kind="child", parent=_label(rec.parent_key, shipped), generation=rec.generation,
+                       descends_from=_root(history, rec.parent_key, shipped))
+        else:
+            out.update(kind="random", generation=rec.generation if rec is not None else None)
+    others = [b for b in final.baselines if b is not win]
+    seeds = [c for c in final.candidates if c is not win and c.arch is not None
+             and _run_width_key(c.arch) in shipped]
+    out["vs_best_baseline"] = _margin(win, _best(others))
+    out["vs_best_seed"] = _margin(win, _best(seeds))
+    out["seed_noise"] = noise
+    out["line"] = origin_line(out)
+    return out
+
+
+def origin_line(o: dict) -> str:
+    """One line: what won, where it came from, and its margins (negative: lower log loss than the other)."""
+    width = f" at width {o['width']}" if o.get("width") else ""
+    if o["kind"] == "baseline" and o.get("fallback"):
+        what = f"the {o['name']} baseline is reported: {o['fallback']}"
+    elif o["kind"] == "baseline":
+        what = f"the {o['name']} baseline won on validation (no searched arch beat it)"
+    elif o["kind"] == "shipped":
+        copy = f", a copy of the {o['copy_of']} baseline's architecture" if o.get("copy_of") else ""
+        what = f"the shipped arch {o['name']}{width} won (a seed of the search{copy}: not a search find)"
+    elif o["kind"] == "child":
+        what = (f"a child of evolution won{width}: generation {o['generation']}, parent {o['parent']}, "
+                f"descending from {o['descends_from']}")
+    else:
+        what = f"a random draw won{width} (generation {o['generation']})"
+    parts = [what]
+    for name, m in (("best baseline", o["vs_best_baseline"]), ("best seed", o["vs_best_seed"])):
+        if m is not None:
+            parts.append(f"vs {name} {m['label']}: val {m['val']:+.5f}, test {m['test']:+.5f}")
+    noise = o.get("seed_noise")
+    parts.append(f"seed noise {noise:.5f}" if noise is not None and math.isfinite(noise)
+                 else "seed noise not measured in this run")
+    return "; ".join(parts)

@@ -1,0 +1,77 @@
+"""The origin line names where the final stage's winner came from: a seed, a child of evolution, a random
+draw or a baseline, with its margins over the best baseline and the best seed."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from ctrnas.pipeline.origin import origin
+from ctrnas.pipeline.results import FinalResult, TrainedModel
+from ctrnas.search.history import History, HistoryRecord
+from ctrnas.space import get_space
+from ctrnas.space.baselines import baseline_arch
+
+
+def model(label, arch, val, test, index=None):
+    return TrainedModel(label, arch, {"logloss": val}, {"logloss": test}, 1.0, 1.0, 1.0, history_index=index)
+
+
+@pytest.fixture
+def setting():
+    seed = baseline_arch("dcnv2-like")
+    space = get_space(dataclasses.replace(get_space("ctrnas-small").config, num_blocks=7))
+    rng = np.random.default_rng(0)
+    child = space.mutate_local(seed, rng)
+    grandchild = space.mutate_local(child, rng)
+    while grandchild.key() == seed.key():  # a step back to the seed
+        grandchild = space.mutate_local(child, rng)
+    drawn = space.sample(rng)
+    assert len({seed.key(), child.key(), grandchild.key(), drawn.key()}) == 4
+    recs = [HistoryRecord(index=0, generation=0, key=seed.key(), arch={}, value=0.5),
+            HistoryRecord(index=1, generation=0, key=drawn.key(), arch={}, value=0.6),
+            HistoryRecord(index=2, generation=1, key=child.key(), arch={}, value=0.55, parent_key=seed.key()),
+            HistoryRecord(index=3, generation=2, key=grandchild.key(), arch={}, value=0.52,
+                          parent_key=child.key())]
+    return History(recs), {"seed": seed, "child": child, "grandchild": grandchild, "drawn": drawn}
+
+
+def final(cands, bases, best):
+    return FinalResult(tuple(cands), best, tuple(bases), None, 0.0)
+
+
+def test_a_child_of_evolution_names_its_parent_generation_and_seed(setting):
+    history, a = setting
+    win = model("rank 0", a["grandchild"], 0.440, 0.441, index=3)
+    seed = model("rank 1", a["seed"], 0.445, 0.447, index=0)
+    dlrm, lr = model("dlrm", None, 0.446, 0.446), model("lr", None, 0.47, 0.47)
+    o = origin(final([win, seed], [lr, dlrm], win), history)
+    assert o["kind"] == "child" and o["generation"] == 2
+    assert o["parent"] == f"`{a['child'].key()}`" and o["descends_from"] == "dcnv2-like"
+    assert o["vs_best_baseline"]["label"] == "dlrm"
+    assert o["vs_best_baseline"]["val"] == pytest.approx(-0.006) and o["vs_best_baseline"]["test"] == pytest.approx(-0.005)
+    assert o["vs_best_seed"]["label"] == "rank 1" and o["vs_best_seed"]["test"] == pytest.approx(-0.006)
+    assert o["line"].startswith("a child of evolution won: generation 2, parent")
+    assert "descending from dcnv2-like" in o["line"] and "seed noise not measured" in o["line"]
+
+
+def test_a_seed_is_named_as_a_copy_of_its_baseline(setting):
+    history, a = setting
+    win = model("rank 0", a["seed"], 0.440, 0.441, index=0)
+    o = origin(final([win], [model("dcnv2", None, 0.441, 0.440)], win), history, noise=0.0008)
+    assert (o["kind"], o["name"], o["copy_of"]) == ("shipped", "dcnv2-like", "dcnv2")
+    assert "not a search find" in o["line"] and "copy of the dcnv2 baseline" in o["line"]
+    assert o["vs_best_seed"] is None and "seed noise 0.00080" in o["line"]
+
+
+def test_a_baseline_winner_and_a_random_draw(setting):
+    history, a = setting
+    drawn = model("rank 0", a["drawn"], 0.45, 0.45, index=1)
+    base = model("dlrm", None, 0.44, 0.44)
+    o = origin(final([drawn], [base], base), history)
+    assert o["kind"] == "baseline" and o["line"].startswith("the dlrm baseline won on validation")
+    assert o["vs_best_baseline"] is None
+    o = origin(final([drawn], [base], drawn), history)
+    assert o["kind"] == "random" and o["generation"] == 0
+    assert math.isclose(o["vs_best_baseline"]["val"], 0.01)
