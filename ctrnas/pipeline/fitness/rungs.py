@@ -82,7 +82,7 @@ class ShortTrainingFitness:
         self.default_budget = split_rows(data, "train")
 
     def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
-        from ctrnas.pipeline.final import job_model
+        from ctrnas.pipeline.fitness.scratch import job_model
         from ctrnas.train.batches import dataset_batches
         from ctrnas.train.metrics import constant_logloss
         from ctrnas.train.trainer import Trainer
@@ -108,8 +108,8 @@ class ShortTrainingFitness:
 
 def build_ladder(recipe: Recipe, data: DataResult, supernet) -> tuple[Ladder, tuple[RungConfig, ...], list[bool], str]:
     """(the Ladder fitness, its rungs, each rung's direction, a note on the rows each rung reads)."""
-    from ctrnas.pipeline.final import final_template
-    from ctrnas.pipeline.stages import make_fitness
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.fitness.build import make_fitness
 
     rungs = ladder_rungs(recipe, data)
     made: dict = {}
