@@ -62,7 +62,8 @@ def quiet(recipe, train_seed: int):
 
 def train_all(recipe, data, jobs: list, workers: int) -> list[dict]:
     """Train `jobs` [(kind, what, label)] like the final stage; their val/test metrics and seconds."""
-    from ctrnas.pipeline.final import final_template, training_executor
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.final.workers import training_executor
     from ctrnas.pipeline.stages import new_supernet
 
     template = final_template(recipe, data, new_supernet(recipe, data))

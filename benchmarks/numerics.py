@@ -76,7 +76,7 @@ def outcome(val: dict, test: dict) -> dict:
 
 
 def part_chains(args, data) -> list[dict]:
-    from ctrnas.pipeline.final import _arch_model, final_template, train_from_scratch
+    from ctrnas.pipeline.fitness.scratch import arch_model, final_template, train_from_scratch
     from ctrnas.space import SpaceConfig
     from ctrnas.train.batches import dataset_batches
 
@@ -89,7 +89,7 @@ def part_chains(args, data) -> list[dict]:
                 r = dataclasses.replace(r, space=dataclasses.replace(r.space, num_blocks=depth))
                 assert isinstance(r.space, SpaceConfig)
                 arch = chain_arch(op, depth)
-                model = _arch_model(r, final_template(r, data), arch)
+                model = arch_model(r, final_template(r, data), arch)
                 rms = block_rms(model, batch)
                 val, test, sec = train_from_scratch(model, r, data, f"{op}x{depth}")
                 rows.append({"op": op, "depth": depth, "layernorm": ln, "init_rms": rms, "seconds": sec,
@@ -106,7 +106,9 @@ def part_subnets(args, data) -> list[dict]:
 
     import numpy as np
 
-    from ctrnas.pipeline.final import final_template, training_executor
+    from ctrnas.pipeline.fitness.scratch import final_template
+
+    from ctrnas.pipeline.final.workers import training_executor
     from ctrnas.space import get_space
     from ctrnas.train.normalise import product_degree
 
@@ -230,7 +232,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/sections/numerics.md")
     args = ap.parse_args(argv)
     from ctrnas.pipeline.data import prepare_data
-    from ctrnas.pipeline.final import job_model, train_from_scratch
+    from ctrnas.pipeline.fitness.scratch import job_model, train_from_scratch
 
     base = recipe_for(args, False)
     data = prepare_data(base)

@@ -8,7 +8,7 @@ training one model on tables sized by the buckets vs by the data.
           training as a training worker runs it (the final template, then the dlrm-like model exported from
           it and trained on the first `--train-rows` training rows with the recipe defaults, evaluated on
           all val/test rows); the child's peak RSS (VmHWM), the final stage's own estimate of it
-          (`ctrnas.pipeline.final_memory`) and the embedding rows
+          (`ctrnas.pipeline.final.memory`) and the embedding rows
 
   .venv/bin/python benchmarks/predict.py --rows 200000 --rss-rows 1000000 --buckets 1000000
 writes benchmarks/out/predict/predict.json. Generated files live in benchmarks/out/predict (git-ignored).
@@ -41,7 +41,7 @@ def _export(data: Path, model: Path) -> None:
 def rates(path: Path, work: Path, buckets: int) -> dict:
     from ctrnas.data.prepare import prepare
     from ctrnas.data.prepare_config import PrepareConfig
-    from ctrnas.pipeline.predict import predict_file
+    from ctrnas.serving.predict import predict_file
     import ctrnas.train.metrics  # noqa: F401  (imports sklearn: not timed, as prepare's imports are not)
 
     data, model = work / "data", work / "model"
@@ -63,8 +63,8 @@ import json, sys
 from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.pipeline.data import open_data
-from ctrnas.pipeline.final_memory import job_sizes, tensor_bytes, worker_bytes
-from ctrnas.pipeline.final_train import _train, final_template, job_model
+from ctrnas.pipeline.final.memory import job_sizes, tensor_bytes, worker_bytes
+from ctrnas.pipeline.fitness.scratch import final_template, job_model, train_as_final
 from ctrnas.recipe import recipe_from_dict
 from ctrnas.space.baselines import baseline_arch
 path, out, size, buckets, train_rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -81,7 +81,7 @@ size_ = job_sizes(recipe, data, template, [what])[0]
 held = tensor_bytes(*(template.values() if isinstance(template, dict) else [template]))
 estimate = worker_bytes(size_.training_bytes(recipe.final_train), held)  # what the final stage assumes
 model = job_model(recipe, data, template, what)
-val, test, seconds, trainer = _train(model, recipe, data)
+val, test, seconds, trainer = train_as_final(model, recipe, data)
 hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
 print(json.dumps({"table_rows": sum(f["cardinality"] for f in meta["schema"]["sparse"]), "peak_rss_mib":
                   round(hwm / 1024), "estimate_mib": round(estimate / 2**20), "steps": trainer.step,

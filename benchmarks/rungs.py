@@ -55,7 +55,7 @@ def part_truth(args) -> dict:
     """Train the subnets from scratch (cached in trained.json per training seed)."""
     from ctrnas import api
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.pipeline.study import _train_all, sample_archs
+    from ctrnas.pipeline.study import train_all, sample_archs
 
     out = {}
     for seed, n in ((0, args.archs), (1, args.seed1)):
@@ -67,7 +67,7 @@ def part_truth(args) -> dict:
         d = truth_dir(seed)
         d.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        trained = _train_all(recipe, data, archs, new_supernet(recipe, data), d / "trained.json",
+        trained = train_all(recipe, data, archs, new_supernet(recipe, data), d / "trained.json",
                              progress=True, workers=args.workers)
         out[str(seed)] = {"n": len(archs), "seconds": time.perf_counter() - t0,
                           "train_seconds": sum(trained[a.key()]["seconds"] for a in archs)}
@@ -100,9 +100,10 @@ def part_rungs(args) -> dict:
     """Score every subnet at every rung (cached per rung in rungs.json, so a stopped run resumes)."""
     from ctrnas import api
     from ctrnas.pipeline.data import split_rows
-    from ctrnas.pipeline.final import final_template
-    from ctrnas.pipeline.rungs import ShortTrainingFitness
-    from ctrnas.pipeline.stages import make_fitness, new_supernet, warmup_config_for, warmup_stage
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.fitness.rungs import ShortTrainingFitness
+    from ctrnas.pipeline.fitness.build import make_fitness
+    from ctrnas.pipeline.stages import new_supernet, warmup_config_for, warmup_stage
     from ctrnas.pipeline.study import sample_archs
     from ctrnas.search.fitness import candidate_seed
 
@@ -158,7 +159,7 @@ def _unit(args) -> int:
 
 def _cost(args, kind: str, budget: int, unit: int, train_rows: int) -> float:
     """FTE of one subnet's score at this rung (budget.py's accounting: training samples / unit)."""
-    from ctrnas.pipeline.rungs import rung_samples
+    from ctrnas.pipeline.fitness.rungs import rung_samples
     from ctrnas.search.multifidelity import RungConfig
 
     recipe = base_recipe(args)

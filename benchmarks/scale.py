@@ -69,7 +69,7 @@ def _random_rows_and_supernet(dense: int, cards: tuple[int, ...], n: int):
     import numpy as np
     import torch
 
-    from ctrnas.pipeline.ctr_fitness import TensorRows
+    from ctrnas.train.batches import TensorRows
     from ctrnas.supernet import Supernet
     from ctrnas.supernet.testing import make_schema
 
@@ -88,7 +88,7 @@ def scoring(args) -> dict:
     import torch
 
     from ctrnas.distributed.backends import make_backend
-    from ctrnas.pipeline.ctr_fitness import ProxyFitness
+    from ctrnas.pipeline.fitness.ctr_fitness import ProxyFitness
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.space import get_space
 
@@ -131,7 +131,7 @@ def big_tables(args) -> dict:
     import numpy as np
     import torch
 
-    from ctrnas.pipeline.ctr_fitness import ProxyFitness
+    from ctrnas.pipeline.fitness.ctr_fitness import ProxyFitness
     from ctrnas.search.fitness import candidate_seed
     from ctrnas.space import get_space
     from ctrnas.supernet import export

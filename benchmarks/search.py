@@ -58,7 +58,8 @@ def _load(name: str):
 def part_found(args) -> dict:
     """The full pipeline, random search with the same number of trained models, and seed noise."""
     from ctrnas import api
-    from ctrnas.pipeline.final import final_template, training_executor
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.final.workers import training_executor
     from ctrnas.pipeline.stages import new_supernet
     from ctrnas.pipeline.study import sample_archs
 
@@ -138,7 +139,7 @@ def part_data(args) -> dict:
 def part_ranking(args) -> dict:
     from ctrnas import api
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.pipeline.study import _train_all, sample_archs
+    from ctrnas.pipeline.study import train_all, sample_archs
 
     recipe = base_recipe(args)
     recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, train_rows=args.study_train_rows))
@@ -146,7 +147,7 @@ def part_ranking(args) -> dict:
     study_dir.mkdir(parents=True, exist_ok=True)
     data = api.prepare_data(recipe)
     # the from-scratch trainings first (cached in trained.json; the study below reuses them) ...
-    _train_all(recipe, data, sample_archs(recipe, args.archs), new_supernet(recipe, data),
+    train_all(recipe, data, sample_archs(recipe, args.archs), new_supernet(recipe, data),
                study_dir / "trained.json", progress=True, workers=args.workers)
     if args.train_only:
         return {}

@@ -74,7 +74,8 @@ def _seeded(recipe, seed: int):
 def part_baselines(args) -> dict:
     """The shipped archs and the baselines they stand for, each trained with every seed."""
     from ctrnas import api
-    from ctrnas.pipeline.final import final_template, training_executor
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.final.workers import training_executor
     from ctrnas.space import PRESETS
     from ctrnas.space.baselines import baseline_arch
 
@@ -105,7 +106,7 @@ def part_random(args) -> dict:
     trained so far, so a run of one space keeps the others' results."""
     from ctrnas import api
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.pipeline.study import _train_all, sample_archs
+    from ctrnas.pipeline.study import train_all, sample_archs
 
     out = _results.load(args.out, "random") or {}
     spaces = variants(args)
@@ -120,7 +121,7 @@ def part_random(args) -> dict:
         if label == "nasrec-small" and args.reuse_nasrec and not cache.exists():
             shutil.copy(args.reuse_nasrec, cache)  # the ranking study's trainings of the same subnets
         archs = sample_archs(recipe, args.archs)
-        trained = _train_all(recipe, data, archs, new_supernet(recipe, data), cache, progress=True,
+        trained = train_all(recipe, data, archs, new_supernet(recipe, data), cache, progress=True,
                              workers=args.workers)
         out[label] = [{"arch_key": a.key(), "arch": a.to_json(), **trained[a.key()]} for a in archs]
         _results.save(args.out, "random", out)

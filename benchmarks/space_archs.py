@@ -36,7 +36,7 @@ def _recipe(data: str | None, seed: int, extra: tuple[str, ...] = ()):
 
 
 def _model(recipe, data, spec: str, seed: int):
-    from ctrnas.pipeline.final import final_template
+    from ctrnas.pipeline.fitness.scratch import final_template
     from ctrnas.space import get_space
     from ctrnas.space.baselines import load_arch
     from ctrnas.supernet.export import export, reinit
@@ -60,14 +60,14 @@ def train_one(job: tuple) -> dict:
     import torch
 
     from ctrnas import api
-    from ctrnas.pipeline.final import _train, dense_params
+    from ctrnas.pipeline.fitness.scratch import dense_params, train_as_final
 
     torch.set_num_threads(1)
     what, *extra = spec.split("+")
     recipe = _recipe(data_path, seed, tuple(extra))
     data = api.prepare_data(recipe)
     model = _model(recipe, data, what, seed)
-    val, test, seconds, trainer = _train(model, recipe, data, None)
+    val, test, seconds, trainer = train_as_final(model, recipe, data, None)
     res = {"model": spec, "seed": seed, "val": val.get("logloss"), "test": test.get("logloss"),
            "auc": test.get("auc"), "seconds": round(seconds, 1), "dense_params": dense_params(model),
            "diverged": trainer.diverged}

@@ -206,8 +206,8 @@ def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, 
 def score_arch(data_dir, arch, proxies: Sequence[str] = ("sigeo", "zico"), options: dict | None = None,
                **settings) -> dict:
     """{proxy: ProxyResult} of one architecture, scored as the search scores it (settings: supernet, space,
-    emb_dim, seed, batches, batch_size, offset; see `ctrnas.pipeline.scoring.score_arch`)."""
-    from ctrnas.pipeline.scoring import score_arch as _score
+    emb_dim, seed, batches, batch_size, offset; see `ctrnas.pipeline.fitness.scoring.score_arch`)."""
+    from ctrnas.pipeline.fitness.scoring import score_arch as _score
 
     return _score(data_dir, arch, list(proxies), options, **settings)
 
@@ -227,11 +227,11 @@ def export_arch(arch, out_dir, **settings) -> dict:
 
 
 def predict(model_dir, data, out=None, **settings):
-    """Score rows with an exported model (`ctrnas.pipeline.predict`). `data`: raw files of the model's
+    """Score rows with an exported model (`ctrnas.serving.predict`). `data`: raw files of the model's
     format or a prepared dataset folder, written to Parquet `out` (returns the summary: rows read, written,
     rejected, log loss/AUC when labelled); or a pandas DataFrame / Arrow table of raw columns (returns the
     same kind, one row per input row: line, probability, reject, label)."""
-    from ctrnas.pipeline.predict import predict_file, predict_table
+    from ctrnas.serving.predict import predict_file, predict_table
 
     if isinstance(data, (str, Path, list, tuple)):
         if out is None:

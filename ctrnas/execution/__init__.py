@@ -13,7 +13,8 @@ This package is core: it imports no model code.
         results = ex.map(jobs)
 """
 
-from ctrnas.execution.base import Executor, SerialExecutor, make_executor
+from ctrnas.execution.base import Executor, SerialExecutor
 from ctrnas.execution.config import BACKENDS, ExecutionConfig
+from ctrnas.execution.factory import make_executor
 
 __all__ = ["BACKENDS", "ExecutionConfig", "Executor", "SerialExecutor", "make_executor"]

@@ -1,4 +1,5 @@
-"""The executor interface, the serial executor (the reference every backend must equal) and the factory."""
+"""The executor interface and the serial executor (the reference every backend must equal); the factory is
+`ctrnas.execution.factory`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import sys
 from typing import Any, Callable, Iterable, Iterator
 
 from ctrnas.errors import CtrnasError
-from ctrnas.execution.config import ExecutionConfig
 
 
 def describe_job(job: Any, limit: int = 120) -> str:
@@ -85,25 +85,3 @@ class SerialExecutor(Executor):
             if not self._ready:
                 self._context, self._ready = build_context(self.state, self.setup, self.threads), True
             yield i, self.fn(self._context, job)
-
-
-def make_executor(config: ExecutionConfig | None, fn: Callable, state: Any = None, *, stage_workers: int = 1,
-                  setup: Callable | None = None, threads: int | None = 1,
-                  describe: Callable[[Any], str] = describe_job, name: str = "worker") -> Executor:
-    """The executor `config` names for a stage whose own worker count is `stage_workers`.
-
-    `fn` and `setup` must be importable module-level functions (they are sent to spawned workers).
-    `threads` is the torch thread count of each worker process (the serial executor keeps the caller's).
-    """
-    backend, workers = (config or ExecutionConfig()).resolve(stage_workers)
-    if backend == "serial":
-        return SerialExecutor(fn, state, setup=setup, describe=describe)
-    if backend == "processes":
-        from ctrnas.execution.processes import ProcessExecutor
-
-        return ProcessExecutor(fn, state, workers=workers, setup=setup, threads=threads, describe=describe,
-                               name=name)
-    from ctrnas.execution.ray_actors import RayExecutor
-
-    return RayExecutor(fn, state, workers=workers, setup=setup, threads=threads, describe=describe,
-                       address=config.address if config is not None else None)

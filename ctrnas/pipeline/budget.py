@@ -8,7 +8,7 @@ model, the top-k and the baselines apart). So a run whose only cost is a final s
 and the stages add up to the total.
 
 A sample counts as a training sample when it goes forward and backward through the whole model. One-shot
-fine-tuning does not: the inherited body is frozen and run forward only (ctrnas.pipeline.ctr_fitness), and
+fine-tuning does not: the inherited body is frozen and run forward only (ctrnas.pipeline.fitness.ctr_fitness), and
 only the last linear layer is trained, so its samples count FINETUNE_COST of one (docs/multifidelity.md).
 """
 
@@ -35,7 +35,7 @@ def final_samples(recipe: Recipe, data: DataResult) -> int:
 def search_samples(recipe: Recipe, data: DataResult, history, kind: str) -> int:
     """Training samples the search's scoring processed (cache hits are free; a one-shot fine-tuning sample
     counts FINETUNE_COST of one), rounded to a whole sample."""
-    from ctrnas.pipeline.rungs import ladder_rungs, rung_samples
+    from ctrnas.pipeline.fitness.rungs import ladder_rungs, rung_samples
 
     rungs = ladder_rungs(recipe, data) if kind == "multifidelity" else None
     total = 0.0

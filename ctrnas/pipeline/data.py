@@ -13,9 +13,9 @@ from ctrnas.data.dataset import (check_replaceable, complete, raw_source, read_m
 from ctrnas.data.loader import fraction_rows
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
-from ctrnas.pipeline.ctr_fitness import TensorRows
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
+from ctrnas.train.batches import TensorRows
 
 
 def _source_of(recipe: Recipe) -> dict | None:

@@ -89,7 +89,7 @@ class FinalResult:
     distributed: dict | None = None  # world size, backend and sharding when trained on N ranks
     # set when no retrained candidate was usable: the one-line message; `best` is then a baseline (arch None)
     fallback: str | None = None
-    # where the winner came from and its margins (`ctrnas.pipeline.origin`); its "line" leads every report
+    # where the winner came from and its margins (`ctrnas.pipeline.final.origin`); its "line" leads every report
     origin: dict | None = None
 
 

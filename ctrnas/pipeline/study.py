@@ -23,9 +23,10 @@ from tqdm.auto import tqdm
 from ctrnas.data.dataset import atomic_write_text
 from ctrnas.pipeline.compare import setting_label
 from ctrnas.pipeline.data import prepare_data
-from ctrnas.pipeline.final import train_from_scratch
+from ctrnas.pipeline.fitness.build import make_fitness, resource_counters
+from ctrnas.pipeline.fitness.scratch import train_from_scratch
 from ctrnas.pipeline.results import StudyResult
-from ctrnas.pipeline.stages import make_fitness, new_supernet, resource_counters, warmup_config_for, warmup_stage
+from ctrnas.pipeline.stages import new_supernet, warmup_config_for, warmup_stage
 from ctrnas.recipe import Recipe
 from ctrnas.space import get_space
 
@@ -53,11 +54,12 @@ def _cached_how(entry: dict, how: dict) -> dict:
     return {"embedding_init": "nasrec", "dense_init": "nasrec", **entry["how"]}
 
 
-def _train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:
+def train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:
     """Train every arch not in the cache from scratch (the final stage's training); with `workers` > 1 in
     that many spawned processes, or on the recipe's `execution` backend (`final.training_executor`: same
     results as serial)."""
-    from ctrnas.pipeline.final import final_template, in_workers, job_model, training_executor
+    from ctrnas.pipeline.fitness.scratch import final_template, job_model
+    from ctrnas.pipeline.final.workers import in_workers, training_executor
     from ctrnas.train.config import numeric_settings
 
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -120,7 +122,7 @@ def _ranking_study(recipe, out, n_archs, fractions, proxies, n_boot, progress, e
     seconds["data"] = time.perf_counter() - t0
     archs = sample_archs(recipe, n_archs)
     t0 = time.perf_counter()
-    trained = _train_all(recipe, data, archs, new_supernet(recipe, data), out / "trained.json", progress, workers)
+    trained = train_all(recipe, data, archs, new_supernet(recipe, data), out / "trained.json", progress, workers)
     seconds["train"] = time.perf_counter() - t0
     test_loss = [trained[a.key()]["test"].get("logloss", math.nan) for a in archs]
     neg_loss = [-x for x in test_loss]

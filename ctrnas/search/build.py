@@ -19,7 +19,7 @@ from ctrnas.search.space_protocol import SearchSpace
 class MultiFidelityConfig:
     """The rungs of `strategy: multifidelity` (regularized evolution with successive halving, see
     `multifidelity`), cheapest first; empty: the caller's default ladder (the CTR pipeline's is in
-    `ctrnas.pipeline.rungs`). Evolution's settings come from `search.evolution`."""
+    `ctrnas.pipeline.fitness.rungs`). Evolution's settings come from `search.evolution`."""
 
     rungs: tuple[RungConfig, ...] = ()
 

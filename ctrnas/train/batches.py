@@ -3,12 +3,14 @@
 order every time (so a run resumed at step k sees exactly the batches an uninterrupted run saw).
 
 `TensorBatches` holds a small dataset in memory (tests, synthetic checks); `dataset_batches` adapts
-`ctrnas.data.loader` to the same protocol for prepared dataset folders.
+`ctrnas.data.loader` to the same protocol for prepared dataset folders. `TensorRows` holds the rows a fitness
+scores on (`ctrnas.pipeline.fitness`) and cuts them into batches built as the trainer's are.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
 import numpy as np
@@ -33,6 +35,36 @@ def make_batch(dense: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor, nam
     kjt = KeyedJaggedTensor.from_lengths_sync(
         keys=list(names), values=ids.t().reshape(-1).contiguous(), lengths=torch.ones(b * f, dtype=torch.int32))
     return Batch(dense_features=dense.float(), sparse_features=kjt, labels=labels.float())
+
+
+@dataclass
+class TensorRows:
+    """Rows held in memory: dense [N, n_dense] float32, ids [N, F] int64 (one per feature), labels [N]."""
+
+    dense: torch.Tensor
+    ids: torch.Tensor
+    labels: torch.Tensor
+    names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def slice(self, start: int, stop: int) -> "TensorRows":
+        return TensorRows(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
+
+    def batch(self, start: int, stop: int, device: torch.device | None = None
+              ) -> tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]:
+        """(dense, KJT, labels) of rows [start, stop), built as the trainer's in-memory batches are, on
+        `device` when given (the scored model's)."""
+        b = make_batch(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
+        if device is not None and device.type != "cpu":
+            b = b.to(device, non_blocking=True)
+        return b.dense_features, b.sparse_features, b.labels
+
+    def batches(self, batch_size: int, limit: int | None = None, device: torch.device | None = None
+                ) -> list[tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]]:
+        n = len(self) if limit is None else min(limit, len(self))
+        return [self.batch(s, min(s + batch_size, n), device) for s in range(0, n, batch_size)]
 
 
 class TensorBatches:

@@ -71,12 +71,12 @@ def test_distributed_final_stage_equals_one_process_run(tmp_path):
 
 def _fresh_state(recipe, what):
     from ctrnas.pipeline.data import prepare_data
-    from ctrnas.pipeline.final import _arch_model, final_template, job_model
+    from ctrnas.pipeline.fitness.scratch import arch_model, final_template, job_model
 
     data = prepare_data(recipe)
     template = final_template(recipe, data)
     if what[0] == "arch":
-        return _arch_model(recipe, template, what[1]).state_dict()
+        return arch_model(recipe, template, what[1]).state_dict()
     return job_model(recipe, data, template, what).state_dict()
 
 

@@ -10,7 +10,7 @@ import torch
 
 from ctrnas.pipeline.data import load_rows, warmup_rows
 from ctrnas.proxies import get_proxy
-from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
+from ctrnas.pipeline.fitness.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
 from ctrnas.space import get_space
 from ctrnas.supernet import export
 

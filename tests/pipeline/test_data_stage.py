@@ -114,11 +114,11 @@ def test_warmup_cache_key_changes_when_the_split_changes(tests_data, tests_recip
     import dataclasses
     import copy
 
-    from ctrnas.pipeline.stages import _warmup_fingerprint
+    from ctrnas.pipeline.fitness.build import warmup_fingerprint
 
     recipe = load_recipe(tests_recipe_path)
     meta = copy.deepcopy(tests_data.meta)
     meta["splits"]["train"]["ctr"] += 1e-6  # same rows, other rows in each split
     other = dataclasses.replace(tests_data, meta=meta)
-    assert _warmup_fingerprint(recipe, tests_data) == _warmup_fingerprint(recipe, tests_data)
-    assert _warmup_fingerprint(recipe, other) != _warmup_fingerprint(recipe, tests_data)
+    assert warmup_fingerprint(recipe, tests_data) == warmup_fingerprint(recipe, tests_data)
+    assert warmup_fingerprint(recipe, other) != warmup_fingerprint(recipe, tests_data)

@@ -49,8 +49,8 @@ def test_a_supernet_fitness_with_several_widths_is_refused(tests_recipe_path, da
 
 
 def test_the_short_rung_trains_the_arch_at_its_width(tests_recipe_path, data_dir, tests_data, monkeypatch):
-    from ctrnas.pipeline.final import final_template, job_model, train_from_scratch
-    from ctrnas.pipeline.rungs import ShortTrainingFitness
+    from ctrnas.pipeline.fitness.scratch import final_template, job_model, train_from_scratch
+    from ctrnas.pipeline.fitness.rungs import ShortTrainingFitness
 
     recipe = _recipe(tests_recipe_path, data_dir, "final.train.epochs=1", "final.train.restore_best=false",
                      "final.train_rows=1024", "final.val_rows=2000")
@@ -77,8 +77,8 @@ def test_the_short_rung_trains_the_arch_at_its_width(tests_recipe_path, data_dir
 
 
 def test_the_memory_estimate_counts_the_wider_tables(tests_recipe_path, data_dir, tests_data):
-    from ctrnas.pipeline.final import final_template
-    from ctrnas.pipeline.final_memory import job_sizes, width_bytes
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.final.memory import job_sizes, width_bytes
 
     recipe = _recipe(tests_recipe_path, data_dir)
     template = final_template(recipe, tests_data)
@@ -97,7 +97,7 @@ def wide_run(tests_recipe_path, data_dir, tests_data, tmp_path_factory):
 
 
 def test_a_run_searches_the_width_and_retrains_each_model_at_its_own(wide_run, tests_data):
-    from ctrnas.pipeline.final_train import dense_params
+    from ctrnas.pipeline.fitness.scratch import dense_params
     from ctrnas.supernet.io import load_exported
     from ctrnas.train.normalise import use_layernorm
 
@@ -124,7 +124,7 @@ def test_a_run_searches_the_width_and_retrains_each_model_at_its_own(wide_run, t
 
 
 def test_a_final_job_records_its_own_width(wide_run, tests_data, tmp_path):
-    from ctrnas.pipeline.final_resume import Job, fingerprint
+    from ctrnas.pipeline.final.resume import Job, fingerprint
 
     recipe, _ = wide_run
     fp = fingerprint(recipe, tests_data)
@@ -138,13 +138,13 @@ def test_a_final_job_records_its_own_width(wide_run, tests_data, tmp_path):
 def test_fingerprints_without_emb_dims_read_as_before(tests_recipe_path, data_dir, tests_data):
     """Runs from before the field existed resume: an empty `emb_dims` is left out of the fingerprints."""
     from ctrnas.config import to_dict
-    from ctrnas.pipeline.final_resume import fingerprint
-    from ctrnas.pipeline.stages import _warmup_fingerprint
+    from ctrnas.pipeline.final.resume import fingerprint
+    from ctrnas.pipeline.fitness.build import warmup_fingerprint
 
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}")
     before = {k: v for k, v in to_dict(recipe.space).items() if k != "emb_dims"}
     assert fingerprint(recipe, tests_data)["space"] == before
-    assert _warmup_fingerprint(recipe, tests_data)["space"] == before
+    assert warmup_fingerprint(recipe, tests_data)["space"] == before
 
 
 def test_export_writes_a_model_at_the_arch_width(wide_run, data_dir, tmp_path):

@@ -34,14 +34,14 @@ def test_search_on_worker_processes_named_by_the_recipe_equals_serial(tests_reci
 def test_study_trains_on_ray_with_the_serial_results(tests_recipe_path, data_dir, tests_data, tmp_path):
     pytest.importorskip("ray")
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.pipeline.study import _train_all, sample_archs
+    from ctrnas.pipeline.study import train_all, sample_archs
 
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}")
     on_ray = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}",
                              "execution.backend=ray", "execution.workers=2", "threads=1")
     archs = sample_archs(recipe, 2)
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}", "threads=1")
-    serial = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "a.json", False)
-    ray_ = _train_all(on_ray, tests_data, archs, new_supernet(on_ray, tests_data), tmp_path / "b.json", False)
+    serial = train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "a.json", False)
+    ray_ = train_all(on_ray, tests_data, archs, new_supernet(on_ray, tests_data), tmp_path / "b.json", False)
     for k in serial:
         assert ray_[k]["val"] == serial[k]["val"] and ray_[k]["test"] == serial[k]["test"]

@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 from ctrnas.errors import NotEnoughMemory, RecipeError, WorkerDied
-from ctrnas.pipeline import final_memory
-from ctrnas.pipeline.final_memory import (GIB, WORKER_BYTES, cgroup_room, fit_workers, job_sizes,
+from ctrnas.pipeline.final import memory as final_memory
+from ctrnas.pipeline.final.memory import (GIB, WORKER_BYTES, cgroup_room, fit_workers, job_sizes,
                                           model_size, tiny_schema, workers_that_fit)
-from ctrnas.pipeline.final_train import final_template
+from ctrnas.pipeline.fitness.scratch import final_template
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import recipe_from_dict
 from ctrnas.supernet import count_params
@@ -157,7 +157,7 @@ def test_fit_workers_by_hand():
 
 
 def test_a_training_worker_killed_by_a_signal_is_reported_with_its_job():
-    from ctrnas.pipeline.final_workers import training_executor
+    from ctrnas.pipeline.final.workers import training_executor
     from tests.helpers.final_jobs import KilledFolder
 
     recipe = recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE,
@@ -226,7 +226,7 @@ def test_cgroup_room_is_the_lowest_over_the_process_cgroup_and_its_parents(tmp_p
 
 
 def test_workers_and_the_memory_limit_leave_a_resumed_final_stage_its_finished_trainings():
-    from ctrnas.pipeline.final_resume import fingerprint
+    from ctrnas.pipeline.final.resume import fingerprint
 
     data = DataResult(Path("x"), make_schema(), {"splits": {"train": {"rows": 10, "ctr": 0.5}}})
 
@@ -240,7 +240,7 @@ def test_workers_and_the_memory_limit_leave_a_resumed_final_stage_its_finished_t
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS read from /proc (Linux)")
 def test_a_starting_worker_holds_the_shipped_template_twice_as_the_estimate_counts():
     from ctrnas.execution.processes import ProcessExecutor
-    from ctrnas.pipeline.final_workers import _pack, _setup_training
+    from ctrnas.pipeline.final.workers import _pack, _setup_training
     from tests.helpers.final_jobs import peak_rss_mib
 
     def peak(template) -> int:

@@ -122,9 +122,9 @@ def test_a_final_stage_with_other_settings_starts_each_model_over(tests_data, te
 def test_a_stored_result_without_metrics_reads_back_as_nan_and_is_judged_alike(tests_data, tmp_path):
     import math
 
-    from ctrnas.pipeline.final_resume import Job
+    from ctrnas.pipeline.final.resume import Job
     from ctrnas.pipeline.results import TrainedModel
-    from ctrnas.pipeline.selection import judge
+    from ctrnas.pipeline.final.selection import judge
     from ctrnas.train.metrics import MetricResult
 
     missing = MetricResult.missing("diverged: loss NaN at step 3").to_dict()

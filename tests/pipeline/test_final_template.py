@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctrnas.pipeline.final import final_template
+from ctrnas.pipeline.fitness.scratch import final_template
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import recipe_from_dict
 from ctrnas.supernet import Supernet, export
@@ -49,7 +49,7 @@ def test_null_keeps_the_search_supernet():
 
 def _final_model(final: dict, **inits):
     """The final stage's fresh model of one sampled arch, after checking it equals `export` with `inits`."""
-    from ctrnas.pipeline.final import job_model
+    from ctrnas.pipeline.fitness.scratch import job_model
 
     recipe, data, supernet = _setup({"layernorm": False, **final})
     template = final_template(recipe, data, supernet)
@@ -85,7 +85,7 @@ def test_final_models_draw_dense_weights_as_final_dense_init_says():
 
 
 def test_default_auto_gives_layernorm_to_models_with_products_only():
-    from ctrnas.pipeline.final import job_model
+    from ctrnas.pipeline.fitness.scratch import job_model
     from ctrnas.train.normalise import product_degree
     from tests.helpers.chains import chain_arch
 

@@ -63,7 +63,7 @@ def test_bad_widths_are_refused(tests_recipe_path, data_dir, dims, match):
 
 def test_the_widths_do_not_change_a_finished_job(tests_recipe_path, data_dir, tests_data):
     """A re-run that adds `final.emb_dims` reuses the top-k trainings it already has."""
-    from ctrnas.pipeline.final_resume import fingerprint
+    from ctrnas.pipeline.final.resume import fingerprint
 
     a = _recipe(tests_recipe_path, data_dir)
     b = _recipe(tests_recipe_path, data_dir, "final.emb_dims=[16, 32]")
@@ -72,14 +72,14 @@ def test_the_widths_do_not_change_a_finished_job(tests_recipe_path, data_dir, te
 
 def test_the_dense_init_changes_a_job_only_when_it_is_not_the_old_default(tests_recipe_path, data_dir, tests_data):
     """Folders written before `final.dense_init` existed (NASRec's init) stay valid; the other init retrains."""
-    from ctrnas.pipeline.final_resume import fingerprint
+    from ctrnas.pipeline.final.resume import fingerprint
 
     plain = fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=nasrec"), tests_data)
     assert "dense_init" not in plain["final"]
     default = fingerprint(_recipe(tests_recipe_path, data_dir), tests_data)  # torchrec
     assert default != plain and default["final"]["dense_init"] == "torchrec"
     # the search's checkpoint likewise (its short-training rungs train as the final stage)
-    from ctrnas.pipeline.stages import short_training_fingerprint
+    from ctrnas.pipeline.fitness.build import short_training_fingerprint
 
     fp = short_training_fingerprint(_recipe(tests_recipe_path, data_dir, "final.dense_init=nasrec"))
     assert set(fp) == {"final_train"}

@@ -7,7 +7,7 @@ import torch
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.data import load_rows
 from ctrnas.proxies import get_proxy
-from ctrnas.pipeline.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
+from ctrnas.pipeline.fitness.ctr_fitness import OneShotFitness, ProxyFitness, bce_loss
 from ctrnas.supernet import export
 
 

@@ -65,8 +65,8 @@ def test_a_run_with_only_a_final_stage_of_k_models_is_k_fte(tests_recipe_path, d
 
 def test_short_training_rung_is_the_final_stage_training_on_fewer_rows(tests_recipe_path, data_dir, tests_data):
     """At its full budget, one epoch, the short-training fitness gives the final stage's validation log loss."""
-    from ctrnas.pipeline.final import final_template, train_from_scratch, job_model
-    from ctrnas.pipeline.rungs import ShortTrainingFitness
+    from ctrnas.pipeline.fitness.scratch import final_template, job_model, train_from_scratch
+    from ctrnas.pipeline.fitness.rungs import ShortTrainingFitness
     from ctrnas.space import get_space
     import numpy as np
 
@@ -83,7 +83,8 @@ def test_short_training_rung_is_the_final_stage_training_on_fewer_rows(tests_rec
 
 
 def test_warmup_rows_reads_exactly_that_many_rows(tests_recipe_path, data_dir, tests_data, tmp_path):
-    from ctrnas.pipeline.stages import resolve_warmup, warmup_stage
+    from ctrnas.pipeline.fitness.build import resolve_warmup
+    from ctrnas.pipeline.stages import warmup_stage
 
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "warmup.rows=700")
     resolved = resolve_warmup(recipe, tests_data)
@@ -115,7 +116,8 @@ def test_search_starts_from_the_space_baselines(tests_recipe_path, data_dir, tes
 
 def test_rung_kinds_are_checked_and_the_random_rung_is_free(tests_recipe_path, data_dir, tests_data):
     from ctrnas.errors import RecipeError
-    from ctrnas.pipeline.rungs import RandomFitness, ladder_rungs, rung_samples
+    from ctrnas.pipeline.fitness.ctr_fitness import RandomFitness
+    from ctrnas.pipeline.fitness.rungs import ladder_rungs, rung_samples
 
     bad = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "search.multifidelity.rungs=[{fitness: sigeo}]")
     with pytest.raises(RecipeError, match=r"search.multifidelity.rungs\[0\].fitness.*'sigeo'"):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ctrnas.pipeline.origin import origin
+from ctrnas.pipeline.final.origin import origin
 from ctrnas.pipeline.results import FinalResult, TrainedModel
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.space import get_space

@@ -133,7 +133,7 @@ def test_final_workers_that_do_not_fit_train_in_this_process_or_stop_in_one_line
     import dataclasses
 
     from ctrnas.errors import NotEnoughMemory
-    from ctrnas.pipeline import final_memory
+    from ctrnas.pipeline.final import memory as final_memory
 
     recipe, result = demo
     monkeypatch.setattr(final_memory, "WORKER_BYTES", 1 << 50)  # no worker process fits; this process does
@@ -181,19 +181,19 @@ def test_ranking_study_correlations_match_scipy_on_its_own_scores(tests_recipe_p
 
 def test_study_trains_in_worker_processes_with_the_serial_results(tests_recipe_path, data_dir, tests_data, tmp_path):
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.pipeline.study import _train_all, sample_archs
+    from ctrnas.pipeline.study import train_all, sample_archs
 
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}")
     archs = sample_archs(recipe, 3)
-    serial = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "a.json", False)
-    parallel = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,
+    serial = train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "a.json", False)
+    parallel = train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,
                           workers=2)
     assert set(serial) == set(parallel) == {a.key() for a in archs}
     for k in serial:
         assert parallel[k]["val"] == serial[k]["val"] and parallel[k]["test"] == serial[k]["test"]
     assert json.loads((tmp_path / "b.json").read_text()).keys() == serial.keys()  # every model cached
     # a second call finds everything cached and trains nothing
-    again = _train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,
+    again = train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,
                        workers=2)
     assert again == parallel
 
@@ -231,12 +231,12 @@ def test_stage_clock_counts_the_cpu_of_joined_worker_processes():
 
 def test_study_cache_reuses_only_models_trained_the_same_way(tests_recipe_path, data_dir, tests_data, tmp_path):
     from ctrnas.pipeline.stages import new_supernet
-    from ctrnas.pipeline.study import _train_all, sample_archs
+    from ctrnas.pipeline.study import train_all, sample_archs
 
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}")
     a = sample_archs(recipe, 1)
     cache = tmp_path / "t.json"
-    first = _train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)
+    first = train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)
     entry = first[a[0].key()]
     assert entry["how"]["embedding_init"] == "torchrec"
     # an entry from before the embedding_init key was trained with NASRec's init: reused for `nasrec` only
@@ -244,9 +244,9 @@ def test_study_cache_reuses_only_models_trained_the_same_way(tests_recipe_path, 
     cache.write_text(json.dumps({a[0].key(): old}))
     nasrec = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}",
                              "final.embedding_init=nasrec")
-    kept = _train_all(nasrec, tests_data, a, new_supernet(nasrec, tests_data), cache, False)
+    kept = train_all(nasrec, tests_data, a, new_supernet(nasrec, tests_data), cache, False)
     assert kept[a[0].key()]["test"]["logloss"] == -1.0  # not retrained
-    redone = _train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)
+    redone = train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)
     assert redone[a[0].key()]["test"] == entry["test"]  # retrained with the torchrec init, same numbers as before
     # likewise `dense_init` (torchrec by default): an entry without it was trained with NASRec's dense init,
     # reused for `nasrec` only
@@ -255,7 +255,7 @@ def test_study_cache_reuses_only_models_trained_the_same_way(tests_recipe_path, 
     cache.write_text(json.dumps({a[0].key(): old}))
     nasrec_dense = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}",
                                    "final.dense_init=nasrec")
-    assert _train_all(nasrec_dense, tests_data, a, new_supernet(nasrec_dense, tests_data), cache, False)[
+    assert train_all(nasrec_dense, tests_data, a, new_supernet(nasrec_dense, tests_data), cache, False)[
         a[0].key()]["test"]["logloss"] == -1.0
-    other = _train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)[a[0].key()]
+    other = train_all(recipe, tests_data, a, new_supernet(recipe, tests_data), cache, False)[a[0].key()]
     assert other["how"]["dense_init"] == "torchrec" and other["test"] == entry["test"]

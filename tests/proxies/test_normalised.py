@@ -48,7 +48,7 @@ def test_sigeo_normalised_changes_term_1_only(ctr, h):
 
 
 def test_sigeo_norm_gets_the_warmup_preset_in_a_search():
-    from ctrnas.pipeline.ctr_fitness import proxy_options
+    from ctrnas.pipeline.fitness.ctr_fitness import proxy_options
 
     assert proxy_options("sigeo_norm", {}, 0.0)["preset"] == "zero_shot"
     assert proxy_options("sigeo_norm", {}, 0.01)["preset"] == "warmup_recsys"

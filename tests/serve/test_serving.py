@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ctrnas.data.dataset import load_schema, split_files
-from ctrnas.pipeline.predict import kjt_of
+from ctrnas.serving.predict import kjt_of
 from ctrnas.supernet.serving import save_serving
 from ctrnas.supernet.testing import make_schema
 from ctrnas.train.baselines import build_baseline

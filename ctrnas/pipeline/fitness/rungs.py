@@ -58,18 +58,6 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
     return tuple(rungs)
 
 
-class RandomFitness:
-    """fitness(arch, seed, budget) = a uniform draw from the candidate's seed (higher is better): a rung that
-    promotes at random, to measure what a real first rung contributes."""
-
-    maximize = True
-
-    def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
-        import numpy as np
-
-        return FitnessResult(float(np.random.default_rng(seed).random()))
-
-
 class ShortTrainingFitness:
     """fitness(arch, seed, rows) = validation log loss (lower is better) of the arch trained from scratch,
     as the final stage trains it (same weights drawn from the training seed, same optimizer settings), for
@@ -82,7 +70,7 @@ class ShortTrainingFitness:
         self.default_budget = split_rows(data, "train")
 
     def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
-        from ctrnas.pipeline.final import job_model
+        from ctrnas.pipeline.fitness.scratch import job_model
         from ctrnas.train.batches import dataset_batches
         from ctrnas.train.metrics import constant_logloss
         from ctrnas.train.trainer import Trainer
@@ -108,8 +96,8 @@ class ShortTrainingFitness:
 
 def build_ladder(recipe: Recipe, data: DataResult, supernet) -> tuple[Ladder, tuple[RungConfig, ...], list[bool], str]:
     """(the Ladder fitness, its rungs, each rung's direction, a note on the rows each rung reads)."""
-    from ctrnas.pipeline.final import final_template
-    from ctrnas.pipeline.stages import make_fitness
+    from ctrnas.pipeline.fitness.scratch import final_template
+    from ctrnas.pipeline.fitness.build import make_fitness
 
     rungs = ladder_rungs(recipe, data)
     made: dict = {}
@@ -125,6 +113,8 @@ def build_ladder(recipe: Recipe, data: DataResult, supernet) -> tuple[Ladder, tu
                 rec = dataclasses.replace(recipe, oneshot=dataclasses.replace(recipe.oneshot, finetune_steps=steps))
                 made["oneshot"], note = make_fitness(rec, data, supernet, "oneshot")
             elif r.fitness == "random":
+                from ctrnas.pipeline.fitness.ctr_fitness import RandomFitness
+
                 made["random"], note = RandomFitness(), "no rows"
             else:
                 val = min(recipe.oneshot.eval_rows, split_rows(data, "val"))

@@ -23,9 +23,9 @@ def score_arch(data_dir, arch_path, names: list[str], options: dict[str, dict] |
     weights, as in the search); None: a fresh supernet drawn from `seed` (zero-shot). `seed` is also the
     candidate's seed (fresh weights, stochastic proxies). `offset`: first training row (default: right after
     the warm-up rows). `json_path`: also write {proxy: value, terms, time_s, options} there (strict JSON)."""
-    from ctrnas.pipeline.ctr_fitness import ProxyFitness, default_init, proxy_options
+    from ctrnas.pipeline.fitness.ctr_fitness import ProxyFitness, default_init, proxy_options
     from ctrnas.pipeline.data import load_rows, open_data, rows_after_warmup
-    from ctrnas.pipeline.tasks import check_arch, read_arch, space_spec
+    from ctrnas.pipeline.inputs import check_arch, read_arch, space_spec
     from ctrnas.proxies import get_proxy
 
     options = options or {}

@@ -6,7 +6,7 @@ every rank runs this same function and each model is trained by the DistributedT
 with DMP, each rank on its slice of every global batch, metrics over all ranks, so the numbers equal the
 one-process run); only rank 0 shows progress, gathers the best model and exports it.
 
-A model whose training diverges is stopped and gets no metrics; selection (`ctrnas.pipeline.selection`)
+A model whose training diverges is stopped and gets no metrics; selection (`ctrnas.pipeline.final.selection`)
 never picks it, nor one worse than the constant predictor on validation, and falls back to the best
 baseline when no candidate is left.
 """
@@ -21,19 +21,17 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
-from ctrnas.pipeline.final_memory import workers_that_fit
-from ctrnas.pipeline.final_resume import jobs_for, say_resumed
-from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_batches, candidate_label,
-                                         dense_params, final_template, job_model, train_from_scratch)
-from ctrnas.pipeline.final_workers import (final_in_workers, in_workers, train_job, training_executor,
-                                           with_workers)
+from ctrnas.pipeline.final.memory import workers_that_fit
+from ctrnas.pipeline.final.resume import jobs_for, say_resumed
+from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
+from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
+from ctrnas.pipeline.fitness.build import resource_counters
+from ctrnas.pipeline.fitness.scratch import (arch_model, candidate_label, dense_params, final_template,
+                                             final_train_batches, job_model, reload_job, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
-from ctrnas.pipeline.selection import beats, finish, judge, rank_key
 from ctrnas.recipe import Recipe
 
-# one training and the worker pool live in final_train / final_workers; their names stay importable here
-__all__ = ["dense_params", "final_stage", "final_template", "in_workers", "job_model", "train_from_scratch",
-           "train_job", "training_executor"]
+__all__ = ["final_stage", "width_variants"]
 
 
 def width_variants(recipe: Recipe, data, top: list) -> list:
@@ -43,7 +41,6 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
     An arch at the run's own width is written without `emb_dim` (the seeded archs' form), and an arch the
     top-k already hold at some width, with or without the key, is not added again.
     """
-    from ctrnas.pipeline.stages import resource_counters
     from ctrnas.space import Arch
 
     if not recipe.final.emb_dims or not top:
@@ -72,7 +69,7 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
 def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, supernet,
                 out_dir: Path | None = None, progress: bool = True, distributed=None) -> FinalResult:
     """Retrain the top-k (and the best of them at the other widths of `final.emb_dims`), choose by validation
-    log loss among the usable ones (`ctrnas.pipeline.selection`), export the winner to `out_dir/model` (or
+    log loss among the usable ones (`ctrnas.pipeline.final.selection`), export the winner to `out_dir/model` (or
     the best baseline when no candidate is usable).
 
     `supernet` may be None (a template of the right shape is built). With `distributed`, every rank calls
@@ -96,11 +93,11 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     candidates: list[TrainedModel] = []
     best_rank, best_model, best_state = None, None, None
     archs = [Arch.from_json(rec.arch) for rec in top]
-    # a folder per training, so an interrupted stage resumes (one process only; ctrnas.pipeline.final_resume)
+    # a folder per training, so an interrupted stage resumes (one process only; ctrnas.pipeline.final.resume)
     jobs = jobs_for(quiet, data, out_dir if distributed is None else None,
                     [(candidate_label(r, rec), ("arch", a)) for r, (rec, a) in enumerate(zip(top, archs))] +
                     [(f"baseline {n}", ("baseline", n)) for n in recipe.final.baselines])
-    say_resumed(jobs, len(_train_batches(quiet, data)), recipe.final_train.epochs)
+    say_resumed(jobs, len(final_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
         whats = [("arch", a) for a in archs] + [("baseline", n) for n in recipe.final.baselines]
         # a resumed stage sizes its workers by the trainings still to run (finished ones are read back)
@@ -114,8 +111,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         arch, job = archs[rank], jobs[rank]
         done = job.result() if job is not None else None
         if done is None:
-            model = _arch_model(recipe, template, arch)
-            val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
+            model = arch_model(recipe, template, arch)
+            val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
             diverged, params = trainer.diverged, float(dense_params(model))
             if job is not None:
                 job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params})
@@ -144,9 +141,9 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             job.drop_checkpoint()
         del model, trainer
     if best_model is None and distributed is None:  # the best finished before an interruption
-        best_model = _reload(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
+        best_model = reload_job(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     if distributed is not None and main:
-        best_model = _arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
+        best_model = arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
         best_model.load_state_dict(best_state)
         del best_state
 
@@ -158,7 +155,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         done = job.result() if job is not None else None
         if done is None:
             model = job_model(recipe, data, template, ("baseline", name))
-            val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
+            val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
             done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
                     "dense_params": dense_params(model)}
             if job is not None:
@@ -177,7 +174,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             kept = len(baselines) - 1
             if distributed is None:
                 base_models[kept] = model if model is not None else \
-                    _reload(recipe, quiet, data, template, ("baseline", name), job)
+                    reload_job(recipe, quiet, data, template, ("baseline", name), job)
             else:
                 from ctrnas.distributed.checkpoint import gather_state_dict
 

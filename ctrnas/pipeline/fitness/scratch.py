@@ -1,6 +1,6 @@
-"""One training of the final stage: the model of a job (a top-k arch exported from the final template, or a
-baseline) trained from scratch with the final stage's settings, in this process or on a training worker
-(`ctrnas.pipeline.final_workers`)."""
+"""One training from scratch with the final stage's settings: the model of a job (a top-k arch exported from the
+final template, or a baseline), in this process or on a training worker (`ctrnas.pipeline.final.workers`).
+The final stage and the short-training rung (`rungs.ShortTrainingFitness`) both train this way."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
 
 
-def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
+def train_as_final(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
     """(val metrics, test metrics, seconds, trainer) of `model` trained per the final stage's settings; a
     diverged model is not evaluated (its metrics are NaN with the reason, see `trainer.diverged`)."""
     from ctrnas.train.batches import dataset_batches
@@ -22,7 +22,7 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
 
     cfg = recipe.final_train
     f = recipe.final
-    train = _train_batches(recipe, data)
+    train = final_train_batches(recipe, data)
     val = dataset_batches(data.path, "val", cfg.eval_batch_size, limit=f.val_rows)
     test = dataset_batches(data.path, "test", cfg.eval_batch_size, limit=f.test_rows)
     if out_dir is not None and not 0 < cfg.checkpoint_every <= len(train):  # resumable at every epoch end
@@ -52,7 +52,7 @@ def _train(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None,
     return v, t, seconds, trainer
 
 
-def _train_batches(recipe: Recipe, data: DataResult):
+def final_train_batches(recipe: Recipe, data: DataResult):
     from ctrnas.train.batches import dataset_batches
 
     cfg = recipe.final_train
@@ -60,12 +60,12 @@ def _train_batches(recipe: Recipe, data: DataResult):
                            limit=recipe.final.train_rows)
 
 
-def _reload(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: tuple, job):
+def reload_job(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: tuple, job):
     """The trained model of a job finished before an interruption, from its kept checkpoint (no step is
     taken: the trainer resumes at its last step and restores the selected weights, as it ended)."""
     job.need_checkpoint()
     model = job_model(recipe, data, template, what)
-    _train(model, quiet, data, job.dir)
+    train_as_final(model, quiet, data, job.dir)
     return model
 
 
@@ -74,7 +74,7 @@ def train_from_scratch(model, recipe: Recipe, data: DataResult, label: str, out_
     """Train `model` with the final train config on the first `final.train_rows` training rows; returns
     (val metrics, test metrics, seconds). Validation/test use their first `final.val_rows`/`test_rows`.
     With `distributed`, call on every rank (see the module docstring); the metrics are the same on all."""
-    v, t, seconds, _ = _train(model, recipe, data, out_dir, distributed)
+    v, t, seconds, _ = train_as_final(model, recipe, data, out_dir, distributed)
     return v, t, seconds
 
 
@@ -109,7 +109,7 @@ def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None
     return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap)
 
 
-def _arch_model(recipe: Recipe, template, arch):
+def arch_model(recipe: Recipe, template, arch):
     from ctrnas.supernet import export
 
     if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for models with products
@@ -125,7 +125,7 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name)."""
     kind, what = job
     if kind == "arch":
-        return _arch_model(recipe, template, what)
+        return arch_model(recipe, template, what)
     from ctrnas.train.baselines import build_baseline
 
     cfg = recipe.final_train

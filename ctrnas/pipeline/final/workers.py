@@ -11,10 +11,10 @@ import math
 from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
-from ctrnas.pipeline.final_resume import drop
-from ctrnas.pipeline.final_train import _arch_model, _train, candidate_label, dense_params, job_model
+from ctrnas.pipeline.final.resume import drop
+from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
+from ctrnas.pipeline.fitness.scratch import arch_model, candidate_label, dense_params, job_model, train_as_final
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
-from ctrnas.pipeline.selection import beats, finish, judge, rank_key
 from ctrnas.recipe import Recipe
 
 
@@ -48,7 +48,7 @@ def train_job(context: tuple, job: tuple) -> dict:
     if folder is not None and (done := folder.result()) is not None and not folder.has_checkpoint():
         return {**done, "state": None}  # finished before an interruption, and its weights are not needed
     model = job_model(recipe, data, template, what)
-    val, test, sec, trainer = _train(model, recipe, data, folder.dir if folder is not None else None)
+    val, test, sec, trainer = train_as_final(model, recipe, data, folder.dir if folder is not None else None)
     out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model), "diverged": trainer.diverged}
     if folder is not None and folder.result() is None:
         folder.finish(out)
@@ -90,7 +90,7 @@ def in_workers(recipe: Recipe, workers: int) -> bool:
 
 def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders, history=None) -> FinalResult:
     """The final stage with its trainings spread over the executor of `quiet` (`final.workers` processes, or
-    `execution`; as many as the memory allows, `ctrnas.pipeline.final_memory`); collected in job order, so
+    `execution`; as many as the memory allows, `ctrnas.pipeline.final.memory`); collected in job order, so
     the choice (ties: the earlier rank) and every number equal the serial run's."""
     from ctrnas.space import Arch
 
@@ -136,7 +136,7 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 base_models[kept] = model
             else:
                 drop(folders[len(top) + len(baselines) - 1])
-    best_model = _arch_model(recipe, template, candidates[best_rank].arch)
+    best_model = arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(_state(best_result, folders[best_rank]))
     del best_result
     # as the serial trainer leaves it, so model.pt is the same object either way

@@ -250,7 +250,7 @@ def width_bytes(template, jobs: list[tuple]) -> int:
 
 def job_sizes(recipe, data, template, jobs: list[tuple]) -> list[ModelSize]:
     """The ModelSize of each job's model, counted on models built on tiny tables (`model_size`)."""
-    from ctrnas.pipeline.final_train import job_model
+    from ctrnas.pipeline.fitness.scratch import job_model
 
     tiny = {rows: (dataclasses.replace(data, schema=tiny_schema(data.schema, rows)),
                    _tiny_template(template, tiny_schema(data.schema, rows))) for rows in (1, 2)}

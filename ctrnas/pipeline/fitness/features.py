@@ -15,7 +15,7 @@ class CtrFeatures:
     """featurize(arch) -> {name: value} for `ctrnas.search.predictor.Predictor` (main process only)."""
 
     def __init__(self, recipe: Recipe, data: DataResult, supernet, proxies: tuple[str, ...]):
-        from ctrnas.pipeline.stages import make_fitness, resource_counters
+        from ctrnas.pipeline.fitness.build import make_fitness, resource_counters
 
         self.count_params, self.count_flops = resource_counters(recipe, data)
         self.width, self.seed = recipe.train.embedding_dim, recipe.seed

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -25,38 +24,7 @@ from torch import nn
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.search.fitness import FitnessResult
-
-
-@dataclass
-class TensorRows:
-    """Rows held in memory: dense [N, n_dense] float32, ids [N, F] int64 (one per feature), labels [N]."""
-
-    dense: torch.Tensor
-    ids: torch.Tensor
-    labels: torch.Tensor
-    names: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
-
-    def slice(self, start: int, stop: int) -> "TensorRows":
-        return TensorRows(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
-
-    def batch(self, start: int, stop: int, device: torch.device | None = None
-              ) -> tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]:
-        """(dense, KJT, labels) of rows [start, stop), built as the trainer's in-memory batches are, on
-        `device` when given (the scored model's)."""
-        from ctrnas.train.batches import make_batch
-
-        b = make_batch(self.dense[start:stop], self.ids[start:stop], self.labels[start:stop], self.names)
-        if device is not None and device.type != "cpu":
-            b = b.to(device, non_blocking=True)
-        return b.dense_features, b.sparse_features, b.labels
-
-    def batches(self, batch_size: int, limit: int | None = None, device: torch.device | None = None
-                ) -> list[tuple[torch.Tensor, KeyedJaggedTensor, torch.Tensor]]:
-        n = len(self) if limit is None else min(limit, len(self))
-        return [self.batch(s, min(s + batch_size, n), device) for s in range(0, n, batch_size)]
+from ctrnas.train.batches import TensorRows
 
 
 def device_of(model: nn.Module) -> torch.device:
@@ -282,3 +250,16 @@ class OneShotFitness(_Cached):
                 m.training = mode
         return FitnessResult(logloss, {"val_logloss": logloss, "val_auc": auc},
                              {"finetune_steps": steps, "eval_rows": len(self.eval_rows)})
+
+
+class RandomFitness:
+    """fitness(arch, seed, budget) = a uniform draw from the candidate's seed (higher is better): a rung that
+    promotes at random, to measure what a real first rung contributes, or (`fitness: random`) no scoring at
+    all, so random search retrains random archs."""
+
+    maximize = True
+
+    def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
+        import numpy as np
+
+        return FitnessResult(float(np.random.default_rng(seed).random()))
