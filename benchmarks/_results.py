@@ -16,10 +16,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # pipeline order: data preparation, loading, training, the supernet and its space, proxies, search (the
-# fidelity of each rung, and the multi-fidelity search against the baselines), using the found model, vision,
+# fidelity of each rung, the multi-fidelity search against the baselines, and the structure suite), using
+# the found model, vision,
 # scale-out
 SECTIONS = ("prep", "loader", "train", "supernet", "space", "space-archs", "proxies", "search", "rungs", "mfsearch",
-            "numerics", "predict", "nb201", "scale")
+            "suite", "numerics", "predict", "nb201", "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:

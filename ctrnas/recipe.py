@@ -32,6 +32,7 @@ import yaml
 
 from ctrnas.config import from_dict, load_yaml, to_dict
 from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.data.synthetic_profiles import STRUCTURES
 from ctrnas.errors import RecipeError
 from ctrnas.execution.config import ExecutionConfig
 from ctrnas.search.build import SearchConfig
@@ -44,16 +45,20 @@ RAW_KINDS = ("criteo", "avazu", "kdd2012", "table")
 @dataclass(frozen=True)
 class SyntheticData:
     """A synthetic dataset with a known click model (`ctrnas.data.synthetic.generate`); `settings` are
-    SyntheticSettings overrides, checked by the generator."""
+    SyntheticSettings overrides (over those of the named `structure`), checked by the generator."""
 
     profile: Literal["criteo", "avazu", "kdd2012"] = "criteo"
     rows: int = 1_000_000
     seed: int = 0
+    structure: str = "default"  # a name in ctrnas.data.synthetic_profiles.STRUCTURES
     settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.rows < 1:
             raise RecipeError("recipe", "data.synthetic.rows", f"expected >= 1, got {self.rows}")
+        if self.structure not in STRUCTURES:
+            raise RecipeError("recipe", "data.synthetic.structure",
+                              f"unknown structure {self.structure!r}; expected one of: {', '.join(STRUCTURES)}")
 
 
 @dataclass(frozen=True)

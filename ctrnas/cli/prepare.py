@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ctrnas.data.synthetic_profiles import STRUCTURES
+
 FORMAT_HELP = {
     "criteo": "Criteo Kaggle train.txt / Terabyte day_N (label, I1-I13, C1-C26; tab-separated; .gz accepted)",
     "avazu": "Avazu Kaggle train CSV with header (id, click, hour, C1, ..., C21)",
@@ -78,10 +80,11 @@ def _run_synthetic(args) -> int:
     from ctrnas import api
 
     meta = api.generate_synthetic(args.profile, args.rows, args.seed, args.out, args.rows_per_shard,
-                                     overwrite=args.overwrite)
+                                  overwrite=args.overwrite, structure=args.structure)
     splits = meta.get("splits", {})
     rows = ", ".join(f"{s} {splits[s].get('rows', 0):,}" for s in ("train", "val", "test") if s in splits)
-    print(f"Generated synthetic {args.profile} data (seed {args.seed}) into {args.out}: {rows} rows.")
+    what = args.profile if args.structure == "default" else f"{args.profile} ({args.structure} structure)"
+    print(f"Generated synthetic {what} data (seed {args.seed}) into {args.out}: {rows} rows.")
     return 0
 
 
@@ -117,7 +120,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = kinds.add_parser("synthetic", help="generate a synthetic dataset with known click model (the demo default)",
                          description="Synthetic Criteo/Avazu/KDD12-shaped data from a hidden click model; "
                          "meta.json records the Bayes-optimal log loss.")
-    s.add_argument("--profile", choices=["criteo", "avazu", "kdd2012"], default="criteo")
+    s.add_argument("--profile", choices=["criteo", "avazu", "kdd2012"], default="criteo",
+                   help="the shape: fields, cardinalities, counts and CTR of that dataset")
+    s.add_argument("--structure", default="default", metavar="NAME",
+                   help="how the click model mixes its components (datasets/README.md): "
+                        f"{', '.join(STRUCTURES)} (default: default, the demo's)")
     s.add_argument("--rows", type=int, default=1_000_000)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", "-o", required=True, metavar="DIR")

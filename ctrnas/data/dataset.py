@@ -55,9 +55,13 @@ def normalize_source(record: dict) -> dict:
     return record
 
 
-def synthetic_source(profile: str, rows: int, seed: int, settings: dict) -> dict:
-    """The source record of a synthetic folder (the same from `ctrnas prepare synthetic` and a recipe)."""
-    return normalize_source({"synthetic": {"profile": profile, "rows": rows, "seed": seed, "settings": settings}})
+def synthetic_source(profile: str, rows: int, seed: int, settings: dict, structure: str = "default") -> dict:
+    """The source record of a synthetic folder (the same from `ctrnas prepare synthetic` and a recipe); the
+    default structure is left out, so folders made before structures existed keep matching."""
+    record = {"profile": profile, "rows": rows, "seed": seed, "settings": settings}
+    if structure != "default":
+        record["structure"] = structure
+    return normalize_source({"synthetic": record})
 
 
 def complete(path: str | Path) -> bool:

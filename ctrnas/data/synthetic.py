@@ -11,6 +11,15 @@ Bernoulli(p_true) with p_true = sigmoid(logit) and
   triple       sum_{(f,g,h) in T} sum_k v'_f v'_g v'_h          3-way CP products
   mlp          w2 . tanh(W1 [u_f1..u_fm, t] + b1)              higher-order interactions of a few fields
   gate         sigmoid(3 (q_g[x_g] + t_j)) * e_h[x_h]           one field and a count gate another field's effect
+  bilinear     sum_{(f,g) in B} b_f[x_f]^T M_fg b_g[x_g]        a different bilinear map per pair (no shared embedding)
+  dense_cat    sum_{f in C} <tanh(A t + c), d_f[x_f]>           counts by categories (DLRM's bottom MLP . embeddings)
+  dense_product sum_{(i,j)} t_i t_j                              products of counts
+  high_order   sum_k s_f[x_f] s_g[x_g] s_h[x_h] t_j             degree-4 multiplicative crosses
+
+A named `structure` (`synthetic_profiles.STRUCTURES`) sets the component scales and the field layout (extra
+noise fields, the share of fields that carry signal); the default is the demo's click model, and the later
+components (bilinear and after, extra gates, noise fields) draw from their own random stream, so the default
+structure's data stays what it was before they existed.
 
 Per-category parameters (w, v, v', u, q, e) shrink with the id's frequency rank r as (1 + r/tail_head)^-tail_decay:
 rare ids carry little signal, as in real logs, so what separates architectures is learnable in one epoch.
@@ -33,11 +42,12 @@ from scipy.special import expit
 
 from ctrnas.data.dataset import SPLITS, DatasetWriter, write_source
 from ctrnas.data.schema import DatasetSchema, SparseFeature
-from ctrnas.data.synthetic_profiles import PROFILES, Profile
+from ctrnas.data.synthetic_profiles import PROFILES, STRUCTURES, Profile, SparseSpec
 from ctrnas.errors import CtrnasError, RecipeError
 from ctrnas.locks import folder_lock
 
-COMPONENTS = ("first_order", "dense", "pairwise", "triple", "mlp", "gate")
+COMPONENTS = ("first_order", "dense", "pairwise", "triple", "mlp", "gate", "bilinear", "dense_cat", "dense_product",
+              "high_order")
 _WRITE_ROWS = 65_536  # rows per Parquet row group: the loader shuffles row groups, so keep them small
 
 
@@ -66,6 +76,18 @@ class SyntheticSettings:
     tail_head: int = 100  # per-category parameters shrink as (1 + rank / tail_head) ** -tail_decay:
     tail_decay: float = 1.0  # rare ids carry little signal, as in real logs, so the interactions are learnable
     dense_corr: float = 0.5  # correlation of the counts through a shared per-row activity factor
+    num_gates: int = 1
+    bilinear: float = 0.0
+    bilinear_fraction: float = 0.5  # share of the signal field pairs with a bilinear term
+    dense_cat: float = 0.0
+    dense_cat_fraction: float = 1.0  # share of the signal fields crossed with the counts
+    dense_product: float = 0.0
+    high_order: float = 0.0
+    high_order_terms: int = 8
+    noise_fields: int = 0  # extra categorical fields N1.. that carry no signal
+    noise_cardinality: int = 100_000
+    noise_zipf: float = 1.05
+    signal_fraction: float = 1.0  # share of the shape's fields that carry signal (the rest are noise)
     chunk_rows: int = 131_072
     calibration_rows: int = 65_536
     model_seed: int | None = None  # None: the data seed; set it to draw new rows from the same click model
@@ -88,6 +110,15 @@ def make_settings(**overrides) -> SyntheticSettings:
     if len(s.split) != 3 or abs(sum(s.split) - 1) > 1e-9 or min(s.split) < 0:
         raise RecipeError("synthetic", "split", f"expected 3 non-negative fractions summing to 1, got {s.split}")
     return s
+
+
+def with_noise_fields(profile: Profile, settings: SyntheticSettings) -> Profile:
+    """The shape with `noise_fields` extra heavy-tailed categorical fields N1, N2, ... appended."""
+    if settings.noise_fields <= 0:
+        return profile
+    extra = tuple(SparseSpec(f"N{i + 1}", settings.noise_cardinality, zipf=settings.noise_zipf)
+                  for i in range(settings.noise_fields))
+    return dataclasses.replace(profile, sparse=profile.sparse + extra)
 
 
 class FeatureSampler:
@@ -122,9 +153,17 @@ class ClickModel:
     """The hidden logit (module docstring); parameters drawn from `rng`, scales fitted on a calibration sample."""
 
     def __init__(self, features: FeatureSampler, settings: SyntheticSettings, rng: np.random.Generator,
-                 calib_ids: np.ndarray, calib_dense: np.ndarray):
+                 calib_ids: np.ndarray, calib_dense: np.ndarray, rng2: np.random.Generator | None = None):
         s, cards = settings, features.cards
         F, D, r = len(cards), calib_dense.shape[1], settings.rank
+        # the later components and the field layout draw from their own stream: the default stays as it was
+        rng2 = rng if rng2 is None else rng2
+        n_shape = F - max(settings.noise_fields, 0)
+        signal = np.arange(n_shape)
+        if settings.signal_fraction < 1:
+            k_sig = max(2, min(n_shape, round(settings.signal_fraction * n_shape)))
+            signal = np.sort(rng2.choice(n_shape, k_sig, replace=False))
+        self.signal = signal
         self.t_mean = calib_dense.mean(0).astype(np.float64)
         std = calib_dense.std(0).astype(np.float64)
         self.t_std = np.where(std > 0, std, 1.0)  # a constant (pseudo) dense feature carries no signal
@@ -132,33 +171,80 @@ class ClickModel:
         for f, c in enumerate(cards):
             sh = np.ones(c)  # the missing id 0 is frequent: full scale
             sh[features.rank_to_id[f]] = (1 + np.arange(c - 1) / s.tail_head) ** -s.tail_decay
-            shrink.append(sh)
+            shrink.append(sh if f in set(signal.tolist()) else np.zeros(c))  # noise fields: no effect
         self.w = [rng.standard_normal(c) * shrink[f] for f, c in enumerate(cards)]
         self.ridge_a = rng.standard_normal((D, 3))
         self.ridge_s = rng.uniform(1, 3, (D, 3)) * rng.choice([-1, 1], (D, 3))  # slopes in std units of t
         self.ridge_c = rng.normal(0, 0.8, (D, 3))
         self.v = [rng.standard_normal((c, r)) * shrink[f][:, None] for f, c in enumerate(cards)]
-        all_pairs = [(f, g) for f in range(F) for g in range(f + 1, F)]
+        all_pairs = [(int(f), int(g)) for i, f in enumerate(signal) for g in signal[i + 1:]]
         k = max(1, round(s.pair_fraction * len(all_pairs)))
         self.pairs = [all_pairs[i] for i in sorted(rng.choice(len(all_pairs), k, replace=False))]
         self.vt = [rng.standard_normal((c, r)) * shrink[f][:, None] for f, c in enumerate(cards)]
-        self.triples = [tuple(sorted(rng.choice(F, 3, replace=False))) for _ in range(s.num_triples)]
-        self.mlp_fields = sorted(rng.choice(F, min(s.mlp_fields, F), replace=False))
+        S = len(signal)
+        self.triples = [tuple(sorted(signal[rng.choice(S, 3, replace=False)])) for _ in range(s.num_triples)]
+        self.mlp_fields = sorted(signal[rng.choice(S, min(s.mlp_fields, S), replace=False)])
         self.u = {f: rng.standard_normal((cards[f], r)) * shrink[f][:, None] for f in self.mlp_fields}
         n_in = r * len(self.mlp_fields) + D
         self.w1 = rng.normal(0, 1.5 / math.sqrt(n_in), (n_in, s.mlp_hidden))  # gain > 1: tanh is saturating
         self.b1, self.w2 = rng.normal(0, 0.5, s.mlp_hidden), rng.standard_normal(s.mlp_hidden)
-        self.gate_field, self.gated_field = (int(x) for x in rng.choice(F, 2, replace=False))
+        self.gate_field, self.gated_field = (int(x) for x in signal[rng.choice(S, 2, replace=False)])
         self.gate_dense = int(rng.integers(D))
         self.q = rng.standard_normal(cards[self.gate_field]) * shrink[self.gate_field]
         self.e = rng.standard_normal(cards[self.gated_field]) * shrink[self.gated_field]
+        self.gates = [(self.gate_field, self.gated_field, self.gate_dense, self.q, self.e)]
+        for _ in range(s.num_gates - 1):
+            g, h = (int(x) for x in signal[rng2.choice(S, 2, replace=False)])
+            self.gates.append((g, h, int(rng2.integers(D)), rng2.standard_normal(cards[g]) * shrink[g],
+                               rng2.standard_normal(cards[h]) * shrink[h]))
+        self._draw_structure(s, rng2, cards, shrink, signal, D, r, all_pairs)
         raw = self._raw(calib_ids, calib_dense)
         self.center = {c: raw[c].mean() for c in COMPONENTS}
         sd = {c: raw[c].std() for c in COMPONENTS}
         self.scale = {c: (getattr(s, c) / sd[c] if sd[c] > 1e-12 else 0.0) for c in COMPONENTS}
+        self.settings = s
         calib_logit = sum(self._scaled(raw).values())
         ctr = s.ctr if s.ctr is not None else features.profile.ctr
         self.bias = brentq(lambda b: expit(calib_logit + b).mean() - ctr, -30.0, 30.0, xtol=1e-12)
+
+    def _draw_structure(self, s, rng, cards, shrink, signal, D, r, all_pairs) -> None:
+        """Parameters of the structure components (none drawn when their scale is 0)."""
+        S = len(signal)
+        self.bpairs, self.b, self.m = [], {}, {}
+        if s.bilinear > 0:
+            k = max(1, round(s.bilinear_fraction * len(all_pairs)))
+            self.bpairs = [all_pairs[i] for i in sorted(rng.choice(len(all_pairs), k, replace=False))]
+            for f in sorted({f for p in self.bpairs for f in p}):
+                self.b[f] = rng.standard_normal((cards[f], r)) * shrink[f][:, None]
+            self.m = {p: rng.standard_normal((r, r)) / math.sqrt(r) for p in self.bpairs}
+        self.cat_fields, self.d = [], {}
+        if s.dense_cat > 0:
+            k = max(1, round(s.dense_cat_fraction * S))
+            self.cat_fields = sorted(int(f) for f in signal[rng.choice(S, k, replace=False)])
+            self.d = {f: rng.standard_normal((cards[f], r)) * shrink[f][:, None] for f in self.cat_fields}
+            self.cat_a = rng.normal(0, 1.5 / math.sqrt(D), (D, r))
+            self.cat_c = rng.normal(0, 0.5, r)
+        self.dpairs = []
+        if s.dense_product > 0 and D > 1:
+            all_dp = [(i, j) for i in range(D) for j in range(i + 1, D)]
+            self.dpairs = [all_dp[i] for i in sorted(rng.choice(len(all_dp), min(D, len(all_dp)), replace=False))]
+        self.hterms, self.sc = [], {}
+        if s.high_order > 0:
+            for _ in range(s.high_order_terms):
+                fields = tuple(sorted(int(f) for f in signal[rng.choice(S, min(3, S), replace=False)]))
+                self.hterms.append((fields, int(rng.integers(D))))
+            for f in sorted({f for fs, _ in self.hterms for f in fs}):
+                self.sc[f] = rng.standard_normal(cards[f]) * shrink[f]
+
+    def fields_of(self) -> dict[str, list[int]]:
+        """Which fields each component reads (the first order reads every signal field)."""
+        s = self.settings
+        use = {"first_order": self.signal.tolist(), "pairwise": sorted({f for p in self.pairs for f in p}),
+               "triple": sorted({int(f) for t in self.triples for f in t}), "mlp": [int(f) for f in self.mlp_fields],
+               "gate": sorted({f for g in self.gates for f in g[:2]}),
+               "bilinear": sorted({f for p in self.bpairs for f in p}), "dense_cat": list(self.cat_fields),
+               "high_order": sorted({f for fs, _ in self.hterms for f in fs})}
+        return {c: v for c, v in use.items() if getattr(s, c) > 0 and self.scale.get(c, 0) > 0}
 
     def _raw(self, ids: np.ndarray, dense: np.ndarray) -> dict[str, np.ndarray]:
         t = (dense.astype(np.float64) - self.t_mean) / self.t_std
@@ -173,6 +259,19 @@ class ClickModel:
         out["mlp"] = np.tanh(z @ self.w1 + self.b1) @ self.w2
         gate = expit(3.0 * (self.q[ids[:, self.gate_field]] + t[:, self.gate_dense]))
         out["gate"] = gate * self.e[ids[:, self.gated_field]]
+        for g, h, j, q, e in self.gates[1:]:
+            out["gate"] = out["gate"] + expit(3.0 * (q[ids[:, g]] + t[:, j])) * e[ids[:, h]]
+        zero = np.zeros(len(ids))
+        bl = {f: b[ids[:, f]] for f, b in self.b.items()}
+        out["bilinear"] = sum((np.einsum("nk,kl,nl->n", bl[f], self.m[(f, g)], bl[g]) for f, g in self.bpairs), zero)
+        if self.cat_fields:
+            phi = np.tanh(t @ self.cat_a + self.cat_c)
+            out["dense_cat"] = sum(np.einsum("nk,nk->n", phi, self.d[f][ids[:, f]]) for f in self.cat_fields)
+        else:
+            out["dense_cat"] = zero
+        out["dense_product"] = sum((t[:, i] * t[:, j] for i, j in self.dpairs), zero)
+        out["high_order"] = sum((self.sc[f][ids[:, f]] * self.sc[g][ids[:, g]] * self.sc[h][ids[:, h]] * t[:, j]
+                                 for (f, g, h), j in self.hterms), zero)
         return out
 
     def _scaled(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -210,16 +309,24 @@ class _Moments:
         return {k: float(v / max(self.n, 1)) for k, v in zip(self.names, self.m2)}
 
 
+def structure_overrides(structure: str) -> dict:
+    """The SyntheticSettings overrides of a named structure (a one-line error lists the names)."""
+    if structure not in STRUCTURES:
+        raise CtrnasError(f"unknown synthetic structure {structure!r}; expected one of: {', '.join(STRUCTURES)}")
+    return dict(STRUCTURES[structure].settings)
+
+
 def build(profile: str, seed: int, settings: SyntheticSettings) -> tuple[FeatureSampler, ClickModel]:
     """The feature sampler and click model of a profile: a function of (model seed, settings) only."""
     if profile not in PROFILES:
         raise CtrnasError(f"unknown synthetic profile {profile!r}; expected one of {sorted(PROFILES)}")
     mseed = seed if settings.model_seed is None else settings.model_seed
     rng = np.random.default_rng(np.random.SeedSequence(mseed, spawn_key=(0,)))
-    features = FeatureSampler(PROFILES[profile], settings, rng)
+    features = FeatureSampler(with_noise_fields(PROFILES[profile], settings), settings, rng)
     calib = np.random.default_rng(np.random.SeedSequence(mseed, spawn_key=(2,)))
     ids, dense = features.sample(calib, settings.calibration_rows)
-    return features, ClickModel(features, settings, rng, ids, dense)
+    rng2 = np.random.default_rng(np.random.SeedSequence(mseed, spawn_key=(3,)))
+    return features, ClickModel(features, settings, rng, ids, dense, rng2)
 
 
 def _arrow_schema(profile: Profile) -> pa.Schema:
@@ -228,8 +335,10 @@ def _arrow_schema(profile: Profile) -> pa.Schema:
 
 
 def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
-             overwrite: bool = False, source: dict | None = None, **overrides) -> dict:
+             overwrite: bool = False, source: dict | None = None, structure: str = "default", **overrides) -> dict:
     """Write a synthetic dataset folder (labels, features, p_true) and return its meta.json.
+
+    `structure` names the click model's mix (`synthetic_profiles.STRUCTURES`); `overrides` go over it.
 
     Rows come in chunks of `chunk_rows`, chunk c drawn from SeedSequence(seed, spawn_key=(1, c)); a chunk is
     always drawn whole, so a dataset of N rows is the first N rows of any larger one with the same seed, and
@@ -239,15 +348,16 @@ def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard
     """
     if rows < 0 or seed < 0:
         raise CtrnasError(f"synthetic: rows and seed must be >= 0, got rows={rows}, seed={seed}")
+    overrides = {**structure_overrides(structure), **overrides}
     with folder_lock(out, "prepare synthetic"):
-        meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides)
+        meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides, structure)
         if source is not None:
             write_source(out, source)
         return meta
 
 
 def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int, overwrite: bool,
-              overrides: dict) -> dict:
+              overrides: dict, structure: str = "default") -> dict:
     settings = make_settings(**overrides)
     features, model = build(profile, seed, settings)
     prof = features.profile
@@ -280,9 +390,13 @@ def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int
                 writer.write(s, table.slice(start, _WRITE_ROWS))
     var = moments.variance()
     total = var.pop("logit")
+    names = [f.name for f in schema.sparse]
+    uses = model.fields_of()
+    carrying = sorted({f for fs in uses.values() for f in fs})
     meta = {
         "schema": schema.to_json(),
-        "source": {"kind": "synthetic", "profile": profile, "rows": rows, "seed": seed},
+        "source": {"kind": "synthetic", "profile": profile, "rows": rows, "seed": seed,
+                   **({"structure": structure} if structure != "default" else {})},
         "transforms": {"dense": "log1p", "missing_dense": 0.0, "missing_sparse_id": 0},
         "settings": {**dataclasses.asdict(settings), "split": list(settings.split)},
         "splits": {s: {"ctr": float(a[1] / a[0]) if a[0] else None,
@@ -299,6 +413,11 @@ def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int
             "mlp_fields": [int(f) for f in model.mlp_fields],
             "gate": {"gate_field": model.gate_field, "gated_field": model.gated_field,
                      "gate_dense": model.gate_dense},
+            "structure": structure,
+            # the sparse fields the label depends on (by name), and which components read each
+            "signal_fields": [names[f] for f in carrying],
+            "noise_fields": [n for f, n in enumerate(names) if f not in set(carrying)],
+            "component_fields": {c: [names[f] for f in fs] for c, fs in uses.items()},
         },
     }
     return writer.finish(meta)

@@ -92,3 +92,50 @@ KDD2012 = Profile(
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (CRITEO, AVAZU, KDD2012)}
+
+
+@dataclass(frozen=True)
+class Structure:
+    """How the click model mixes its components (`SyntheticSettings` overrides), for any shape profile.
+
+    Each is built so a different family of hand-designed models should fit it best (`intended`); which one
+    does is measured (datasets/README.md, benchmarks/RESULTS.md "Structure suite")."""
+
+    name: str
+    settings: tuple[tuple[str, object], ...]  # SyntheticSettings overrides, in order
+    intended: str
+    about: str
+
+
+def _s(base: dict | None = None, **kw) -> tuple[tuple[str, object], ...]:
+    return tuple({**(base or {}), **kw}.items())
+
+
+_QUIET = dict(triple=0.0, mlp=0.0, gate=0.0)  # components a structure switches off unless it names them
+
+STRUCTURES: dict[str, Structure] = {s.name: s for s in (
+    Structure("default", (), "DCN-v2",
+              "every component at the demo's scales (first order, dense ridges, pairwise on 30% of the pairs, "
+              "4 three-way products, a small MLP of 4 fields, one gate): the data the demo and benchmarks use"),
+    Structure("pairwise", _s(_QUIET, first_order=0.6, dense=0.3, pairwise=2.0, pair_fraction=1.0), "FM / DeepFM",
+              "FM's own model: first order plus a rank-4 inner product on every pair of fields, little else"),
+    Structure("crosses", _s(_QUIET, first_order=0.6, dense=0.3, pairwise=0.3, bilinear=1.5, bilinear_fraction=0.5,
+                            high_order=1.0, triple=0.8, num_triples=8), "DCN-v2",
+              "high-order multiplicative crosses: a different bilinear map per field pair (no shared embedding "
+              "fits them all, a cross layer's full matrix does), 8 three-way products and degree-4 products of "
+              "three fields' codes and a count"),
+    Structure("dense-gates", _s(_QUIET, first_order=0.6, dense=0.8, pairwise=0.3, dense_cat=1.5, gate=1.0,
+                                num_gates=4, dense_product=0.8), "DLRM",
+              "dense-by-categorical terms: the inner product of a non-linear function of the counts with each "
+              "field's vector (DLRM's bottom MLP dotted with the embeddings), 4 count-driven gates, products of "
+              "counts"),
+    Structure("deep", _s(triple=0.0, gate=0.0, first_order=0.4, dense=0.2, pairwise=0.2, mlp=2.0, mlp_fields=3,
+                         mlp_hidden=32), "an MLP (DeepFM / AutoInt+ / xDeepFM deep parts)",
+              "a deep non-linear mixture of 3 fields and the counts (a saturated tanh network) over a weak "
+              "first-order and pairwise part"),
+    Structure("sparse-noise", _s(_QUIET, first_order=1.0, dense=0.3, pairwise=0.6, pair_fraction=0.1,
+                                 noise_fields=20, signal_fraction=0.5, cardinality_cap=100_000, tail_head=300),
+              "few parameters (LR / FM); a search that drops fields and narrows tables",
+              "half the shape's fields carry signal (mostly first order, a few pairs); 20 extra fields of pure "
+              "noise with 100k-id heavy-tailed vocabularies, and tables capped at 100k ids instead of 20k"),
+)}

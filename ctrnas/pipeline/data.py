@@ -22,7 +22,7 @@ def _source_of(recipe: Recipe) -> dict | None:
     d = recipe.data
     if d.synthetic is not None:
         s = d.synthetic
-        return synthetic_source(s.profile, s.rows, s.seed, s.settings)
+        return synthetic_source(s.profile, s.rows, s.seed, s.settings, s.structure)
     if d.raw is not None:
         return raw_source(d.raw.kind, d.raw.inputs, to_dict(d.prepare))
     return None
@@ -52,7 +52,7 @@ def prepare_data(recipe: Recipe) -> DataResult:
 
                 s = d.synthetic
                 generate(s.profile, s.rows, s.seed, path, overwrite=recipe.data.overwrite, source=source,
-                         **s.settings)
+                         structure=s.structure, **s.settings)
             else:
                 from ctrnas.data.prepare import prepare
 

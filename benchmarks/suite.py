@@ -1,0 +1,309 @@
+"""Structure suite (issue 29): per synthetic structure profile, the seven baselines, the search and random
+search, so a search is judged on adapting to the data rather than on one click model.
+
+    .venv/bin/python benchmarks/suite.py                                   # 1M rows, every profile and method
+    .venv/bin/python benchmarks/suite.py --rows 300000 --methods baselines --seeds 2
+    .venv/bin/python benchmarks/suite.py --rows 300000 --report-only       # rebuild the section
+
+Profiles (PROFILES: a shape and a structure, `ctrnas prepare synthetic --profile SHAPE --structure NAME`):
+each is built so another family should win (datasets/README.md says which does, as measured).
+Methods:
+  baselines  LR, FM, DLRM, DeepFM, xDeepFM, AutoInt+, DCN-v2 at training seeds 0..--seeds-1, trained with
+             the demo recipe's final-stage settings (2 epochs ending on the better val epoch); 1 FTE each.
+  search     `recipes/synthetic.yaml` (the demo) on the profile's data at search seeds 0..--seeds-1 through
+             `ctrnas.api.run`, baselines left out; its FTE is the run's own (warm-up + search + top-k).
+  random     random search at the search's FTE: floor(FTE) random subnets of the recipe's space, each trained
+             like the final stage (1 FTE each), the best by val log loss is its pick (benchmarks/mfsearch.py's
+             definition; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
+Every training is cached under --out by (profile, model, seed, settings), so a stopped run resumes. The
+section goes to benchmarks/sections/suite.md (or --section); `python benchmarks/_results.py` assembles it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
+
+# label -> (shape, structure)
+PROFILES = {
+    "criteo": ("criteo", "default"),
+    "avazu-pairwise": ("avazu", "pairwise"),
+    "criteo-crosses": ("criteo", "crosses"),
+    "criteo-dense-gates": ("criteo", "dense-gates"),
+    "kdd2012-deep": ("kdd2012", "deep"),
+    "kdd2012-sparse-noise": ("kdd2012", "sparse-noise"),
+}
+BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
+METHODS = ("baselines", "search", "random")
+RECIPE = "recipes/synthetic.yaml"
+
+
+def _key(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def recipe_for(args, profile: str, seed: int = 0):
+    """The demo recipe on `profile`'s data (one folder per profile and row count), search seed `seed`."""
+    from ctrnas import api
+
+    shape, structure = PROFILES[profile]
+    out = Path(args.out)
+    return api.load_recipe(ROOT / RECIPE, *[
+        f"name={profile}-s{seed}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
+        f"data.synthetic.profile={shape}", f"data.synthetic.structure={structure}", f"data.synthetic.rows={args.rows}",
+        f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
+        f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set])
+
+
+class Cache:
+    """One JSON file per profile: training key -> result, saved after every training."""
+
+    def __init__(self, args, profile: str):
+        self.folder, self.name = Path(args.out) / profile, "trainings"
+        self.data = _results.load(self.folder, self.name) or {}
+
+    def get(self, key: str):
+        return self.data.get(key)
+
+    def put(self, key: str, value: dict) -> None:
+        self.data[key] = value
+        _results.save(self.folder, self.name, self.data)
+
+
+def _settings(recipe, data) -> dict:
+    """What a training's result depends on besides (model, seed): the final-stage settings and the data."""
+    from ctrnas.config import to_dict
+
+    train = {k: v for k, v in to_dict(recipe.final_train).items() if k not in ("seed", "progress")}
+    rows = {k: getattr(recipe.final, k, None) for k in ("train_rows", "val_rows", "test_rows")}
+    return {"train": train, "rows": rows, "source": data.meta.get("source")}
+
+
+def run_baselines(args, profile: str, cache: Cache) -> None:
+    from ctrnas import api
+    from ctrnas.train.baselines import build_baseline
+    from ctrnas.train.run import train_and_test
+
+    recipe = recipe_for(args, profile)
+    data = api.prepare_data(recipe)
+    settings = _settings(recipe, data)
+    rows = {k: v for k, v in settings["rows"].items() if v is not None}
+    for seed in range(args.seeds):
+        cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
+        for name in args.baselines:
+            key = f"baseline:{name}@{seed}:{_key(settings)}"
+            if cache.get(key):
+                continue
+            t0 = time.perf_counter()
+            model = build_baseline(name, data.schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
+            m = train_and_test(model, data.path, cfg, None, name, **rows)
+            r = {"model": name, "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
+                 "auc": m["test"].get("auc"), "seconds": time.perf_counter() - t0, "fte": 1.0,
+                 "bayes": (m.get("bayes_logloss") or {}).get("test"), "constant": m.get("constant_logloss")}
+            cache.put(key, r)
+            print(f"{profile} {name} seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
+
+
+def run_search(args, profile: str, cache: Cache) -> None:
+    from ctrnas import api
+
+    for seed in range(args.seeds):
+        recipe = recipe_for(args, profile, seed)
+        key = f"search@{seed}:{_key([args.rows, args.set, profile])}"
+        if cache.get(key):
+            continue
+        t0 = time.perf_counter()
+        run = api.run(recipe, progress=False, echo=lambda *a, **k: None)
+        m = run.metrics
+        fte = m["compute"]["fte"]
+        r = {"seed": seed, "test": m["best"]["test_logloss"], "val": m["best"].get("val_logloss"),
+             "label": m["best"].get("label"), "arch": m["best"].get("arch"),
+             "fte": fte["total"] - fte.get("baselines", 0.0), "seconds": time.perf_counter() - t0}
+        cache.put(key, r)
+        print(f"{profile} search seed {seed}: test {r['test']:.5f}, {r['fte']:.2f} FTE ({r['seconds']:.0f} s)",
+              flush=True)
+
+
+def run_random(args, profile: str, cache: Cache) -> None:
+    """Random subnets at the search's FTE (one search seed each); skipped, with the reason, without it."""
+    import numpy as np
+
+    from ctrnas import api
+    from ctrnas.space import get_space
+
+    for seed in range(args.seeds):
+        key = f"random@{seed}:{_key([args.rows, args.set, profile])}"
+        if cache.get(key):
+            continue
+        search = cache.get(f"search@{seed}:{_key([args.rows, args.set, profile])}")
+        if search is None:
+            print(f"{profile} random seed {seed}: skipped (its FTE is the search's: run --methods search first)")
+            continue
+        recipe = recipe_for(args, profile, seed)
+        data = api.prepare_data(recipe)
+        n = max(1, math.floor(search["fte"] + 1e-9))
+        rng = np.random.default_rng([seed, 1000])
+        space = get_space(recipe.space)
+        folder = Path(args.out) / profile / f"random-s{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        cfg = dataclasses.replace(recipe.final_train, seed=0, progress=False)
+        t0, models = time.perf_counter(), []
+        for i in range(n):
+            arch = space.sample(rng)
+            sub = f"{key}#{i}:{arch.key()}"
+            if (done := cache.get(sub)) is None:
+                path = folder / f"arch-{i}.json"
+                _results._atomic_write(path, json.dumps(arch.to_json()))
+                m, out = api.train_model(data.path, cfg, arch=path, recipe=recipe, out_dir=folder / f"train-{i}")
+                done = {"test": m["test"]["logloss"], "val": m["val"]["logloss"] if "val" in m else None,
+                        "seconds": m["train"]["seconds"]}
+                (Path(out) / "model.pt").unlink(missing_ok=True)  # the weights are not needed, only the numbers
+                cache.put(sub, done)
+            models.append(done)
+        best = min(models, key=lambda r: r["val"] if r["val"] is not None else math.inf)
+        r = {"seed": seed, "n": n, "test": best["test"], "val": best["val"], "fte": float(n),
+             "seconds": time.perf_counter() - t0}
+        cache.put(key, r)
+        print(f"{profile} random seed {seed}: best of {n} test {r['test']:.5f}", flush=True)
+
+
+def collect(args, profile: str) -> dict:
+    """method -> list of per-seed results found in the cache for these rows and settings."""
+    cache = Cache(args, profile)
+    out: dict[str, list] = {}
+    for key, r in cache.data.items():
+        kind = key.split(":", 1)[0]
+        if "#" in key:
+            continue
+        if kind.startswith("baseline"):
+            name = r["model"]
+            if name in BASELINES and r["seed"] < args.seeds:
+                out.setdefault(name, []).append(r)
+        elif key.endswith(_key([args.rows, args.set, profile])) and r["seed"] < args.seeds:
+            out.setdefault(kind.split("@")[0], []).append(r)
+    for v in out.values():
+        v.sort(key=lambda r: r["seed"])
+    return out
+
+
+def _f(x, d=4) -> str:
+    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{d}f}"
+
+
+def best_two(res: dict, seed: int) -> list[str]:
+    at = {k: next((r["test"] for r in v if r["seed"] == seed), None) for k, v in res.items() if k in BASELINES}
+    return sorted((k for k, x in at.items() if x is not None), key=at.get)[:2]
+
+
+def report(args) -> str:
+    lines = ["## Structure suite (issue 29): which baseline wins which click model", "",
+             f"Synthetic structure profiles at {args.rows:,} rows (data seed 0, split 8/1/1), each model trained "
+             f"like the demo's final stage (`{RECIPE}`: 2 epochs ending on the better val epoch, Adagrad lr 0.12, "
+             f"batch 512, embedding dim 16); {platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. "
+             f"{args.machine}", ""]
+    if args.rows < 1_000_000:
+        lines += [f"**Reduced run: {args.rows:,} rows instead of the issue's 1M, what the shared 2 CPU cores "
+                  "allowed.**", ""]
+    seeds = list(range(args.seeds))
+    head = "| profile (shape/structure) | Bayes | constant | " + " | ".join(BASELINES) + \
+           " | best two, " + " / ".join(f"seed {s}" for s in seeds) + " | same order |"
+    lines += ["Test log loss per training seed (" + " / ".join(str(s) for s in seeds) + "):", "", head,
+              "|---|" + "---|" * (len(BASELINES) + 4)]
+    winners, summary = {}, []
+    for profile in args.profiles:
+        res = collect(args, profile)
+        if not any(k in res for k in BASELINES):
+            continue
+        any_r = next(r for k in BASELINES for r in res.get(k, []))
+        cells = [" / ".join(_f(r["test"]) for r in res.get(k, [])) or "-" for k in BASELINES]
+        tops = [best_two(res, s) for s in seeds]
+        same = len(tops) > 1 and all(t == tops[0] and len(t) == 2 for t in tops)
+        if tops and tops[0]:
+            winners[profile] = (tops[0][0], same)
+        shape, structure = PROFILES[profile]
+        lines.append(f"| {profile} ({shape}/{structure}) | {_f(any_r['bayes'])} | {_f(any_r['constant'])} | "
+                     + " | ".join(cells) + " | " + " / ".join(" > ".join(t) for t in tops) + " (best first) | "
+                     + ("yes" if same else "no") + " |")
+        summary.append((profile, res, any_r))
+    lines.append("")
+    stable = {w for w, same in winners.values() if same}
+    lines += [f"Goal (at least 3 profiles whose best baseline differs, each with the same order of its best two "
+              f"at every training seed): {len(stable)} distinct winners over the profiles with a stable order "
+              f"({', '.join(sorted(stable)) or '-'}) -> {'met' if len(stable) >= 3 else 'not met'}.", ""]
+    lines += ["Per method (mean and sd over seeds: training seeds for the baselines, search seeds for the search "
+              "and random search); gap closed = (LR - x) / (LR - Bayes); wall = seconds per seed:", "",
+              "| profile | method | test log loss | sd | gap closed | FTE | wall s |", "|---|---|---|---|---|---|---|"]
+    for profile, res, any_r in summary:
+        lr = statistics.fmean(r["test"] for r in res["lr"]) if res.get("lr") else None
+        bayes = any_r["bayes"]
+        for method in [*BASELINES, "search", "random"]:
+            v = [r for r in res.get(method, []) if r.get("test") is not None]
+            if not v:
+                continue
+            mean = statistics.fmean(r["test"] for r in v)
+            sd = statistics.stdev(r["test"] for r in v) if len(v) > 1 else None
+            gap = None if lr is None or bayes is None or lr == bayes else 100 * (lr - mean) / (lr - bayes)
+            lines.append(f"| {profile} | {method} | {_f(mean)} | {_f(sd)} | "
+                         f"{'-' if gap is None else f'{gap:.1f}%'} | {statistics.fmean(r['fte'] for r in v):.2f} | "
+                         f"{statistics.fmean(r['seconds'] for r in v):.0f} |")
+    extra = "".join(f" --set {x}" for x in args.set)
+    lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
+              f"--profiles {','.join(args.profiles)} --methods {','.join(args.methods)}{extra}`", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--profiles", default=",".join(PROFILES))
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--baselines", default=",".join(BASELINES), help="which baselines (default: all seven)")
+    ap.add_argument("--seeds", type=int, default=2, help="training seeds (baselines) and search seeds")
+    ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
+    ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/suite-<rows/1000>k)")
+    ap.add_argument("--section", default=None, help="markdown section (default benchmarks/sections/suite.md)")
+    ap.add_argument("--machine", default="", help="a sentence on the load during the runs, for the report")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    args.profiles = [p for p in args.profiles.split(",") if p]
+    args.methods = [m for m in args.methods.split(",") if m]
+    args.baselines = [b for b in args.baselines.split(",") if b]
+    for what, given, known in (("--profiles", args.profiles, PROFILES), ("--methods", args.methods, METHODS),
+                               ("--baselines", args.baselines, BASELINES)):
+        bad = [x for x in given if x not in known]
+        if bad:
+            ap.error(f"{what}: unknown {', '.join(bad)}; known: {', '.join(known)}")
+    args.out = Path(args.out or ROOT / f"benchmarks/out/suite-{args.rows // 1000}k")
+    if not args.report_only:
+        for profile in args.profiles:
+            cache = Cache(args, profile)
+            if "baselines" in args.methods:
+                run_baselines(args, profile, cache)
+            if "search" in args.methods:
+                run_search(args, profile, cache)
+            if "random" in args.methods:
+                run_random(args, profile, cache)
+    text = report(args)
+    print(text)
+    section = Path(args.section or ROOT / "benchmarks/sections/suite.md")
+    _results._atomic_write(section, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
