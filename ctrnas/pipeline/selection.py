@@ -71,8 +71,8 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
 
 
 def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None) -> None:
-    """Write a baseline as the run's model: `model.pt` (its state_dict, never a pickled module), with `schema` the serving program
-    `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
+    """Write a baseline as the run's model: `model.pt` (its state_dict, never a pickled module), with `schema`
+    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)

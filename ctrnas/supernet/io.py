@@ -74,7 +74,8 @@ def _card_markdown(card: dict) -> str:
               "[B, n_sparse] in the schema's order); `ctrnas predict --model FOLDER --input RAW_FILE --out "
               "preds.parquet` encodes raw rows with transform.json first. With ctrnas: "
               "`ctrnas.supernet.load_exported(folder)(dense, kjt)` (rebuilt from arch.json and model_card.json, "
-              "weights read without unpickling), or the dense part alone with `torch.jit.load(folder + '/dense_part.pt')"
+              "weights read without unpickling), or the dense part alone with "
+              "`torch.jit.load(folder + '/dense_part.pt')"
               "(dense, tokens)`.", ""]
     return "\n".join(lines)
 
