@@ -101,7 +101,7 @@ class FolderLock:
     """`with FolderLock(folder, "prepare criteo"):` holds the folder's lock (creating the folder) or raises
     FolderInUseError naming the holder. `took_over` is the dead holder's description when we took over.
 
-    `shared=True` is a reader's lock (see the module docstring): it creates nothing, and on a folder that does
+    `shared=True` is a reader's lock (see the module docstring): it creates no folder, and on one that does
     not exist yet it holds nothing until `acquire` is called again (e.g. after the data stage made it)."""
 
     def __init__(self, folder: str | Path, command: str, shared: bool = False):

@@ -20,9 +20,9 @@ variants and the test-sized demo are a few lines each. Loading is strict: an unk
 raises `RecipeError` naming the file and the dotted key.
 
 Paths, since a recipe may come from someone else: `name` is a plain name (letters, digits, `.`, `_`, `-`,
-`+`; no separator, no leading dot). A recipe file (the one named and any it extends) writes only under the
-working folder: an `output` outside it (absolute, or escaping with `..`) must be given on the command line
-(`--set output=PATH`). `overwrite` and `data.overwrite` come from the command line or the recipe named on
+`+`; no separator, no leading dot). A recipe file run by `run`, `compare` or `study` (the one named and any it
+extends) writes only under the working folder: an `output` outside it (absolute, or escaping with `..`)
+must be given on the command line (`--set output=PATH`); see `check_output`. `overwrite` and `data.overwrite` come from the command line or the recipe named on
 it, never from a file reached through `extends:` (a shared base cannot grant permission to replace).
 """
 
@@ -321,8 +321,9 @@ def _read_with_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     return deep_merge(base, data)
 
 
-def _check_output(recipe: "Recipe", source: str, overrides) -> None:
-    """A recipe file writes only under the working folder; elsewhere needs `--set output=...`."""
+def check_output(recipe: "Recipe", source: str, overrides=()) -> None:
+    """A recipe file run by a command that writes to its output (`run`, `compare`, `study`) writes only under
+    the working folder; elsewhere needs `--set output=...` (a recipe only read for settings is not checked)."""
     if any(str(o).split("=", 1)[0].strip() == "output" for o in overrides):
         return
     out = os.path.abspath(recipe.output_dir)
@@ -426,9 +427,7 @@ def _fitness_direction(recipe: Recipe, search: Any, source: str) -> Recipe:
 def load_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -> Recipe:
     """Read a recipe file (following `extends:`), apply 'key=value' overrides, check every key and type."""
     data = _read_with_extends(Path(path))
-    recipe = recipe_from_dict(data, source=str(path), overrides=overrides)
-    _check_output(recipe, str(path), overrides)
-    return recipe
+    return recipe_from_dict(data, source=str(path), overrides=overrides)
 
 
 def override(recipe: Recipe, *overrides: str) -> Recipe:

@@ -157,6 +157,8 @@ class Trainer:
 
     def check_checkpoint_config(self, path: Path, state: dict) -> None:
         """A checkpoint resumes only a run with the same numeric settings (logging and pacing may differ)."""
+        if not isinstance(state.get("config"), dict):
+            raise CtrnasError(f"{path}: damaged ctrnas checkpoint (its recipe is not a mapping)")
         mine, theirs = numeric_settings(self.cfg), numeric_settings(state["config"])
         if mine != theirs:
             diff = sorted(k for k in mine if mine.get(k) != theirs.get(k))

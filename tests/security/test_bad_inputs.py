@@ -145,7 +145,7 @@ def test_a_recipe_writes_only_under_the_working_folder(tmp_path, capsys, monkeyp
 
 def test_output_elsewhere_comes_from_the_command_line_and_overwrite_never_from_extends(tmp_path, monkeypatch):
     from ctrnas.errors import RecipeError
-    from ctrnas.recipe import load_recipe
+    from ctrnas.recipe import check_output, load_recipe
 
     work = tmp_path / "work"
     work.mkdir()
@@ -153,8 +153,10 @@ def test_output_elsewhere_comes_from_the_command_line_and_overwrite_never_from_e
     (work / "base.yaml").write_text("name: b\ndata: {path: D}\noutput: /somewhere/else\n")
     (work / "top.yaml").write_text("extends: base.yaml\n")
     with pytest.raises(RecipeError, match="outside the working folder"):
-        load_recipe("top.yaml")
-    assert str(load_recipe("top.yaml", [f"output={tmp_path / 'out'}"]).output_dir) == str(tmp_path / "out")
+        check_output(load_recipe("top.yaml"), "top.yaml")
+    given = [f"output={tmp_path / 'out'}"]
+    check_output(load_recipe("top.yaml", given), "top.yaml", given)  # from the command line: allowed
+    assert str(load_recipe("top.yaml", given).output_dir) == str(tmp_path / "out")
     (work / "base.yaml").write_text("name: b\ndata: {path: D, overwrite: true}\noverwrite: true\n")
     with pytest.raises(RecipeError, match="cannot grant permission to overwrite"):
         load_recipe("top.yaml")

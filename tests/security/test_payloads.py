@@ -150,7 +150,7 @@ def test_search_state_fingerprint_is_checked_before_the_state_and_names_no_new_m
     assert "antigravity" not in sys.modules
 
 
-@pytest.mark.parametrize("content", [b"", b"\x00garbage", "truncated", "foreign"])
+@pytest.mark.parametrize("content", [b"", b"\x00garbage", "truncated", "foreign", "bad_config", "bad_model"])
 def test_corrupt_or_foreign_checkpoints_are_one_line_errors(data_dir, tmp_path, capsys, content):
     out = tmp_path / "O"
     out.mkdir()
@@ -160,6 +160,13 @@ def test_corrupt_or_foreign_checkpoints_are_one_line_errors(data_dir, tmp_path, 
         path.write_bytes(path.read_bytes()[:300])
     elif content == "foreign":  # a weights-only file of another program: no `config` (was KeyError: 'config')
         torch.save({"format": "ctrnas-checkpoint/1", "model": {}}, path)
+    elif content in ("bad_config", "bad_model"):  # the right keys, wrong contents
+        from ctrnas.config import to_dict
+        from ctrnas.train.config import TrainConfig
+
+        cfg = "x" if content == "bad_config" else to_dict(TrainConfig(progress=False))
+        torch.save({"format": "ctrnas-checkpoint/1", "model": {"w": torch.zeros(2)}, "optimizers": [], "step": 0,
+                    "config": cfg}, path)
     else:
         path.write_bytes(content)
     line = run(capsys, "train", "--data", data_dir, "--baseline", "lr", "--out", out, "--no-progress")
