@@ -118,9 +118,11 @@ def load_yaml(path: str | Path) -> dict:
     """Read a YAML mapping; a syntax error names the file."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise RecipeError(str(path), "<file>", f"not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except yaml.YAMLError as e:
-        raise RecipeError(str(path), "<file>", f"not valid YAML: {e}") from None
+        raise RecipeError(str(path), "<file>", f"not valid YAML: {' '.join(str(e).split())}") from None
     except OSError as e:
         raise RecipeError(str(path), "<file>", f"cannot read: {e.strerror}") from None
     if data is None:

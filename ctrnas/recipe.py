@@ -18,12 +18,20 @@ A recipe may start with `extends: other.yaml` (a path relative to it): the other
 this one is deep-merged over it (mappings merge, anything else replaces), so the one-shot and zero-shot
 variants and the test-sized demo are a few lines each. Loading is strict: an unknown key or a wrong type
 raises `RecipeError` naming the file and the dotted key.
+
+Paths, since a recipe may come from someone else: `name` is a plain name (letters, digits, `.`, `_`, `-`,
+`+`; no separator, no leading dot). A recipe file run by `run`, `compare` or `study` (the one named and any it
+extends) writes only under the working folder: an `output` outside it (absolute, or escaping with `..`)
+must be given on the command line (`--set output=PATH`); see `check_output`. `overwrite` and `data.overwrite` come from the command line or the recipe named on
+it, never from a file reached through `extends:` (a shared base cannot grant permission to replace).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -189,6 +197,9 @@ class FinalConfig:
                 raise RecipeError("recipe", f"final.{name}", f"expected >= 1 or null, got {v}")
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
+
+
 @dataclass(frozen=True)
 class Recipe:
     """A whole run; `output` may contain `{name}`. See the module docstring for the YAML shape."""
@@ -219,6 +230,9 @@ class Recipe:
     source: str = ""  # the file it came from (set by load_recipe; informational)
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not _PLAIN_NAME.fullmatch(self.name):
+            raise RecipeError(self.source or "recipe", "name", f"expected a plain name (letters, digits, '.', '_', "
+                              f"'-', '+'; no path separator, no leading dot), got {self.name!r}")
         if self.threads is not None and self.threads < 1:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
         self._check_emb_dims()
@@ -302,7 +316,27 @@ def _read_with_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     parent_path = (path.parent / parent) if not Path(parent).is_absolute() else Path(parent)
     if not parent_path.exists():
         raise RecipeError(str(path), "extends", f"no such recipe {str(parent_path)!r}")
-    return deep_merge(_read_with_extends(parent_path, (*seen, path.resolve())), data)
+    base = _read_with_extends(parent_path, (*seen, path.resolve()))
+    for key, value in (("overwrite", base.get("overwrite")),
+                       ("data.overwrite", (base.get("data") or {}).get("overwrite")
+                        if isinstance(base.get("data"), dict) else None)):
+        if value:
+            raise RecipeError(str(parent_path), key, "a recipe reached through `extends:` cannot grant permission "
+                              "to overwrite; set it in the recipe you run, or on the command line "
+                              f"(--set {key}=true)")
+    return deep_merge(base, data)
+
+
+def check_output(recipe: "Recipe", source: str, overrides=()) -> None:
+    """A recipe file run by a command that writes to its output (`run`, `compare`, `study`) writes only under
+    the working folder; elsewhere needs `--set output=...` (a recipe only read for settings is not checked)."""
+    if any(str(o).split("=", 1)[0].strip() == "output" for o in overrides):
+        return
+    out = os.path.abspath(recipe.output_dir)
+    if not Path(out).is_relative_to(os.getcwd()):
+        raise RecipeError(source, "output", f"{recipe.output!r} is outside the working folder ({os.getcwd()}); a "
+                          "recipe file writes only under it: give such an output on the command line "
+                          "(--set output=PATH)")
 
 
 def _resolve_space(data: dict, source: str) -> dict:

@@ -9,8 +9,10 @@ from ctrnas.cli.common import add_recipe_args, floats
 
 def _compare(args) -> int:
     from ctrnas import api
+    from ctrnas.recipe import check_output
 
     recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
+    check_output(recipe, args.recipe, args.overrides)  # a recipe file writes only under the working folder
     result = api.compare(recipe, args.fractions, progress=args.progress, multifidelity=args.multifidelity)
     print(f"table: {result.output_dir / 'compare.md'}")
     return 0

@@ -40,7 +40,8 @@ def _run(args) -> int:
             + (f": {', '.join(f'{k} {v:,}' for k, v in r['rejected_by_reason'].items())}" if r["rejected"] else "")
             + f"; {s['rows_per_second'] or 0:,.0f} rows/s)")
     if s["metrics"]:
-        line += f"; log loss {s['metrics']['logloss']:.4f}, AUC {s['metrics']['auc']:.4f}"
+        m = {k: "n/a" if s["metrics"].get(k) is None else f"{s['metrics'][k]:.4f}" for k in ("logloss", "auc")}
+        line += f"; log loss {m['logloss']}, AUC {m['auc']}"  # n/a: undefined (e.g. the AUC of one class)
     print(line)
     for rej in s["first_rejects"][:5]:
         print(f"  rejected {rej['file']}:{rej['line']} {rej['field'] or ''} {rej['detail']}")

@@ -9,8 +9,10 @@ from ctrnas.cli.common import add_distributed_args, add_recipe_args, sharding_fr
 
 def _run(args) -> int:
     from ctrnas import api
+    from ctrnas.recipe import check_output
 
     recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
+    check_output(recipe, args.recipe, args.overrides)  # a recipe file writes only under the working folder
     if args.distributed:  # under torchrun: every rank runs this; rank 0 alone gets a result and writes
         result = api.run(recipe, progress=args.progress, distributed=True, sharding=sharding_from_args(args),
                          dist_backend=args.dist_backend)

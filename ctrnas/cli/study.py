@@ -9,8 +9,10 @@ from ctrnas.cli.common import add_recipe_args, floats, names
 
 def _study_ranking(args) -> int:
     from ctrnas import api
+    from ctrnas.recipe import check_output
 
     recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
+    check_output(recipe, args.recipe, args.overrides)  # a recipe file writes only under the working folder
     result = api.ranking_study(recipe, args.archs, args.fractions, args.proxies, progress=args.progress,
                                workers=args.workers)
     print(f"report: {result.output_dir / 'summary.md'}")

@@ -117,8 +117,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Write text to `path` via a temp file and rename, so readers never see half a file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed write (a full disk) leaves no temp file
 
 
 def versions() -> dict:

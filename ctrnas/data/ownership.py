@@ -28,6 +28,8 @@ META, SOURCE_FILE, REJECTS_FILE = "meta.json", "ctrnas-source.json", "rejects.ts
 # names only a ctrnas writer makes (a temp file before its rename, a staging stream): ours wherever they are
 _TRANSIENT = re.compile(r"\.staging-\d+\.arrows|\..+\.tmp-\d+")
 _OWN_NAMES = {LOCK_FILE, SOURCE_FILE, MANIFEST}  # ctrnas's own names at the top of the folder
+# paths a dataset writer may create (shards, meta, rejects, the preprocessing of data/preprocess.py)
+_WRITES = re.compile(r"(meta\.json|rejects\.tsv|transform\.json|vocab\.parquet|(train|val|test)/part-\d+\.parquet)")
 
 
 def _read_json(path: Path):
@@ -95,6 +97,11 @@ def walk(folder: Path, skip=frozenset()) -> list[str]:
     return out
 
 
+def is_transient(rel: str) -> bool:
+    """A temp file of a ctrnas writer (a staging stream, a file before its rename)."""
+    return bool(_TRANSIENT.fullmatch(rel.rsplit("/", 1)[-1]))
+
+
 def is_own_name(rel: str) -> bool:
     """A name only a ctrnas writer makes (its lock, manifest, a temp file before its rename)."""
     name = rel.rsplit("/", 1)[-1]
@@ -122,6 +129,12 @@ def claim(folder: Path, overwrite: bool, flag: str = "--overwrite (in a recipe: 
     ours, foreign = inventory(folder)
     if foreign and not overwrite:
         raise refusal(folder, foreign, flag)
+    # --overwrite writes beside foreign files, never over one: a file of the user's at a path a writer may
+    # create (meta.json, a shard name) is refused even then
+    clashes = [f for f in foreign if _WRITES.fullmatch(f)]
+    if clashes:
+        raise CtrnasError(f"{folder / clashes[0]}: a file ctrnas did not write (not in {MANIFEST}) where it writes "
+                          "its own; --overwrite replaces only ctrnas's files: move it away or write to another folder")
     return [f for f in ours if f != LOCK_FILE]
 
 

@@ -23,8 +23,10 @@ line of the raw file), field, reason, detail, text (tab, newline and backslash e
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -85,11 +87,35 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, o
         try:
             meta = _prepare(reader, inputs, out, cfg, overwrite)
             write_source(out, source)
-        except OSError as e:  # a file or folder in `out` we could not write (names it); others propagate
-            if not e.filename or not Path(os.path.abspath(e.filename)).is_relative_to(out.absolute()):
-                raise
+        except BaseException as e:
+            remove_transient(out)  # the temp files of the write that failed (names only ctrnas makes)
+            if isinstance(e, OSError) and (e.errno in _FULL or "No space left" in str(e)):
+                raise PathError(e.filename or out, "cannot write the dataset: no space left on the device (or "
+                                "quota reached); free some space and run the same command again") from None
+            if not isinstance(e, OSError) or not e.filename or \
+                    not Path(os.path.abspath(e.filename)).is_relative_to(out.absolute()):
+                raise  # a file or folder in `out` we could not write is named below; others propagate
             raise PathError(e.filename, f"cannot write the dataset: {e.strerror}") from None
+    empty = [s for s in ("val", "test") if not meta["splits"].get(s, {}).get("rows")]
+    if empty and meta["splits"].get("train", {}).get("rows"):
+        print(f"ctrnas: warning: {out}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} "
+              f"empty: training on this folder reports no {' or '.join(empty)} metrics", file=sys.stderr)
     return meta
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def remove_transient(out: Path) -> None:
+    """Delete the temp files a failed write left in `out` (its staging streams and .tmp files): names only a
+    ctrnas writer makes (data/ownership.py), so nothing of the user's."""
+    from ctrnas.data.ownership import is_transient, walk
+
+    if not out.is_dir():
+        return
+    for rel in walk(out):
+        if is_transient(rel):
+            (out / rel).unlink(missing_ok=True)
 
 
 def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite: bool) -> dict:

@@ -33,7 +33,7 @@ def portable_error(exc: BaseException, tb: str) -> BaseException:
     """`exc` if it survives a pickle round trip to the parent (errors with custom __init__ arguments may
     not), else an error of the nearest kind (ctrnas or not) with the same message."""
     try:
-        pickle.loads(pickle.dumps(exc))
+        pickle.loads(pickle.dumps(exc))  # pickle-ok: our own bytes, made on the line itself, never a file
         return exc
     except Exception:
         if isinstance(exc, CtrnasError):

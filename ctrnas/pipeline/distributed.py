@@ -85,15 +85,22 @@ def run_recipe_distributed(recipe: Recipe, sharding: ShardingConfig | None = Non
     progress = progress and main
     front = {}
 
+    from ctrnas.locks import reading
+
+    # rank 0 alone writes the results folder, so it alone holds the folder's lock (until it returns), and
+    # the reader's lock on the data folder
+    lock = folder_lock(recipe.output_dir, "run --distributed") if main else contextlib.nullcontext()
+    claim = run_folder(recipe.output_dir, recipe.overwrite, recipe.data_dir) if main else contextlib.nullcontext()
+    reader = reading(recipe.data_dir, "run --distributed") if main else None
+
     def produce():
         data, warm, search = front_stages(recipe, None, progress, say, clock)
         front.update(warm=warm)
+        if reader is not None:
+            reader.acquire()  # the data stage may have just made the folder
         return data, search  # small (paths, schema, history); the supernet stays on rank 0
 
-    # rank 0 alone writes the results folder, so it alone holds the folder's lock (until it returns)
-    lock = folder_lock(recipe.output_dir, "run --distributed") if main else contextlib.nullcontext()
-    claim = run_folder(recipe.output_dir, recipe.overwrite, recipe.data_dir) if main else contextlib.nullcontext()
-    with lock, claim:
+    with lock, claim, reader or contextlib.nullcontext():
         return _distributed_stages(recipe, env, sharding, share_from_main(env, produce), front, clock, say,
                                    progress)
 

@@ -44,8 +44,11 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
         out_dir = Path(out_dir)
         ckpt, done = out_dir / "supernet.pt", out_dir / "warmup.json"
         if ckpt.exists() and done.exists():
-            record = json.loads(done.read_text())
-            if record.get("fingerprint") == json.loads(json.dumps(fingerprint)):
+            try:
+                record = json.loads(done.read_text())
+            except (OSError, ValueError):  # damaged: warm up again (the files are rewritten at the end)
+                record = None
+            if isinstance(record, dict) and record.get("fingerprint") == json.loads(json.dumps(fingerprint)):
                 supernet, _ = load_supernet(ckpt)
                 s = record["summary"]
                 return WarmupResult(supernet, recipe.warmup.fraction, s.get("rows", 0), s.get("steps", 0),

@@ -101,12 +101,13 @@ def ranking_study(recipe: Recipe, n_archs: int = 50, fractions: Sequence[float] 
     A proxy named "oneshot" is the inherited-weight validation log loss (negated, so higher is better).
     `workers` > 1 trains the subnets in that many processes (same results as one).
     """
-    from ctrnas.locks import folder_lock
+    from ctrnas.locks import folder_lock, reading
     from ctrnas.pipeline.run import set_threads
 
     set_threads(recipe)  # as `ctrnas run` does: the serial trainings use the recipe's thread count
     out = recipe.output_dir / "study"
-    with folder_lock(out, "study ranking"):  # one writer per study folder
+    # one writer per study folder; a reader of the data folder (the data stage inside upgrades it to prepare)
+    with folder_lock(out, "study ranking"), reading(recipe.data_dir, "study"):
         return _ranking_study(recipe, out, n_archs, fractions, proxies, n_boot, progress, echo, workers)
 
 

@@ -134,14 +134,14 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
         metrics = train_and_test_distributed(model, data_dir, cfg, out, name, ShardingConfig(sharding),
                                              train_fraction=train_fraction, extra=extra, backend=dist_backend)
         return metrics, out
-    from ctrnas.locks import folder_lock
+    from ctrnas.locks import folder_lock, reading
     from ctrnas.train.run import train_and_test
 
     rows = {}
     if run is not None:  # the final stage's rows
         rows = {"train_rows": final.final.train_rows, "val_rows": final.final.val_rows,
                 "test_rows": final.final.test_rows}
-    with folder_lock(out, "train"):
+    with folder_lock(out, "train"), reading(data_dir, "train"):
         return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra,
                               **rows), out
 
@@ -160,9 +160,9 @@ def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, 
     recipe = Recipe(name="warmup", data=DataSection(path=str(data_dir)), seed=cfg.seed, space=config,
                     warmup=WarmupConfig(fraction=fraction, full_supernet_ratio=full_ratio), train=cfg)
     out = Path(out_dir or f"runs/warmup-{config.name}-{fraction:g}-seed{cfg.seed}")
-    from ctrnas.locks import folder_lock
+    from ctrnas.locks import folder_lock, reading
 
-    with folder_lock(out, "warmup"):
+    with folder_lock(out, "warmup"), reading(data_dir, "warmup"):
         return warmup_stage(recipe, open_data(data_dir), out)
 
 

@@ -1,51 +1,146 @@
-"""Search checkpoints: one pickle per search, replaced atomically after every generation.
+"""Search checkpoints: one JSON file per search, replaced atomically after every generation.
 
 A checkpoint holds the strategy's state (population, seen keys, generation, RNG state), the history,
 the score cache and a fingerprint of the configuration; resuming under a different configuration
-would silently produce a different search, so it is refused.
+would silently produce a different search, so it is refused. The file may come from someone else (a shared
+run folder), so it is JSON, never a pickle: the fingerprint is compared before the state is decoded, and
+the state names only dataclasses already imported by this process (architectures, records, results), built
+through their own constructors; nothing is imported or called by name from the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import os
-import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
 from ctrnas.errors import CtrnasError
 
-FORMAT_VERSION = 1
+FORMAT = "ctrnas-search-checkpoint/2"
 
 
 class CheckpointError(CtrnasError):
     """A checkpoint that cannot be read or does not belong to this search."""
 
 
+def _encode(x: Any) -> Any:
+    """`x` as JSON values; tuples, sets, non-string keys, non-finite floats and dataclasses tagged."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return float(x) if math.isfinite(x) else {"~float": repr(float(x))}
+    if hasattr(x, "dtype") and hasattr(x, "item") and getattr(x, "shape", None) == ():  # numpy scalar
+        return _encode(x.item())
+    if isinstance(x, list):
+        return [_encode(v) for v in x]
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return {"~tuple": [_encode(v) for v in x]}
+    if isinstance(x, (set, frozenset)):
+        return {"~set": sorted((_encode(v) for v in x), key=lambda v: json.dumps(v, sort_keys=True))}
+    if isinstance(x, dict):
+        if all(isinstance(k, str) and not k.startswith("~") for k in x):
+            return {k: _encode(v) for k, v in x.items()}
+        return {"~items": [[_encode(k), _encode(v)] for k, v in x.items()]}
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        cls = type(x)
+        return {"~dataclass": f"{cls.__module__}:{cls.__qualname__}",
+                "fields": {f.name: _encode(getattr(x, f.name)) for f in dataclasses.fields(x)}}
+    raise CheckpointError(f"cannot write a {type(x).__name__} into a search checkpoint (JSON values, tuples, "
+                          "sets and dataclasses only)")
+
+
+def _dataclass(name: str) -> type:
+    """The dataclass `module:qualname`, only if its module is already imported (a file never imports)."""
+    module, _, qualname = name.partition(":")
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None) if obj is not None and not part.startswith("__") else None
+    if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
+        raise ValueError(f"unknown class {name!r}")
+    return obj
+
+
+def _decode(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_decode(v) for v in x]
+    if not isinstance(x, dict):
+        return x
+    if "~float" in x:
+        return float(x["~float"]) if x["~float"] in ("nan", "inf", "-inf") else _bad(x)
+    if "~tuple" in x:
+        return tuple(_decode(v) for v in x["~tuple"])
+    if "~set" in x:
+        return {_decode(v) for v in x["~set"]}
+    if "~items" in x:
+        return {_decode(k): _decode(v) for k, v in x["~items"]}
+    if "~dataclass" in x:
+        cls = _dataclass(x["~dataclass"])
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values = {k: _decode(v) for k, v in x["fields"].items()}
+        if set(values) - set(fields):
+            raise ValueError(f"{x['~dataclass']}: unknown fields {sorted(set(values) - set(fields))}")
+        obj = cls(**{k: v for k, v in values.items() if fields[k].init})
+        for k, v in values.items():
+            if not fields[k].init:
+                object.__setattr__(obj, k, v)
+        return obj
+    return {k: _decode(v) for k, v in x.items()}
+
+
+def _bad(x):
+    raise ValueError(f"bad value {x!r}")
+
+
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
-    """Write `state` to `path` so that a crash mid-write leaves the previous checkpoint intact."""
+    """Write `state` (with its "fingerprint") to `path` so that a crash mid-write leaves the previous
+    checkpoint intact."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    state = dict(state)
+    doc = {"format": FORMAT, "fingerprint": json.loads(json.dumps(state.pop("fingerprint"), default=str)),
+           "state": _encode(state)}
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump({"format_version": FORMAT_VERSION, **state}, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_checkpoint(path: str | Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
-    """Read a checkpoint written by `save_checkpoint` and check it was made by the same search setup."""
+    """Read a checkpoint written by `save_checkpoint` and check it was made by the same search setup before
+    decoding its state."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
-            state = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError) as e:
-        raise CheckpointError(f"{path}: cannot read checkpoint: {e}") from None
-    if state.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format {state.get('format_version')!r}, expected {FORMAT_VERSION}")
-    if state.get("fingerprint") != fingerprint:
+            doc = json.loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read search checkpoint: {e.strerror or e}") from None
+    except ValueError:
+        raise CheckpointError(f"{path}: not a ctrnas search checkpoint (not JSON; a checkpoint of an older "
+                              "ctrnas is a pickle, which is never loaded: delete it to search again)") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a ctrnas search checkpoint (expected format {FORMAT!r})")
+    mine = json.loads(json.dumps(fingerprint, default=str))
+    if doc.get("fingerprint") != mine:
         raise CheckpointError(
             f"{path}: checkpoint was written by a different search setup "
-            f"({state.get('fingerprint')!r} != {fingerprint!r}); delete it or use another path"
+            f"({doc.get('fingerprint')!r} != {mine!r}); delete it or use another path"
         )
-    return state
+    try:
+        state = _decode(doc.get("state"))
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise CheckpointError(f"{path}: damaged search checkpoint: {e}") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: damaged search checkpoint: no state")
+    return {"fingerprint": fingerprint, **state}

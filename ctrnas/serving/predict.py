@@ -117,10 +117,6 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     """Score `inputs` (raw files of the model's format, or one prepared dataset folder: its `split`) into
     Parquet file `out`; returns the summary (rows read/written/rejected, log loss and AUC if labelled), also
     written as strict JSON to `summary` if given."""
-    from tqdm import tqdm
-
-    from ctrnas.train.metrics import StreamingMetrics, finite_or_none
-
     t0 = time.perf_counter()
     inputs = [str(p) for p in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
     if not inputs:
@@ -129,11 +125,31 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
         if not Path(p).exists():
             raise PathError(p, "no such file or folder")
     out = Path(out)
+    if out.is_dir():
+        raise PathError(str(out), "is a folder; --out names the Parquet file to write")
     if out.exists() and not overwrite:
         raise PathError(str(out), "exists; choose another --out, or replace it (--overwrite)")
+    folder = len(inputs) == 1 and Path(inputs[0]).is_dir()
+    import contextlib
+
+    from ctrnas.locks import reading
+
+    # a prepared folder (and the data folder giving the transform) is read under a reader's lock: no
+    # `prepare` replaces it meanwhile
+    with reading(inputs[0], "predict") if folder else contextlib.nullcontext(), \
+            reading(data_dir, "predict") if data_dir else contextlib.nullcontext():
+        return _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, progress, max_rejects,
+                             summary, folder, t0)
+
+
+def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, progress, max_rejects, summary,
+                  folder, t0) -> dict:
+    from tqdm import tqdm
+
+    from ctrnas.train.metrics import StreamingMetrics, finite_or_none
+
     model, pre = load_model(model_dir, data_dir)
     schema = getattr(model, "schema", None) or (pre.schema if pre else None)
-    folder = len(inputs) == 1 and Path(inputs[0]).is_dir()
     if not folder and pre is None:
         raise CtrnasError(f"{model_dir}: no transform.json beside the model, so raw rows cannot be encoded: "
                           "export with --data DIR, or give --data (the prepared dataset the model was trained on)")
@@ -161,6 +177,11 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
                                                pa.scalar(None, pa.float32()))
                 writer.write_table(pa.table(cols, schema=pa.schema(fields)))
                 tally.written += len(z)
+        if not folder and tally.accepted == 0 and tally.by_reason:
+            first = tally.first[0] if tally.first else {}
+            raise CtrnasError(f"{', '.join(inputs)}: no row accepted ({sum(tally.by_reason.values())} rejected, "
+                              f"e.g. {first.get('file')}, line {first.get('line')}: {first.get('reason')}): "
+                              "not the model's format? nothing written")
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -1,7 +1,8 @@
 """Files: exported models (module + TorchScript dense part + arch JSON + model card) and supernet checkpoints.
 
-Exported folder layout ("ctrnas-export/1"):
-  model.pt          the whole `ExportedModel` (torch.save; load with `load_exported`, needs only ctrnas importable)
+Exported folder layout ("ctrnas-export/2"):
+  model.pt          the `ExportedModel`'s state_dict (tensors only); `load_exported` rebuilds the model from
+                    model_card.json and arch.json and reads it with weights_only=True (never a pickle)
   dense_part.pt     TorchScript of `model.net` (dense [B, n_dense], tokens [B, F, E] -> logits [B]):
                     loads with `torch.jit.load` alone
   dense_part.pt2    (optional, `torch_export=True`) the same as a `torch.export` program, dynamic batch
@@ -25,7 +26,7 @@ from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text, versions
 from ctrnas.errors import CtrnasError
 
-EXPORT_FORMAT = "ctrnas-export/1"
+EXPORT_FORMAT = "ctrnas-export/2"
 SUPERNET_FORMAT = "ctrnas-supernet/1"
 
 
@@ -74,8 +75,9 @@ def _card_markdown(card: dict) -> str:
               "(dense, ids)` gives click probabilities of encoded rows (dense float32 [B, n_dense], ids int64 "
               "[B, n_sparse] in the schema's order); `ctrnas predict --model FOLDER --input RAW_FILE --out "
               "preds.parquet` encodes raw rows with transform.json first. With ctrnas: "
-              "`ctrnas.supernet.load_exported(folder)(dense, kjt)` (a pickled module: never load one from an "
-              "untrusted source), or the dense part alone with `torch.jit.load(folder + '/dense_part.pt')"
+              "`ctrnas.supernet.load_exported(folder)(dense, kjt)` (rebuilt from arch.json and model_card.json, "
+              "weights read without unpickling), or the dense part alone with "
+              "`torch.jit.load(folder + '/dense_part.pt')"
               "(dense, tokens)`.", ""]
     return "\n".join(lines)
 
@@ -86,7 +88,9 @@ def save_exported(model, folder: str | Path, init: str = "inherit", metrics: dic
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     model = model.cpu()
-    torch.save(model, folder / "model.pt")
+    from ctrnas.safeload import save_weights_file
+
+    save_weights_file(model.state_dict(), folder / "model.pt", "model weights")
     with warnings.catch_warnings():
         # torch 2.13 deprecates TorchScript, but it still is the one format that loads with torch alone
         # in C++ and Python; `torch_export=True` also writes the torch.export program.
@@ -108,12 +112,47 @@ def save_exported(model, folder: str | Path, init: str = "inherit", metrics: dic
 
 
 def load_exported(folder: str | Path):
-    """Load an exported model; it needs ctrnas importable but no supernet."""
-    path = Path(folder) / "model.pt"
-    if not (Path(folder) / "model_card.json").exists():
-        raise CtrnasError(f"{folder}: not a complete ctrnas export (model_card.json missing)")
-    # weights_only=False: the file is a whole module we wrote ourselves; do not load untrusted exports.
-    return torch.load(path, weights_only=False)
+    """Load an exported model: rebuilt from model_card.json (schema, space, widths) and arch.json, then its
+    weights read from model.pt with weights_only=True. A model folder may come from anyone: nothing in it is
+    unpickled, and every problem is one CtrnasError line."""
+    from ctrnas.config import from_dict
+    from ctrnas.data.schema import DatasetSchema
+    from ctrnas.safeload import load_weights_file, one_line
+    from ctrnas.space import Arch, SpaceConfig
+    from ctrnas.supernet.export import export
+
+    folder = Path(folder)
+    card_path = folder / "model_card.json"
+    try:
+        card = json.loads(card_path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise CtrnasError(f"{folder}: not a complete ctrnas export (model_card.json missing)") from None
+    except (OSError, ValueError) as e:
+        raise CtrnasError(f"{card_path}: cannot read the model card: {one_line(e)}") from None
+    if not isinstance(card, dict):
+        raise CtrnasError(f"{card_path}: not a ctrnas model card (not a JSON object)")
+    if card.get("kind") == "baseline":
+        raise CtrnasError(f"{folder}: a baseline fallback model: serve its model.pt2 with torch.export.load")
+    if card.get("format") != EXPORT_FORMAT:
+        raise CtrnasError(f"{card_path}: not a {EXPORT_FORMAT} model folder (format {card.get('format')!r}; "
+                          "an export of an older ctrnas holds a pickled module, which is never loaded: export "
+                          "the model again)")
+    try:
+        schema = DatasetSchema.from_json(card["schema"])
+        space = from_dict(SpaceConfig, card["space"], source=str(card_path), prefix="space.")
+        arch = Arch.from_json(json.loads((folder / "arch.json").read_bytes().decode("utf-8")))
+        supernet = build_supernet(schema, space, seed=0, emb_dim=card["emb_dim"], row_cap=card["row_cap"])
+        model = export(supernet, arch, copy_stem=False)
+    except CtrnasError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+        raise CtrnasError(f"{folder}: damaged model folder (model_card.json or arch.json): {one_line(e)}") from None
+    state = load_weights_file(folder / "model.pt", "model weights file")
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as e:
+        raise CtrnasError(f"{folder}/model.pt: weights do not fit the model of arch.json: {one_line(e)}") from None
+    return model
 
 
 def build_supernet(schema, space, seed: int | None, emb_dim: int | None = None, row_cap: int | None = None):
@@ -132,11 +171,12 @@ def save_supernet(supernet, path: str | Path, extra: dict | None = None) -> None
     """Checkpoint a supernet: schema, space, emb_dim, row_cap and state_dict (plus `extra`, e.g. step)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save({"format": SUPERNET_FORMAT, "schema": supernet.schema.to_json(),
-                "space": to_dict(supernet.space.config), "emb_dim": supernet.emb_dim,
-                "row_cap": supernet.row_cap, "state_dict": supernet.state_dict(), "extra": extra or {}}, tmp)
-    tmp.replace(path)
+    from ctrnas.safeload import save_weights_file
+
+    save_weights_file({"format": SUPERNET_FORMAT, "schema": supernet.schema.to_json(),
+                       "space": to_dict(supernet.space.config), "emb_dim": supernet.emb_dim,
+                       "row_cap": supernet.row_cap, "state_dict": supernet.state_dict(), "extra": extra or {}},
+                      path, "supernet checkpoint")
 
 
 def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None = None,
@@ -152,14 +192,19 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
     from ctrnas.space import SpaceConfig
     from ctrnas.supernet.supernet import Supernet
 
-    try:
-        ck = torch.load(Path(path), map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as e:
-        raise CtrnasError(f"{path}: cannot read supernet checkpoint: {e}") from None
+    from ctrnas.safeload import load_weights_file
+
+    ck = load_weights_file(path, "supernet checkpoint")
     if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
-        space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
-        net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"], row_cap=ck["row_cap"])
-        state, extra = ck["state_dict"], ck.get("extra", {})
+        try:
+            space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
+            net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"],
+                           row_cap=ck["row_cap"])
+            state, extra = ck["state_dict"], ck.get("extra", {})
+        except CtrnasError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CtrnasError(f"{path}: damaged {SUPERNET_FORMAT} checkpoint: {type(e).__name__} {e}") from None
     elif isinstance(ck, dict) and ck and all(isinstance(v, torch.Tensor) for v in ck.values()):
         if schema is None or space is None:
             raise CtrnasError(f"{path}: a bare state_dict; give the dataset (schema) and space to rebuild it")

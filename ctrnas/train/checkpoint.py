@@ -1,5 +1,8 @@
 """Training checkpoints: model, optimizer states, step counters and the recipe, written atomically.
 
+A run folder may come from someone else, so a checkpoint holds tensors and plain values only and is read
+with `torch.load(weights_only=True)`: it never runs code from the file.
+
 A checkpoint taken after step k holds everything the trainer's state depends on (the LR is a pure
 function of the step, per-step randomness is derived from (seed, step), and batch sources replay the
 same order), so resuming from it reproduces an uninterrupted run bit for bit.
@@ -7,12 +10,12 @@ same order), so resuming from it reproduces an uninterrupted run bit for bit.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
 
 from ctrnas.errors import CtrnasError
+from ctrnas.safeload import load_weights_file, save_weights_file
 
 FORMAT = "ctrnas-checkpoint/1"
 
@@ -21,20 +24,18 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
     """Write `state` to `path` via a temp file and rename, so a crash never leaves half a checkpoint."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    torch.save({"format": FORMAT, **state}, tmp)
-    os.replace(tmp, path)
+    save_weights_file({"format": FORMAT, **state}, path, "checkpoint")
 
 
 def load_checkpoint(path: str | Path) -> dict:
     """Read a checkpoint written by `save_checkpoint`; a clear error if it is not one."""
     path = Path(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except (OSError, RuntimeError, EOFError) as e:
-        raise CtrnasError(f"{path}: cannot read checkpoint: {e}") from None
+    state = load_weights_file(path, "checkpoint")
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CtrnasError(f"{path}: not a ctrnas checkpoint (expected format {FORMAT!r})")
+    missing = [k for k in ("model", "optimizers", "step", "config") if k not in state]
+    if missing:
+        raise CtrnasError(f"{path}: damaged ctrnas checkpoint (no {', '.join(missing)})")
     return state
 
 

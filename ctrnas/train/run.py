@@ -3,13 +3,14 @@ and a metrics JSON beside the checkpoint (FuxiCTR habit: recipe, seeds and versi
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text, read_meta, versions
+from ctrnas.safeload import save_weights_file
 from ctrnas.train.batches import dataset_batches, fraction_rows
 from ctrnas.train.config import TrainConfig
 from ctrnas.train.metrics import MetricResult, constant_logloss, strict_json
@@ -82,7 +83,7 @@ def write_results(out_dir: str | Path | None, state_dict: dict, metrics: dict) -
         return
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    torch.save(state_dict, out / "model.pt")
+    save_weights_file(state_dict, out / "model.pt", "model weights")
     atomic_write_text(out / "metrics.json", strict_json(metrics, indent=2))
 
 
@@ -92,6 +93,10 @@ def train_and_test(model: nn.Module, data_dir: str | Path, cfg: TrainConfig, out
     during training and on test at the end; write `metrics.json` and `model.pt` under `out_dir`. `rows`:
     `train_rows`, `val_rows`, `test_rows` to use only the first rows of a split (as the final stage)."""
     meta, train, val, test = split_batches(data_dir, cfg, train_fraction, **rows)
+    empty = [s for s, b in (("val", val), ("test", test)) if b is None]
+    if empty:  # a success, but one whose metrics come out null: say why
+        print(f"ctrnas: warning: {data_dir}: no {' and no '.join(empty)} rows: the {' and '.join(empty)} "
+              "metrics will be null", file=sys.stderr)
     trainer = Trainer(model, cfg, out_dir)
     summary = trainer.fit(train, val)
     if test is None:

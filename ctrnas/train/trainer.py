@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from ctrnas.config import to_dict
 from ctrnas.device import check_fbgemm, configure, resolve_device
 from ctrnas.errors import CtrnasError
+from ctrnas.safeload import one_line
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import BatchSource
 from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint, state_tensors
@@ -148,11 +149,16 @@ class Trainer:
             return False
         state = load_checkpoint(p)
         self.check_checkpoint_config(p, state)
-        self.load_state_dict(state)
+        try:
+            self.load_state_dict(state)
+        except (RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise CtrnasError(f"{p}: checkpoint does not fit this run's model: {one_line(e)}") from None
         return True
 
     def check_checkpoint_config(self, path: Path, state: dict) -> None:
         """A checkpoint resumes only a run with the same numeric settings (logging and pacing may differ)."""
+        if not isinstance(state.get("config"), dict):
+            raise CtrnasError(f"{path}: damaged ctrnas checkpoint (its recipe is not a mapping)")
         mine, theirs = numeric_settings(self.cfg), numeric_settings(state["config"])
         if mine != theirs:
             diff = sorted(k for k in mine if mine.get(k) != theirs.get(k))

@@ -44,6 +44,7 @@ def _read_pickle(path: Path) -> dict:
         raise DataFormatError(str(path), None, None, "file not found")
     try:
         with path.open("rb") as f:
+            # pickle-ok: the CIFAR python release is a pickle by design; only from the path the user names
             d = pickle.load(f, encoding="bytes")
     except Exception as e:  # a truncated or foreign file: report it as a data error, one line
         raise DataFormatError(str(path), None, None, f"not a CIFAR pickle ({type(e).__name__}: {e})") from None

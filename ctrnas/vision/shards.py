@@ -13,10 +13,8 @@ from __future__ import annotations
 import csv
 import multiprocessing as mp
 import os
-import pickle
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from ctrnas.errors import CtrnasError
@@ -56,11 +54,14 @@ def merge_shards(csv_path: str | Path) -> Path:
 
 def _worker(config, inputs, csv_path, index, count, device, time_limit_s, state_dir, threads):
     torch.set_num_threads(threads)
-    with open(inputs, "rb") as f:
-        images, labels, table = pickle.load(f)
+    from ctrnas.safeload import load_weights_file
+
+    saved = load_weights_file(inputs, "correlation inputs")
+    images, labels = saved["images"], saved["labels"]
+    table = NB201Table(saved["table_path"], saved["table_rows"])
     path = Path(csv_path)
     others = [path, *(p for p in shard_csvs(path) if p.name != f"{path.stem}.worker{index}.csv")]
-    run_correlation(config, torch.from_numpy(images), torch.from_numpy(labels), table,
+    run_correlation(config, images, labels, table,
                     path.with_name(f"{path.stem}.worker{index}.csv"), progress=index == 0,
                     time_limit_s=time_limit_s, state_dir=state_dir, done_csvs=tuple(others), device=device,
                     shard=(index, count))
@@ -83,10 +84,11 @@ def run_sharded(
         return merge_shards(csv_path)
     # The inputs go through a file that each worker reads: arguments larger than a pipe's buffer would block
     # the parent for good if a worker died before reading them (and no shared-memory segment is needed).
-    inputs = csv_path.with_name(f".{csv_path.stem}.inputs.pkl")
+    # A weights-only torch file (tensors and plain values), never a pickle: see ctrnas.safeload.
+    inputs = csv_path.with_name(f".{csv_path.stem}.inputs.pt")
     tmp = inputs.with_name(inputs.name + ".tmp")
-    with tmp.open("wb") as f:
-        pickle.dump((np.ascontiguousarray(images.numpy()), np.ascontiguousarray(labels.numpy()), table), f)
+    torch.save({"images": images.contiguous(), "labels": labels.contiguous(), "table_path": table.path,
+                "table_rows": table.rows}, tmp)
     os.replace(tmp, inputs)
     ctx = mp.get_context("spawn")  # CUDA cannot be used in forked children
     procs = [ctx.Process(target=_worker, args=(config, str(inputs), str(csv_path), i, workers, str(device),

@@ -41,14 +41,17 @@ def test_padding_never_accepts_too_many_fields_or_bad_values(tmp_path, raw):
     lines = raw.need(raw.criteo_sample).read_text().splitlines()[:30]
     lines[4] = lines[4] + "\textra"  # 41 fields
     lines[7] = "x\t" + lines[7].split("\t", 1)[1].rstrip("\t")  # short and a bad label
-    lines[9] = "1"  # the label alone: every other field missing
+    lines[9] = "1"  # the label alone: not a stripped row (its numbers are missing), a reject
+    lines[11] = "\t".join(lines[11].split("\t")[:14])  # label and numbers only: all 26 categories "stripped"
+    lines[12] = "\t".join(lines[12].split("\t")[:13])  # one number short as well: a reject
     path = raw.write_text(tmp_path / "t.txt", lines)
     meta = prepare("criteo", [str(path)], tmp_path / "o",
                    PrepareConfig(pad_missing_trailing=True, on_error="skip", split="order", progress=False))
-    assert meta["rows"]["rejected_by_reason"] == {"bad_label": 1, "field_count": 1}
-    assert meta["rows"]["accepted"] == 28 and meta["rows"]["padded"] == 1
+    assert meta["rows"]["rejected_by_reason"] == {"bad_label": 1, "field_count": 3}
+    assert meta["rows"]["accepted"] == 26 and meta["rows"]["padded"] == 1
     rejects = [r.split("\t") for r in (tmp_path / "o" / "rejects.tsv").read_text().splitlines()[1:]]
-    assert [(r[1], r[3]) for r in rejects] == [("5", "field_count"), ("8", "bad_label")]
+    assert [(r[1], r[3]) for r in rejects] == [("5", "field_count"), ("8", "bad_label"), ("10", "field_count"),
+                                               ("13", "field_count")]
 
 
 def test_summary_reports_padded_rows(tmp_path, raw):

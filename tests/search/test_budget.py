@@ -89,14 +89,15 @@ def test_a_fitness_without_a_budget_is_called_as_before_and_records_none():
 
 
 def test_a_checkpoint_from_before_budgets_resumes_with_its_cache(tmp_path):
-    import pickle
+    import json
 
     ckpt = tmp_path / "search.ckpt"
     first = _run(checkpoint_path=ckpt)
-    state = pickle.loads(ckpt.read_bytes())
+    doc = json.loads(ckpt.read_text())
     # as written before budgets: the cache keyed by architecture alone (records lack the field: default)
-    state["cache"]["entries"] = {k: v for (k, _), v in state["cache"]["entries"].items()}
-    ckpt.write_bytes(pickle.dumps(state))
+    entries = doc["state"]["cache"]["entries"]["~items"]
+    doc["state"]["cache"]["entries"] = {"~items": [[k["~tuple"][0], v] for k, v in entries]}
+    ckpt.write_text(json.dumps(doc))
     cache = ScoreCache()
     again = _run(checkpoint_path=ckpt, cache=cache)
     assert again.history.same_as(first.history)

@@ -177,3 +177,17 @@ def test_sigeo_ps_swaps_in_the_per_sample_fr_term():
              "terms": json.dumps({"zico": 1.0, "fr": 2.0, "loss": 3.0})}]
     assert metric_values(rows, "sigeo_ps@1,50,1", 0.2) == {"a": 10.0 + 25.0 - 3.0}
     assert metric_values(rows, "frnorm.fr_batch", 0.2) == {"a": 2.0}
+
+
+def test_two_worker_processes_score_the_rows_of_one(tmp_path, param_table):
+    """run_sharded hands its inputs to spawned workers through a weights-only torch file (never a pickle)."""
+    from ctrnas.vision.shards import run_sharded
+
+    x, y = _images()
+    cfg = CorrelateConfig(archs=4, proxies=("params",), batch_size=4, k=2, seed=0)
+    run_correlation(cfg, x, y, param_table, tmp_path / "one.csv", progress=False)
+    run_sharded(cfg, x, y, param_table, tmp_path / "two.csv", workers=2)
+    key = lambda r: r["arch"]  # noqa: E731
+    one, two = sorted(read_rows(tmp_path / "one.csv"), key=key), sorted(read_rows(tmp_path / "two.csv"), key=key)
+    assert [(r["arch"], r["value"]) for r in one] == [(r["arch"], r["value"]) for r in two]
+    assert not list(tmp_path.glob(".*inputs*"))  # the inputs file is removed

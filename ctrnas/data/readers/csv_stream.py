@@ -44,10 +44,10 @@ class CsvStream:
 
     def __init__(self, path: str, names: list[str], delimiter: str, skip_rows: int = 0,
                  block_size: int = 16 << 20, quoting: bool = False, numeric: tuple[str, ...] = (),
-                 pad: bool = False):
+                 pad: int = 0):
         """`numeric`: columns to parse straight to float64 where that gives what a text parse followed by
         `parse_numbers` would (see `_typed`); saves a string column and a cast per numeric column.
-        `pad`: a row with too few fields is read as if its missing trailing fields were empty (padding.py)."""
+        `pad`: a row missing at most this many trailing fields is read as if they were empty (padding.py)."""
         self.path, self.names, self.skip_rows, self.pad = str(path), names, skip_rows, pad
         if not getattr(sys.unraisablehook, "ctrnas", False):
             sys.unraisablehook = _quiet_undecodable(sys.unraisablehook)
@@ -84,7 +84,7 @@ class CsvStream:
         elif text.strip() == "":
             # a whitespace-only line: blank, not malformed
             self._bad.append(Reject(self.file, self._offset + row.number, None, "blank", "blank line", ""))
-        elif self.pad and row.actual_columns < row.expected_columns:
+        elif row.actual_columns < row.expected_columns <= row.actual_columns + self.pad:
             self._bad.append(padding.short_row(self.file, self._offset + row.number, text,
                                                row.expected_columns - row.actual_columns))
         else:

@@ -2,7 +2,9 @@
 
 Some public Criteo copies strip a line's trailing tabs, so a row whose last categories are empty has 37 or
 38 fields instead of 40. With the option, such a row is read with those fields missing (meta.json counts
-them as rows.padded); without it, it is a `field_count` reject. A row with too many fields is always a reject.
+them as rows.padded); without it, it is a `field_count` reject. Only the trailing category fields may be
+missing (a row short of its label or a number field, e.g. a bare `0`, is a reject: not a stripped row), and a
+row with too many fields is always a reject.
 
 pyarrow hands a short row to the invalid-row handler, which can only skip it; the handler records it (as a
 Reject with reason PADDED, never reported), and `merge` parses the recorded lines with the missing

@@ -81,13 +81,24 @@ class DelimitedReader:
         """Turn accepted rows into output rows (identity unless a format expands rows)."""
         return labels, dense, keys, missing
 
+    def paddable(self) -> int:
+        """How many fields `pad_missing_trailing` may fill: the trailing run of category columns (never the
+        label or a number), the ones a copy that strips trailing empty fields can have lost."""
+        sparse = {c for c, _ in self.sparse_columns} - set(self.dense_columns) - {self.label_column}
+        n = 0
+        for c in reversed(self.columns):
+            if c not in sparse:
+                break
+            n += 1
+        return n
+
     # ---- streaming -------------------------------------------------------------------------------------
     def lined_batches(self, path: str) -> Iterator[tuple[LinedBatch, str, bool]]:
         """(batch with line numbers, file name, whether all-empty rows are blank lines) of one input."""
         self.check_header(path)
         stream = CsvStream(path, self.columns, self.delimiter, skip_rows=1 if self.header else 0,
                            block_size=self.cfg.block_size, quoting=self.quoting, numeric=tuple(self.dense_columns),
-                           pad=self.cfg.pad_missing_trailing)
+                           pad=self.paddable() if self.cfg.pad_missing_trailing else 0)
         for lb in stream:
             yield lb, stream.file, True
 

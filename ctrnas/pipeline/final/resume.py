@@ -98,12 +98,12 @@ class Job:
 
     def checkpoint_step(self) -> int | None:
         """The step of an unfinished training's checkpoint (read lazily: the tables are not loaded)."""
-        import torch
+        from ctrnas.safeload import load_weights_file
 
         if not self.has_checkpoint():
             return None
         try:
-            return int(torch.load(self.dir / CHECKPOINT, map_location="cpu", mmap=True, weights_only=False)["step"])
+            return int(load_weights_file(self.dir / CHECKPOINT, "checkpoint", mmap=True)["step"])
         except Exception:  # unreadable: the trainer will say so when it loads it
             return None
 

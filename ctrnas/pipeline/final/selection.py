@@ -79,12 +79,12 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
 
 
 def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None) -> None:
-    """Write a baseline as the run's model: `model.pt` (the whole module), with `schema` the serving program
-    `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
+    """Write a baseline as the run's model: `model.pt` (its state_dict, never a pickled module), with `schema`
+    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.cpu(), folder / "model.pt")
+    torch.save(model.cpu().state_dict(), folder / "model.pt")
     if schema is not None:
         from ctrnas.supernet.serving import save_serving
 
