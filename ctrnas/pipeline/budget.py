@@ -44,7 +44,24 @@ def search_samples(recipe: Recipe, data: DataResult, history, kind: str) -> int:
             continue
         rung = rungs[r.rung] if rungs is not None else RungConfig(kind)
         total += rung_samples(recipe, rung, r.budget) * (FINETUNE_COST if rung.fitness == "oneshot" else 1)
-    return round(total)
+    # a prefix rung continues the candidate's training: only the steps beyond its last rung are new work
+    return round(total - sum(prefix_steps(recipe, data, history, kind, before=True).values()) *
+                 recipe.final_train.batch_size)
+
+
+def prefix_steps(recipe: Recipe, data: DataResult, history, kind: str, before: bool = False) -> dict[str, int]:
+    """{key: steps} the prefix rungs trained per arch: the last rung's (`before`: the sum of the steps of
+    the earlier rungs it continued from, counted twice by `rung_samples`)."""
+    from ctrnas.pipeline.fitness.rungs import ladder_rungs
+
+    if kind != "multifidelity":
+        return {}
+    rungs = ladder_rungs(recipe, data)
+    seen: dict[str, list[int]] = {}
+    for r in history:
+        if r.rung is not None and rungs[r.rung].fitness == "prefix" and not r.cached:
+            seen.setdefault(r.key, []).append(int(r.budget or 0))
+    return {k: (sum(v[:-1]) if before else v[-1]) for k, v in seen.items()}
 
 
 def fte_by_stage(recipe: Recipe, data: DataResult, warm, search, final) -> dict:
@@ -53,7 +70,9 @@ def fte_by_stage(recipe: Recipe, data: DataResult, warm, search, final) -> dict:
     unit = final_samples(recipe, data)
     samples = {"warmup": int(warm.rows), "search": search_samples(recipe, data, search.history, search.fitness)}
     if final is not None:
-        samples["final"] = unit * len(final.candidates)
+        # a candidate that continued its prefix-rung training only adds the remaining steps
+        samples["final"] = unit * len(final.candidates) - sum(
+            getattr(final, "continued", {}).values()) * recipe.final_train.batch_size
         samples["baselines"] = unit * len(final.baselines)
     fte = {k: v / unit for k, v in samples.items()}
     fte["total"] = sum(fte.values())

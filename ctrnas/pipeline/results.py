@@ -89,6 +89,8 @@ class FinalResult:
     distributed: dict | None = None  # world size, backend and sharding when trained on N ranks
     # set when no retrained candidate was usable: the one-line message; `best` is then a baseline (arch None)
     fallback: str | None = None
+    # {label: step} of the top-k that continued the search's prefix-rung training instead of starting over
+    continued: dict = field(default_factory=dict)
     # where the winner came from and its margins (`ctrnas.pipeline.final.origin`); its "line" leads every report
     origin: dict | None = None
 

@@ -100,12 +100,14 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
 
         featurize = CtrFeatures(recipe, data, warm.supernet, recipe.search.predictor.proxies)
     if recipe.search.strategy == "multifidelity":
-        fitness, rungs, directions, note = build_ladder(recipe, data, warm.supernet)
+        fitness, rungs, directions, note = build_ladder(recipe, data, warm.supernet, out_dir)
         kind, name, maximize = "multifidelity", " > ".join(r.fitness for r in rungs), directions[-1]
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
                                  count_params=count_params, count_flops=count_flops, initial=initial,
                                  rungs=rungs, rung_maximize=directions, featurize=featurize)
         fp.update(short_training_fingerprint(recipe))
+        if any(r.fitness == "prefix" for r in rungs):  # prefix rungs are the final stage's own trainings
+            fp["final_rows"] = [recipe.final.train_rows, recipe.final.val_rows, recipe.final.layernorm]
     else:
         fitness, note = make_fitness(recipe, data, warm.supernet, kind)
         name, maximize = {"proxy": recipe.proxy.name}.get(kind, kind), fitness.maximize
@@ -120,16 +122,34 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         # changed warm-up, proxy or data never continues an old search.
         marker = Path(out_dir) / "fitness.json"
         fp = json.loads(json.dumps(fp))
-        if ckpt.exists() and (not marker.exists() or json.loads(marker.read_text()) != fp):
+        stale = not marker.exists() or json.loads(marker.read_text()) != fp
+        if ckpt.exists() and stale:
             ckpt.unlink()
+        if stale:  # prefix-rung trainings of another setting (ctrnas wrote them) must not be continued
+            remove_prefixes(Path(out_dir), keep=())
         atomic_write_text(marker, json.dumps(fp, indent=1))
     result = strategy.run(fitness, workers=recipe.search.workers, execution=recipe.execution,
                           checkpoint_path=ckpt, progress=progress)
+    if out_dir is not None:  # only the top-k's prefix trainings are continued: the others' disk is freed
+        remove_prefixes(Path(out_dir), keep={r.key for r in result.top_k(recipe.top_k)})
     evolution = getattr(strategy, "evolution", strategy)
     predictor = getattr(evolution, "predictor", None)
     return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note,
                              tuple(directions) if kind == "multifidelity" else None,
                              predictor.report() if predictor is not None else None)
+
+
+def remove_prefixes(search_dir: Path, keep) -> None:
+    """Delete the prefix-rung trainings (`RUN/search/prefix/<key>/`, written by ctrnas) not in `keep`."""
+    import shutil
+
+    from ctrnas.pipeline.fitness.rungs import PREFIX_DIR
+
+    root = Path(search_dir) / PREFIX_DIR
+    if root.is_dir():
+        for d in root.iterdir():
+            if d.is_dir() and d.name not in keep:
+                shutil.rmtree(d)
 
 
 def warmup_config_for(recipe: Recipe, fraction: float) -> Recipe:

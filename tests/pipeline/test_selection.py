@@ -147,7 +147,11 @@ def test_a_baseline_better_on_validation_than_every_candidate_is_exported(tests_
     from ctrnas.train.batches import dataset_batches
     from ctrnas.train.trainer import Trainer
 
-    model = torch.load(tmp_path / "model" / "model.pt", weights_only=False)
+    from ctrnas.train.baselines import build_baseline
+
+    cfg = recipe.final_train
+    model = build_baseline("lr", tests_data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed + 1)
+    model.load_state_dict(torch.load(tmp_path / "model" / "model.pt", weights_only=True))
     val = dataset_batches(tests_data.path, "val", 8192, limit=recipe.final.val_rows)
     again = Trainer(model, recipe.final_train).evaluate(val).logloss
     assert again == pytest.approx(lr.val["logloss"], abs=1e-6)

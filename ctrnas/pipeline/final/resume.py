@@ -92,6 +92,24 @@ class Job:
             raise CtrnasError(f"{self.dir}: the weights of this finished training are gone; delete the folder "
                               "to train it again")
 
+    def continue_from(self, path: Path) -> int | None:
+        """Start from `path`, the checkpoint of this same training made by the search's prefix rungs (same
+        model, seed, batches and settings: the trainer checks them), when the job has neither a result nor a
+        checkpoint of its own; returns the step it continues from (None: nothing to continue)."""
+        import os
+        import shutil
+
+        if not Path(path).is_file() or self.result() is not None or self.has_checkpoint():
+            return None
+        tmp = self.dir / (CHECKPOINT + ".tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(path, tmp)  # the trainer replaces its checkpoint atomically: the search's file stays as is
+        except OSError:
+            shutil.copyfile(path, tmp)
+        os.replace(tmp, self.dir / CHECKPOINT)
+        return self.checkpoint_step()
+
     def drop_checkpoint(self) -> None:
         """Its weights are no longer needed (it is finished and will not be exported)."""
         (self.dir / CHECKPOINT).unlink(missing_ok=True)

@@ -66,6 +66,22 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
     return out
 
 
+def continue_prefixes(jobs, archs, top, out_dir) -> dict[str, int]:
+    """{label: step} of the top-k whose training the search's prefix rungs began: their jobs continue it
+    (`ctrnas.pipeline.fitness.rungs`, prefix rungs), so that work counts toward the final stage."""
+    from ctrnas.pipeline.fitness.rungs import prefix_checkpoint
+
+    out = {}
+    if out_dir is None:
+        return out
+    for job, arch, rec in zip(jobs, archs, top):
+        if job is not None and "width_of" not in rec.meta:
+            step = job.continue_from(prefix_checkpoint(Path(out_dir) / "search", arch.key()))
+            if step is not None:
+                out[job.label] = step
+    return out
+
+
 def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, supernet,
                 out_dir: Path | None = None, progress: bool = True, distributed=None) -> FinalResult:
     """Retrain the top-k (and the best of them at the other widths of `final.emb_dims`), choose by validation
@@ -97,6 +113,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     jobs = jobs_for(quiet, data, out_dir if distributed is None else None,
                     [(candidate_label(r, rec), ("arch", a)) for r, (rec, a) in enumerate(zip(top, archs))] +
                     [(f"baseline {n}", ("baseline", n)) for n in recipe.final.baselines])
+    continued = continue_prefixes(jobs, archs, top, out_dir)
     say_resumed(jobs, len(final_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
         whats = [("arch", a) for a in archs] + [("baseline", n) for n in recipe.final.baselines]
@@ -105,8 +122,9 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         n = min(recipe.final.workers, len(whats))
         workers = workers_that_fit(recipe, data, template, todo, n) if todo else (n if in_workers(recipe, n) else 0)
         if workers:
-            return final_in_workers(recipe, with_workers(quiet, workers), data, top, template, out_dir, progress,
-                                    t0, jobs, search.history)
+            return dataclasses.replace(final_in_workers(recipe, with_workers(quiet, workers), data, top, template,
+                                                        out_dir, progress, t0, jobs, search.history),
+                                       continued=continued)
     for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
         arch, job = archs[rank], jobs[rank]
         done = job.result() if job is not None else None
@@ -186,5 +204,5 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         elif job is not None:
             job.drop_checkpoint()
         del model, trainer
-    return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
-                  distributed, search.history)
+    return dataclasses.replace(finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir,
+                                      main, t0, distributed, search.history), continued=continued)

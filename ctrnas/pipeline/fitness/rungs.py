@@ -5,6 +5,12 @@ Each rung names a fitness and a budget in that fitness's unit:
 - `oneshot`: inherited-weight evaluation after fine-tuning the last layer; budget = fine-tuning steps.
 - `short`: training from scratch with the final stage's settings for one epoch on the first `budget`
   training rows, then the validation log loss on the search's validation rows (`oneshot.eval_rows`).
+- `prefix`: the first `budget` steps of the candidate's final-stage training itself (same seed, batches,
+  learning-rate schedule), then the validation log loss on the search's validation rows. Successive
+  halving over prefixes of one training, as ASHA and Hyperband use epochs (Li et al., MLSys 2020): a
+  promoted candidate continues from its last rung's checkpoint (`RUN/search/prefix/<key>/`), and the final
+  stage continues from there too, so no rung's work is repeated. Give its size as `fraction`, a share of
+  the final training's steps.
 - `random`: a seeded uniform draw, free; as a first rung it is the control that shows what a proxy rung
   adds at equal compute.
 The final stage, which retrains the candidates that went furthest, is the last rung.
@@ -17,6 +23,7 @@ keeping 1/2, then 10% and 30% of the training rows (keeping 1/2 between them).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from ctrnas.errors import RecipeError
 from ctrnas.pipeline.data import split_rows
@@ -26,7 +33,23 @@ from ctrnas.search.fidelity import Ladder
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.multifidelity import RungConfig
 
-KINDS = ("proxy", "oneshot", "short", "random")
+KINDS = ("proxy", "oneshot", "short", "prefix", "random")
+PREFIX_DIR = "prefix"  # under the search folder: one trainer checkpoint per arch key
+
+
+def prefix_checkpoint(search_dir: Path, key: str) -> Path:
+    """Where the prefix rungs keep an arch's training (the final stage continues it from there)."""
+    return Path(search_dir) / PREFIX_DIR / key / "checkpoint.pt"
+
+
+def final_steps(recipe: Recipe, data: DataResult) -> int:
+    """Optimizer steps of one final-stage training (its batches per epoch x its epochs)."""
+    import math
+
+    rows = split_rows(data, "train")
+    if recipe.final.train_rows is not None:
+        rows = min(rows, recipe.final.train_rows)
+    return math.ceil(rows / recipe.final_train.batch_size) * recipe.final_train.epochs
 
 
 def default_rungs(recipe: Recipe, train_rows: int) -> tuple[RungConfig, ...]:
@@ -47,11 +70,23 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
             raise RecipeError(recipe.source or "recipe", f"{key}.fitness",
                               f"expected one of {', '.join(map(repr, KINDS))}, got {r.fitness!r}")
         if r.fraction is not None:
-            if r.fitness != "short":
+            if r.fitness not in ("short", "prefix"):
                 raise RecipeError(recipe.source or "recipe", f"{key}.fraction",
-                                  f"only a short-training rung reads a share of the rows, not {r.fitness!r}")
-            rows = min(train_rows, max(recipe.final_train.batch_size, round(r.fraction * train_rows)))
-            rungs[i] = r = dataclasses.replace(r, budget=rows, fraction=None)
+                                  f"only a short-training or prefix rung reads a share, not {r.fitness!r}")
+            if r.fitness == "prefix":  # a share of the final training's steps
+                steps = max(1, round(r.fraction * final_steps(recipe, data)))
+                rungs[i] = r = dataclasses.replace(r, budget=steps, fraction=None)
+            else:
+                rows = min(train_rows, max(recipe.final_train.batch_size, round(r.fraction * train_rows)))
+                rungs[i] = r = dataclasses.replace(r, budget=rows, fraction=None)
+        if r.fitness == "prefix" and not (r.budget and 0 < r.budget <= final_steps(recipe, data)):
+            raise RecipeError(recipe.source or "recipe", f"{key}.budget",
+                              f"a prefix rung needs 1..{final_steps(recipe, data)} steps of the final training "
+                              f"(or a fraction), got {r.budget}")
+        if r.fitness == "prefix" and i and rungs[i - 1].fitness == "prefix" and r.budget <= rungs[i - 1].budget:
+            raise RecipeError(recipe.source or "recipe", f"{key}.budget",
+                              f"a prefix rung continues the one before: expected more than its "
+                              f"{rungs[i - 1].budget} steps, got {r.budget}")
         if r.fitness == "short" and not (r.budget and 0 < r.budget <= split_rows(data, "train")):
             raise RecipeError(recipe.source or "recipe", f"{key}.budget",
                               f"a short training needs 1..{split_rows(data, 'train')} training rows, got {r.budget}")
@@ -94,8 +129,56 @@ class ShortTrainingFitness:
         return FitnessResult(m.logloss, {"val_logloss": m.logloss, "val_auc": m.auc}, meta)
 
 
-def build_ladder(recipe: Recipe, data: DataResult, supernet) -> tuple[Ladder, tuple[RungConfig, ...], list[bool], str]:
-    """(the Ladder fitness, its rungs, each rung's direction, a note on the rows each rung reads)."""
+class PrefixTrainingFitness:
+    """fitness(arch, seed, steps) = validation log loss (lower is better) after the first `steps` steps of
+    the arch's final-stage training (see the module docstring). With `folder`, the training's checkpoint is
+    kept at `prefix_checkpoint(folder, key)`, so a later rung continues it: the same numbers as one
+    uninterrupted training (the trainer resumes bit-exactly). A diverged training scores NaN."""
+
+    maximize = False
+
+    def __init__(self, recipe: Recipe, data: DataResult, template, val_rows: int, folder: Path | None = None):
+        self.recipe, self.data, self.template, self.val_rows = recipe, data, template, val_rows
+        self.folder = Path(folder) if folder is not None else None
+        self.default_budget = final_steps(recipe, data)
+
+    def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
+        from ctrnas.pipeline.fitness.scratch import final_train_batches, job_model
+        from ctrnas.train.batches import dataset_batches
+        from ctrnas.train.metrics import constant_logloss
+        from ctrnas.train.trainer import Trainer
+
+        steps = self.default_budget if budget is None else int(budget)
+        cfg = dataclasses.replace(self.recipe.final_train, progress=False)
+        f = self.recipe.final
+        model = job_model(self.recipe, self.data, self.template, ("arch", arch))
+        train = final_train_batches(self.recipe, self.data)
+        # the final stage's own validation rows: its epoch-end model selection must see the same evaluations
+        final_val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=f.val_rows)
+        out = prefix_checkpoint(self.folder, arch.key()).parent if self.folder is not None else None
+        if out is not None and not 0 < cfg.checkpoint_every <= len(train):  # as the final stage's jobs
+            cfg = dataclasses.replace(cfg, checkpoint_every=len(train))
+        trainer = Trainer(model, cfg, out)
+        ctr = self.data.meta["splits"].get("train", {}).get("ctr")
+        if ctr is not None:
+            trainer.guard.constant_loss = constant_logloss(ctr)
+        selecting = cfg.restore_best or cfg.early_stop_patience is not None
+        summary = trainer.fit(train, final_val if selecting and split_rows(self.data, "val") else None,
+                              resume=out is not None, max_steps=steps)
+        meta = {"steps": int(trainer.step), "samples": int(summary["rows"])}
+        if trainer.diverged:
+            return FitnessResult(float("nan"), {"val_logloss": float("nan")},
+                                 {**meta, "error": f"diverged: {trainer.diverged['reason']}"})
+        val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=self.val_rows)
+        m = trainer.evaluate(val)
+        return FitnessResult(m.logloss, {"val_logloss": m.logloss, "val_auc": m.auc}, meta)
+
+
+def build_ladder(recipe: Recipe, data: DataResult, supernet, folder: Path | None = None
+                 ) -> tuple[Ladder, tuple[RungConfig, ...], list[bool], str]:
+    """(the Ladder fitness, its rungs, each rung's direction, a note on the rows each rung reads);
+    `folder`: the search's folder, where prefix rungs keep their trainings for the next rung and the final
+    stage."""
     from ctrnas.pipeline.fitness.scratch import final_template
     from ctrnas.pipeline.fitness.build import make_fitness
 
@@ -116,6 +199,11 @@ def build_ladder(recipe: Recipe, data: DataResult, supernet) -> tuple[Ladder, tu
                 from ctrnas.pipeline.fitness.ctr_fitness import RandomFitness
 
                 made["random"], note = RandomFitness(), "no rows"
+            elif r.fitness == "prefix":
+                val = min(recipe.oneshot.eval_rows, split_rows(data, "val"))
+                made["prefix"] = PrefixTrainingFitness(recipe, data, final_template(recipe, data, supernet), val,
+                                                       folder)
+                note = f"prefixes of the final training, continued rung to rung; {val} val rows"
             else:
                 val = min(recipe.oneshot.eval_rows, split_rows(data, "val"))
                 made["short"] = ShortTrainingFitness(recipe, data, final_template(recipe, data, supernet), val)
@@ -135,5 +223,7 @@ def rung_samples(recipe: Recipe, rung: RungConfig, budget: int | None) -> int:
         return (recipe.oneshot.finetune_steps if budget is None else budget) * recipe.oneshot.batch_size
     if rung.fitness == "random":
         return 0
+    if rung.fitness == "prefix":  # steps of the final training; what a rung adds is counted by the caller
+        return int(budget or 0) * recipe.final_train.batch_size
     return int(budget or 0)
 
