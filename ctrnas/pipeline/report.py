@@ -42,6 +42,12 @@ def model_row(m: TrainedModel, emb_dim: int) -> dict:
             "diverged_step": d.get("step"), "note": d.get("reason") or m.val.get("reason")}
 
 
+def baseline_width(label: str, run: int) -> int:
+    """The table width a baseline trained at: "dlrm at width 32" (`final.emb_dims`) or the run's."""
+    head, sep, width = label.rpartition(" at width ")
+    return int(width) if sep and width.isdigit() else run
+
+
 def gap_closed(found: float, lr: float | None, bayes: float | None) -> float | None:
     """Share of the gap between logistic regression and the Bayes optimum that the found model closes."""
     if lr is None or bayes is None or not (lr - bayes) > 0:
@@ -85,7 +91,8 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "found_worse_than_lr": (found > lr and best.label.lower() != "lr")
         if lr is not None and math.isfinite(found) and math.isfinite(lr) else None,
         "candidates": [model_row(m, width) for m in final.candidates],
-        "baselines": [model_row(m, recipe.final_train.embedding_dim) for m in final.baselines],
+        "baselines": [model_row(m, baseline_width(m.label, recipe.final_train.embedding_dim))
+                      for m in final.baselines],
         "bayes_test_logloss": bayes,
         "gap_closed_vs_lr": gap_closed(found, lr, bayes),
         "timings": timings or {},

@@ -136,3 +136,22 @@ def test_worker_processes_give_the_same_labelled_models_and_a_rerun_resumes_them
     assert {p: p.stat().st_mtime_ns for p in folders.glob("*/*") if p.suffix in (".json", ".pt")} == stamps
     assert f"final stage: resumed: {', '.join(labels)} done (not retrained)" in capsys.readouterr().err
     assert [c.test["logloss"] for c in again.final.candidates] == [c.test["logloss"] for c in par.final.candidates]
+
+
+def test_baselines_are_trained_at_every_width_the_search_may_choose(tests_recipe_path, data_dir, tests_data):
+    """Fair widths: with final.emb_dims, each baseline is trained at those widths too, labelled by width."""
+    from ctrnas.pipeline.final import final_stage
+    from ctrnas.pipeline.fitness.scratch import baseline_jobs
+    from ctrnas.train.baselines import build_baseline
+    from tests.helpers.chains import chain_arch, search_of
+
+    recipe = _recipe(tests_recipe_path, data_dir, "space.emb_dims=[16, 32]", "final.emb_dims=[16, 32]",
+                     "final.baselines=[dlrm]", "final.top_k=1", "space.num_blocks=3", "space.dense_ops=[fc,dot]")
+    assert baseline_jobs(recipe) == ["dlrm", "dlrm@32"]
+    final = final_stage(recipe, tests_data, search_of([chain_arch("fc", 3)]), None, None, progress=False)
+    assert [b.label for b in final.baselines] == ["dlrm", "dlrm at width 32"]
+    # the second is DLRM with 32-wide tables: its dense part is that module's
+    wide = build_baseline("dlrm", tests_data.schema, dim=32)
+    dense = sum(p.numel() for n, p in wide.named_parameters() if "embedding_bags" not in n)
+    assert final.baselines[1].params == dense != final.baselines[0].params
+    assert final.baselines[0].val["logloss"] != final.baselines[1].val["logloss"]

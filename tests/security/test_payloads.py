@@ -103,7 +103,7 @@ def test_export_never_unpickles_a_supernet(plant, tmp_path, capsys):
 def test_final_stage_resume_checkpoints_are_never_unpickled(data_dir, plant, tmp_path):
     """RUN/final/train/<job>/checkpoint.pt: read for the resume message and by the trainer that resumes."""
     from ctrnas.data.dataset import load_schema
-    from ctrnas.pipeline.final_resume import Job, say_resumed
+    from ctrnas.pipeline.final.resume import Job, say_resumed
     from ctrnas.train.baselines import build_baseline
     from ctrnas.train.config import TrainConfig
     from ctrnas.train.trainer import Trainer

@@ -26,7 +26,7 @@ from ctrnas.pipeline.final.resume import jobs_for, say_resumed
 from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
-from ctrnas.pipeline.fitness.scratch import (arch_model, candidate_label, dense_params, final_template,
+from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params, final_template,
                                              final_train_batches, job_model, reload_job, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.recipe import Recipe
@@ -112,11 +112,11 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     # a folder per training, so an interrupted stage resumes (one process only; ctrnas.pipeline.final.resume)
     jobs = jobs_for(quiet, data, out_dir if distributed is None else None,
                     [(candidate_label(r, rec), ("arch", a)) for r, (rec, a) in enumerate(zip(top, archs))] +
-                    [(f"baseline {n}", ("baseline", n)) for n in recipe.final.baselines])
+                    [(f"baseline {baseline_label(n)}", ("baseline", n)) for n in baseline_jobs(recipe)])
     continued = continue_prefixes(jobs, archs, top, out_dir)
     say_resumed(jobs, len(final_train_batches(quiet, data)), recipe.final_train.epochs)
     if distributed is None:  # as many workers as fit in memory (0: in this process), or a clear stop
-        whats = [("arch", a) for a in archs] + [("baseline", n) for n in recipe.final.baselines]
+        whats = [("arch", a) for a in archs] + [("baseline", n) for n in baseline_jobs(recipe)]
         # a resumed stage sizes its workers by the trainings still to run (finished ones are read back)
         todo = [w for w, job in zip(whats, jobs) if job is None or job.result() is None]
         n = min(recipe.final.workers, len(whats))
@@ -167,7 +167,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
 
     baselines, base_models = [], {}
     kept = None  # the baseline whose model is held: the best so far that beats the best candidate on validation
-    for i, name in enumerate(tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
+    for i, name in enumerate(tqdm(baseline_jobs(recipe), desc="baselines", unit="model", disable=not progress or
                                   not recipe.final.baselines)):
         job = jobs[len(top) + i]
         done = job.result() if job is not None else None
@@ -180,8 +180,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                 job.finish(done)
         else:
             model = trainer = None
-        m = judge(TrainedModel(name, None, done["val"], done["test"], float(done["dense_params"]), math.nan,
-                               done["seconds"], diverged=done["diverged"]), data, has_val)
+        m = judge(TrainedModel(baseline_label(name), None, done["val"], done["test"], float(done["dense_params"]),
+                               math.nan, done["seconds"], diverged=done["diverged"]), data, has_val)
         baselines.append(m)
         # the export may need it when it beats every candidate and baseline so far (every rank decides alike)
         if beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):

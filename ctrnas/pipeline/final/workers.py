@@ -13,7 +13,8 @@ from tqdm.auto import tqdm
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.resume import drop
 from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
-from ctrnas.pipeline.fitness.scratch import arch_model, candidate_label, dense_params, job_model, train_as_final
+from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
+                                             job_model, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -100,7 +101,7 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     jobs = [(("arch", a), True, f"top-k {candidate_label(rank, rec)} ({a.key()})")
             for rank, (rec, a) in enumerate(zip(top, archs))]
     # baselines keep their weights too: one is exported when no candidate is usable
-    jobs += [(("baseline", n), True, f"baseline {n}") for n in recipe.final.baselines]
+    jobs += [(("baseline", n), True, f"baseline {baseline_label(n)}") for n in baseline_jobs(recipe)]
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
     with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex:
         results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
@@ -122,9 +123,9 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 drop(folders[rank])
             del r
         baselines, base_models, kept = [], {}, None
-        for name in recipe.final.baselines:
+        for name in baseline_jobs(recipe):
             _, r = next(results)
-            baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
+            baselines.append(judge(TrainedModel(baseline_label(name), None, r["val"], r["test"], float(r["dense_params"]),
                                                 math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
             # held only while it beats every candidate and baseline so far: the export may need it
             if beats(baselines[-1], candidates[best_rank], baselines[kept] if kept is not None else None):

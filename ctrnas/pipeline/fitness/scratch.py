@@ -121,15 +121,38 @@ def arch_model(recipe: Recipe, template, arch):
                   embedding_init=recipe.final.embedding_init, dense_init=recipe.final.dense_init)
 
 
+def baseline_jobs(recipe: Recipe) -> list[str]:
+    """The final stage's baseline trainings: each of `final.baselines` at the run's width and, with
+    `final.emb_dims`, at each of those widths too ("dlrm@32"): when the search may pick a width, the baselines
+    get the same choices, so a width alone cannot win."""
+    run = recipe.final_train.embedding_dim
+    widths = [w for w in recipe.final.emb_dims if w != run]
+    return [n for n in recipe.final.baselines] + [f"{n}@{w}" for w in widths for n in recipe.final.baselines]
+
+
+def split_baseline(job: str) -> tuple[str, int | None]:
+    """("dlrm", 32) of "dlrm@32"; (name, None) at the run's width."""
+    name, _, width = job.partition("@")
+    return name, int(width) if width else None
+
+
+def baseline_label(job: str) -> str:
+    """"dlrm" or "dlrm at width 32"."""
+    name, width = split_baseline(job)
+    return name if width is None else f"{name} at width {width}"
+
+
 def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object]):
-    """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name)."""
+    """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name) with name
+    one of `baseline_jobs` ("dlrm", or "dlrm@32" at another width)."""
     kind, what = job
     if kind == "arch":
         return arch_model(recipe, template, what)
     from ctrnas.train.baselines import build_baseline
 
     cfg = recipe.final_train
-    return build_baseline(what, data.schema, dim=cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
+    name, width = split_baseline(what)
+    return build_baseline(name, data.schema, dim=width or cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
 
 
 def candidate_label(rank: int, rec) -> str:
