@@ -121,12 +121,14 @@ def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, ech
 
 
 def compare(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progress: bool = True,
-            echo=print, multifidelity: bool = False) -> CompareResult:
-    """Zero-shot / sub-one-shot / one-shot (by default) on the same data, and with `multifidelity` the
-    multi-fidelity search: test log loss, AUC, time per stage and compute (FTE)."""
+            echo=print, multifidelity: bool = False, random: bool = False) -> CompareResult:
+    """Zero-shot / sub-one-shot / one-shot (by default) on the same data, with `multifidelity` the
+    multi-fidelity search, with `random` random search at the same FTE: test log loss, AUC, time per stage
+    and compute (FTE)."""
     from ctrnas.pipeline.compare import compare_settings
 
-    return compare_settings(recipe, fractions, progress=progress, echo=echo, multifidelity=multifidelity)
+    return compare_settings(recipe, fractions, progress=progress, echo=echo, multifidelity=multifidelity,
+                            random=random)
 
 
 def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),

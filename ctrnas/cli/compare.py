@@ -13,7 +13,8 @@ def _compare(args) -> int:
 
     recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
     check_output(recipe, args.recipe, args.overrides)  # a recipe file writes only under the working folder
-    result = api.compare(recipe, args.fractions, progress=args.progress, multifidelity=args.multifidelity)
+    result = api.compare(recipe, args.fractions, progress=args.progress, multifidelity=args.multifidelity,
+                         random=args.random)
     print(f"table: {result.output_dir / 'compare.md'}")
     return 0
 
@@ -27,4 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="warm-up fractions (default 0,0.01,1.0)")
     c.add_argument("--multifidelity", action="store_true",
                    help="add the multi-fidelity search (search.strategy=multifidelity) as another setting")
+    c.add_argument("--random", action="store_true",
+                   help="add random search at the FTE of the costliest setting: that many random archs retrained "
+                        "(the control a search must beat at equal compute)")
     c.set_defaults(func=_compare)

@@ -56,10 +56,30 @@ def multifidelity_recipe(recipe: Recipe, data_path: Path, out: Path) -> Recipe:
         data=dataclasses.replace(recipe.data, path=str(data_path)))
 
 
+def random_recipe(recipe: Recipe, data_path: Path, out: Path, budget: int) -> Recipe:
+    """Random search at `budget` FTE: that many random archs of the recipe's space retrained as the final
+    stage trains (no warm-up, no scoring; `fitness: random`), the best on validation exported."""
+    return dataclasses.replace(
+        recipe, name=f"{recipe.name}-random", output=str(out / "random"), fitness="random",
+        warmup=dataclasses.replace(recipe.warmup, fraction=0.0, rows=None),
+        search=dataclasses.replace(recipe.search, strategy="random", top_k=budget,
+                                   random=dataclasses.replace(recipe.search.random, budget=budget,
+                                                              batch_size=budget, maximize=True)),
+        final=dataclasses.replace(recipe.final, top_k=None, emb_dims=()),
+        data=dataclasses.replace(recipe.data, path=str(data_path)))
+
+
+def search_fte(res) -> float:
+    """What a run's search cost, baselines aside: warm-up, search and the retrained top-k, in FTE."""
+    fte = res.metrics["compute"]["fte"]
+    return sum(fte.get(k, 0.0) for k in ("warmup", "search", "final"))
+
+
 def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progress: bool = True,
-                     echo=print, multifidelity: bool = False) -> CompareResult:
+                     echo=print, multifidelity: bool = False, random: bool = False) -> CompareResult:
     """Run the pipeline once per warm-up fraction (and, with `multifidelity`, once with the multi-fidelity
-    search at the recipe's warm-up); write compare.{json,csv,md} under `<output>/compare`."""
+    search at the recipe's warm-up; with `random`, random search at the FTE of the costliest of those, rounded
+    to whole trainings); write compare.{json,csv,md} under `<output>/compare`."""
     out = recipe.output_dir / "compare"
     out.mkdir(parents=True, exist_ok=True)
     data = prepare_data(recipe)
@@ -68,7 +88,13 @@ def compare_settings(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.
                 for f in fractions]
     if multifidelity:
         settings.append(("multifidelity", recipe.warmup.fraction, multifidelity_recipe(recipe, data.path, out)))
+    if random:
+        settings.append(("random", 0.0, None))
     for label, f, r in settings:
+        if r is None:  # random search at the FTE the searches above spent
+            budget = max(1, round(max((search_fte(x) for x in runs.values()), default=recipe.top_k)))
+            r = random_recipe(recipe, data.path, out, budget)
+            label = f"random ({budget} FTE)"
         res = run_recipe(r, data=data, progress=progress, echo=echo)
         runs[label] = res
         best = res.final.best

@@ -64,3 +64,18 @@ def test_random_search_is_a_strategy_any_recipe_can_select(tests_data, tests_rec
     assert metrics["compute"]["fte"]["final"] == 3
     assert len(result.final.candidates) == 3
     assert len({c.arch.key() for c in result.final.candidates}) == 3
+
+
+def test_compare_adds_random_search_at_the_searches_fte(tests_data, tests_recipe_path, data_dir, tmp_path):
+    from ctrnas.pipeline.compare import search_fte
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'cmp'}",
+                             "search.evolution.generations=1", "final.baselines=[]", "search.top_k=2")
+    result = api.compare(recipe, fractions=(0.05,), progress=False, echo=None, random=True)
+    first, rand = result.table
+    spent = search_fte(result.runs[first["setting"]])
+    k = max(1, round(spent))
+    assert rand["setting"] == f"random ({k} FTE)"
+    c = result.runs[rand["setting"]].metrics["compute"]
+    assert c["samples"]["search"] == 0 and c["fte"]["final"] == k
+    assert len(result.runs[rand["setting"]].final.candidates) == k
