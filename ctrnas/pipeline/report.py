@@ -82,6 +82,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                                              for r in hist if not math.isfinite(r.value)],
                    "best_fitness": search.result.best.value if search.result.best else None,
                    "ladder": ladder_check(search, final),
+                   "lineage": search_lineage(search),
                    "predictor": search.predictor},
         "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,
@@ -100,6 +101,33 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "compute": compute or {},  # training samples and full-training equivalents per stage (pipeline.budget)
         **({"final_distributed": final.distributed} if final.distributed is not None else {}),
     }
+
+
+def search_lineage(search) -> dict:
+    """Children per seed and against their parents (`ctrnas.pipeline.origin.lineage`)."""
+    from ctrnas.pipeline.origin import lineage
+
+    first = search.rung_maximize[0] if search.rung_maximize is not None else search.maximize
+    return lineage(search.history, first)
+
+
+def search_lines(search: dict) -> list[str]:
+    """The summary's lines on the search's own checks: the ladder, the predictor, the children."""
+    lines = []
+    if search.get("ladder"):
+        parts = [f"{c['from']} -> {c['to']}: tau {_fmt(c['tau'], 2)} (n {c['n']})" for c in search["ladder"]]
+        lines.append("- ladder self-check (Kendall tau between consecutive steps): " + "; ".join(parts))
+    p = search.get("predictor")
+    if p:
+        top = ", ".join(f"{k} {v:.2f}" for k, v in list(p["importances"].items())[:5])
+        lines.append(f"- predictor ({p['model']}): tau on candidates it had not seen {_fmt(p['unseen_tau'], 2)} "
+                     f"(n {p['unseen_n']}); top importances: {top or '-'}")
+    g = search.get("lineage") or {}
+    if g.get("children"):
+        roots = ", ".join(f"{k} {v}" for k, v in sorted(g["descend_from"].items()))
+        lines.append(f"- evolution: {g['children']} children ({roots}); {g['better_than_parent']} of "
+                     f"{g['compared']} better than their parent at the first rung")
+    return lines
 
 
 def ladder_check(search, final: FinalResult) -> list[dict] | None:
@@ -148,6 +176,7 @@ def summary_markdown(metrics: dict) -> str:
              f"`{metrics['best']['arch_key'] or metrics['best']['label']}`, test log loss "
              f"**{_fmt(metrics['best']['test_logloss'])}**, AUC {_fmt(metrics['best']['test_auc'])}"]
     lines += vs_baselines(metrics["best"], metrics["baselines"])
+    lines += search_lines(metrics["search"])
     if metrics.get("fallback"):
         lines.append(f"- **fallback**: {metrics['fallback']}")
     for d in metrics.get("diverged") or []:

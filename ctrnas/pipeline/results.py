@@ -91,7 +91,7 @@ class FinalResult:
     fallback: str | None = None
     # {label: step} of the top-k that continued the search's prefix-rung training instead of starting over
     continued: dict = field(default_factory=dict)
-    # where the winner came from and its margins (`ctrnas.pipeline.final.origin`); its "line" leads every report
+    # where the winner came from and its margins (`ctrnas.pipeline.origin`); its "line" leads every report
     origin: dict | None = None
 
 

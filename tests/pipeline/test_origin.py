@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ctrnas.pipeline.final.origin import origin
+from ctrnas.pipeline.origin import origin
 from ctrnas.pipeline.results import FinalResult, TrainedModel
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.space import get_space
@@ -75,3 +75,15 @@ def test_a_baseline_winner_and_a_random_draw(setting):
     o = origin(final([drawn], [base], drawn), history)
     assert o["kind"] == "random" and o["generation"] == 0
     assert math.isclose(o["vs_best_baseline"]["val"], 0.01)
+
+
+def test_lineage_counts_children_per_seed_and_against_their_parent(setting):
+    from ctrnas.pipeline.origin import lineage
+
+    history, a = setting
+    g = lineage(history, maximize=False)  # log losses: lower is better
+    # the child (0.55) and the grandchild (0.52) both descend from dcnv2-like; against their parents
+    # (0.50 and 0.55) the child is worse and the grandchild better
+    assert g["children"] == 2 and g["descend_from"] == {"dcnv2-like": 2}
+    assert (g["better_than_parent"], g["compared"]) == (1, 2)
+    assert g["median_abs_change"] == pytest.approx((0.05 + 0.03) / 2)

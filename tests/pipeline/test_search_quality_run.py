@@ -48,6 +48,12 @@ def test_the_ladder_self_check_pairs_consecutive_rungs_and_the_final_stage(guide
     both = {r.key for r in h if r.rung == 0} & {r.key for r in h if r.rung == 1}
     assert ladder[0]["n"] == len(both)
     assert ladder[1]["n"] == len(result.final.candidates)
+    summary = (result.output_dir / "summary.md").read_text()
+    assert "- ladder self-check (Kendall tau between consecutive steps): 0 -> 1: tau" in summary
+    assert "- predictor (scikit-learn RandomForestRegressor): tau on candidates it had not seen" in summary
+    lineage = json.loads((result.output_dir / "metrics.json").read_text())["search"]["lineage"]
+    assert lineage["children"] == sum(1 for r in h if r.parent_key and r.rung == 0)
+    assert f"- evolution: {lineage['children']} children" in summary
 
 
 def test_random_search_is_a_strategy_any_recipe_can_select(tests_data, tests_recipe_path, data_dir,

@@ -5,8 +5,7 @@
   memory     how many training workers fit in memory
   resume     a folder per training, so an interrupted stage resumes
   selection  judge and rank the trained models (baselines too), write the chosen one
-  origin     where the chosen one came from (a seed, a child, a random draw, a baseline) and its margins
-One training itself is `ctrnas.pipeline.fitness.scratch` (the short-training rung trains the same way).
+Where the chosen one came from is `ctrnas.pipeline.origin`. One training itself is `ctrnas.pipeline.fitness.scratch` (the short-training rung trains the same way).
 """
 
 from ctrnas.pipeline.final.stage import final_stage, width_variants

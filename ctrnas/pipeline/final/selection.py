@@ -118,7 +118,7 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
         best, best_model = baselines[b], base_models.get(b)
     where = None
     if history is not None:
-        from ctrnas.pipeline.final.origin import origin
+        from ctrnas.pipeline.origin import origin
 
         where = origin(FinalResult(tuple(candidates), best, tuple(baselines), None, 0.0, fallback=fallback), history)
     export_dir = None

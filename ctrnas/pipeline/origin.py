@@ -47,6 +47,34 @@ def _root(history, key: str, shipped: dict[str, str]) -> str:
     return shipped.get(key, f"random draw `{key}`")
 
 
+def lineage(history, maximize: bool) -> dict:
+    """How evolution's children relate to their parents: how many descend from each seed (or from random
+    draws), and how many scored better than their parent at the first rung both were scored at (the cheapest
+    fidelity every candidate gets), with the median absolute change."""
+    import statistics
+
+    shipped = shipped_names()
+    first: dict = {}
+    for r in history:
+        first.setdefault((r.key, r.rung or 0), r)
+    roots: dict[str, int] = {}
+    better = changes = 0
+    deltas = []
+    for r in history:
+        if not r.parent_key or (r.rung or 0) != 0:
+            continue
+        root = _root(history, r.parent_key, shipped)
+        root = "random draws" if root.startswith("random draw") else root
+        roots[root] = roots.get(root, 0) + 1
+        parent = first.get((r.parent_key, 0))
+        if parent is not None and math.isfinite(parent.value) and math.isfinite(r.value):
+            changes += 1
+            better += (r.value > parent.value) if maximize else (r.value < parent.value)
+            deltas.append(abs(r.value - parent.value))
+    return {"children": sum(roots.values()), "descend_from": roots, "better_than_parent": better,
+            "compared": changes, "median_abs_change": statistics.median(deltas) if deltas else None}
+
+
 def _margin(a: TrainedModel, b: TrainedModel | None) -> dict | None:
     if b is None:
         return None
