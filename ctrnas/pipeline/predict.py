@@ -60,13 +60,14 @@ def logits_of(model, dense: np.ndarray, ids: np.ndarray, names, batch_rows: int 
 class _Tally:
     def __init__(self, max_rejects: int):
         self.max_rejects = max_rejects
-        self.written = self.accepted = self.blank = 0
+        self.written = self.accepted = self.blank = self.padded = 0
         self.by_reason: dict[str, int] = {}
         self.first: list[dict] = []
 
     def add(self, raw) -> None:
         self.blank += raw.blank
         self.accepted += raw.accepted
+        self.padded += getattr(raw, "padded", 0)
         for r in raw.rejects:
             self.by_reason[r.reason] = self.by_reason.get(r.reason, 0) + 1
             if len(self.first) < self.max_rejects:
@@ -78,7 +79,8 @@ class _Tally:
         # read = accepted + rejected; written = accepted, except where a format expands rows (KDD impressions)
         return {"read": self.accepted + rejected, "accepted": self.accepted, "written": self.written,
                 "rejected": rejected,
-                "rejected_by_reason": dict(sorted(self.by_reason.items())), "blank_lines": self.blank}
+                "rejected_by_reason": dict(sorted(self.by_reason.items())), "blank_lines": self.blank,
+                **({"padded": self.padded} if self.padded else {})}
 
 
 def _raw_chunks(pre: Preprocess, paths: list[str], kind: str | None, tally: _Tally, bar):
