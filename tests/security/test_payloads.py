@@ -173,11 +173,18 @@ def test_corrupt_or_foreign_checkpoints_are_one_line_errors(data_dir, tmp_path, 
     assert "checkpoint.pt" in line and "weights_only" not in line
 
 
-def test_every_weights_reader_goes_through_the_safe_loader(plant, tmp_path):
-    """The other weight files ctrnas reads (the correlation harness's shard inputs) refuse the payload too."""
+def test_the_vision_harness_files_refuse_the_payload(plant, tmp_path):
+    """The correlation harness's shard inputs and its kept warmed-up networks (`--state-dir`)."""
     from ctrnas.safeload import load_weights_file
+    from ctrnas.vision.correlate import _warm
+    from ctrnas.vision.network import build_network
+    from ctrnas.vision.space import enumerate_cells
+    from ctrnas.vision.warmup import WarmupConfig
 
     path = plant.torch_file(tmp_path / ".c.inputs.pt")
     with pytest.raises(CtrnasError, match="never unpickles"):
         load_weights_file(path, "correlation inputs")
+    state = plant.torch_file(tmp_path / "state" / "cell.pt")
+    with pytest.raises(CtrnasError, match="never unpickles"):
+        _warm(build_network(next(iter(enumerate_cells()))), None, None, 0.5, 0, WarmupConfig(), state, "cpu")
     assert not plant.ran()
