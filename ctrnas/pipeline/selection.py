@@ -70,9 +70,10 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
             "exported instead")
 
 
-def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None) -> None:
+def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None, build: dict | None = None) -> None:
     """Write a baseline as the run's model: `model.pt` (its state_dict, never a pickled module), with `schema`
-    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
+    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why; `build` (the
+    baseline's `dim` and `row_cap`) and the schema in the card let `ctrnas predict` rebuild it."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -81,7 +82,8 @@ def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None
         from ctrnas.supernet.serving import save_serving
 
         save_serving(model, schema, folder)
-    card = {"kind": "baseline", "baseline": m.label, "fallback": note,
+    card = {"kind": "baseline", "baseline": m.label, "fallback": note, "build": build,
+            "schema": schema.to_json() if schema is not None else None,
             "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
             "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
                         "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
@@ -111,7 +113,9 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
         if fallback is not None:
             from ctrnas.data.dataset import load_schema
 
-            export_baseline(best_model, export_dir, best, fallback, load_schema(recipe.data_dir))
+            cfg = recipe.final_train
+            export_baseline(best_model, export_dir, best, fallback, load_schema(recipe.data_dir),
+                            {"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
         else:
             from ctrnas.supernet import save_exported
 

@@ -188,3 +188,34 @@ def test_the_vision_harness_files_refuse_the_payload(plant, tmp_path):
     with pytest.raises(CtrnasError, match="never unpickles"):
         _warm(build_network(next(iter(enumerate_cells()))), None, None, 0.5, 0, WarmupConfig(), state, "cpu")
     assert not plant.ran()
+
+
+def test_a_baseline_fallback_folder_is_rebuilt_not_unpickled(data_dir, plant, tmp_path):
+    """A run whose candidates all failed exports its best baseline: `predict` rebuilds it from the card (the
+    probabilities equal the model's own), and a payload in its model.pt never runs."""
+    from types import SimpleNamespace
+
+    import pyarrow.parquet as pq
+
+    from ctrnas import api
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.pipeline.predict import kjt_of
+    from ctrnas.pipeline.selection import export_baseline
+    from ctrnas.train.baselines import build_baseline
+
+    schema = load_schema(data_dir)
+    model = build_baseline("dlrm", schema, dim=4, row_cap=50, seed=3).eval()
+    m = SimpleNamespace(label="dlrm", val={}, test={})
+    export_baseline(model, tmp_path / "model", m, "every candidate diverged", schema, {"dim": 4, "row_cap": 50})
+    api.predict(tmp_path / "model", data_dir, tmp_path / "p.parquet", split="test", progress=False)
+    got = pq.read_table(tmp_path / "p.parquet").column("probability").to_numpy()
+    table = pq.read_table(sorted((data_dir / "test").glob("*.parquet"))[0])
+    dense = torch.tensor([table.column(c).to_numpy() for c in schema.dense]).T.float()
+    ids = torch.tensor([table.column(c).to_numpy() for c in schema.sparse_names]).T.numpy()
+    with torch.no_grad():
+        want = torch.sigmoid(model(dense, kjt_of(ids, schema.sparse_names))).numpy()
+    assert got[:len(want)] == pytest.approx(want, abs=1e-6)
+    plant.torch_file(tmp_path / "model" / "model.pt")
+    with pytest.raises(CtrnasError, match="never unpickles"):
+        api.predict(tmp_path / "model", data_dir, tmp_path / "q.parquet", split="test", progress=False)
+    assert not plant.ran()
