@@ -219,3 +219,18 @@ def test_a_baseline_fallback_folder_is_rebuilt_not_unpickled(data_dir, plant, tm
     with pytest.raises(CtrnasError, match="never unpickles"):
         api.predict(tmp_path / "model", data_dir, tmp_path / "q.parquet", split="test", progress=False)
     assert not plant.ran()
+
+
+def test_the_real_command_line_prints_one_line(data_dir, plant, tmp_path):
+    """As a user runs it (a new process, Python's own warning output): one stderr line, no traceback."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    plant.raw_pickle(tmp_path / "O" / "checkpoint.pt")  # a plain pickle: torch warns about its protocol first
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    p = subprocess.run([sys.executable, "-m", "ctrnas", "train", "--data", str(data_dir), "--baseline", "lr",
+                        "--out", str(tmp_path / "O"), "--no-progress"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert "never unpickles" in one_line_error(p.returncode, p.stderr) and not plant.ran()
