@@ -210,8 +210,10 @@ def test_a_baseline_fallback_folder_is_rebuilt_not_unpickled(data_dir, plant, tm
     api.predict(tmp_path / "model", data_dir, tmp_path / "p.parquet", split="test", progress=False)
     got = pq.read_table(tmp_path / "p.parquet").column("probability").to_numpy()
     table = pq.read_table(sorted((data_dir / "test").glob("*.parquet"))[0])
-    dense = torch.tensor([table.column(c).to_numpy() for c in schema.dense]).T.float()
-    ids = torch.tensor([table.column(c).to_numpy() for c in schema.sparse_names]).T.numpy()
+    import numpy as np
+
+    dense = torch.from_numpy(np.stack([table.column(c).to_numpy() for c in schema.dense], 1)).float()
+    ids = np.stack([table.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
     with torch.no_grad():
         want = torch.sigmoid(model(dense, kjt_of(ids, schema.sparse_names))).numpy()
     assert got[:len(want)] == pytest.approx(want, abs=1e-6)
