@@ -22,6 +22,7 @@ def one_line(e: BaseException) -> str:
 def load_weights_file(path: str | Path, what: str, mmap: bool = False):
     """`path` read with torch.load(weights_only=True) on the CPU; one-line CtrnasError if it cannot be."""
     import pickle
+    import warnings
 
     import torch
 
@@ -29,7 +30,9 @@ def load_weights_file(path: str | Path, what: str, mmap: bool = False):
     if not path.is_file():
         raise CtrnasError(f"{path}: {what} missing or not a file")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        with warnings.catch_warnings():  # torch warns about a plain pickle's protocol before refusing it
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError:
         raise CtrnasError(f"{path}: not a {what} ctrnas can open safely: it holds objects other than tensors "
                           "and plain values, and ctrnas never unpickles code") from None

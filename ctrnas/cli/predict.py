@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 KINDS = ("criteo", "avazu", "kdd2012", "table")
 
@@ -43,6 +44,9 @@ def _run(args) -> int:
         m = {k: "n/a" if s["metrics"].get(k) is None else f"{s['metrics'][k]:.4f}" for k in ("logloss", "auc")}
         line += f"; log loss {m['logloss']}, AUC {m['auc']}"  # n/a: undefined (e.g. the AUC of one class)
     print(line)
+    if r.get("padded"):  # pad_missing_trailing of the model's preparation: accepted, but not as written
+        print(f"ctrnas predict: warning: filled the missing trailing fields of {r['padded']:,} rows "
+              "(pad_missing_trailing)", file=sys.stderr)
     for rej in s["first_rejects"][:5]:
         print(f"  rejected {rej['file']}:{rej['line']} {rej['field'] or ''} {rej['detail']}")
     return 0

@@ -4,8 +4,9 @@ A checkpoint holds the strategy's state (population, seen keys, generation, RNG 
 the score cache and a fingerprint of the configuration; resuming under a different configuration
 would silently produce a different search, so it is refused. The file may come from someone else (a shared
 run folder), so it is JSON, never a pickle: the fingerprint is compared before the state is decoded, and
-the state names only dataclasses already imported by this process (architectures, records, results), built
-through their own constructors; nothing is imported or called by name from the file.
+the state names only dataclasses already imported by this process (architectures, records, results) from
+ctrnas or the search's own space module, built through their own constructors; nothing is imported or
+called by name from the file.
 """
 
 from __future__ import annotations
@@ -55,9 +56,12 @@ def _encode(x: Any) -> Any:
                           "sets and dataclasses only)")
 
 
-def _dataclass(name: str) -> type:
-    """The dataclass `module:qualname`, only if its module is already imported (a file never imports)."""
+def _dataclass(name: str, modules: frozenset) -> type:
+    """The dataclass `module:qualname`, only from ctrnas or `modules` and only if its module is already
+    imported (a file never imports)."""
     module, _, qualname = name.partition(":")
+    if not (module.startswith("ctrnas.") or module in modules):
+        raise ValueError(f"class {name!r} is not of ctrnas or of the search's space")
     obj = sys.modules.get(module)
     for part in qualname.split("."):
         obj = getattr(obj, part, None) if obj is not None and not part.startswith("__") else None
@@ -66,23 +70,23 @@ def _dataclass(name: str) -> type:
     return obj
 
 
-def _decode(x: Any) -> Any:
+def _decode(x: Any, modules: frozenset = frozenset()) -> Any:
     if isinstance(x, list):
-        return [_decode(v) for v in x]
+        return [_decode(v, modules) for v in x]
     if not isinstance(x, dict):
         return x
     if "~float" in x:
         return float(x["~float"]) if x["~float"] in ("nan", "inf", "-inf") else _bad(x)
     if "~tuple" in x:
-        return tuple(_decode(v) for v in x["~tuple"])
+        return tuple(_decode(v, modules) for v in x["~tuple"])
     if "~set" in x:
-        return {_decode(v) for v in x["~set"]}
+        return {_decode(v, modules) for v in x["~set"]}
     if "~items" in x:
-        return {_decode(k): _decode(v) for k, v in x["~items"]}
+        return {_decode(k, modules): _decode(v, modules) for k, v in x["~items"]}
     if "~dataclass" in x:
-        cls = _dataclass(x["~dataclass"])
+        cls = _dataclass(x["~dataclass"], modules)
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        values = {k: _decode(v) for k, v in x["fields"].items()}
+        values = {k: _decode(v, modules) for k, v in x["fields"].items()}
         if set(values) - set(fields):
             raise ValueError(f"{x['~dataclass']}: unknown fields {sorted(set(values) - set(fields))}")
         obj = cls(**{k: v for k, v in values.items() if fields[k].init})
@@ -90,7 +94,7 @@ def _decode(x: Any) -> Any:
             if not fields[k].init:
                 object.__setattr__(obj, k, v)
         return obj
-    return {k: _decode(v) for k, v in x.items()}
+    return {k: _decode(v, modules) for k, v in x.items()}
 
 
 def _bad(x):
@@ -117,9 +121,9 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
         raise
 
 
-def load_checkpoint(path: str | Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
+def load_checkpoint(path: str | Path, fingerprint: dict[str, Any], modules=()) -> dict[str, Any]:
     """Read a checkpoint written by `save_checkpoint` and check it was made by the same search setup before
-    decoding its state."""
+    decoding its state; `modules`: modules besides ctrnas's whose dataclasses it may hold (the space's)."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -138,7 +142,7 @@ def load_checkpoint(path: str | Path, fingerprint: dict[str, Any]) -> dict[str, 
             f"({doc.get('fingerprint')!r} != {mine!r}); delete it or use another path"
         )
     try:
-        state = _decode(doc.get("state"))
+        state = _decode(doc.get("state"), frozenset(modules))
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise CheckpointError(f"{path}: damaged search checkpoint: {e}") from None
     if not isinstance(state, dict):

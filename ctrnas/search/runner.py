@@ -153,7 +153,8 @@ def run_search(
     if budget is not None:  # an explicit budget; a fitness's default is fingerprinted with the fitness
         fingerprint["budget"] = budget
     if checkpoint_path is not None and Path(checkpoint_path).exists():
-        state = load_checkpoint(checkpoint_path, fingerprint)
+        space = getattr(strategy, "space", None) or getattr(getattr(strategy, "evolution", None), "space", None)
+        state = load_checkpoint(checkpoint_path, fingerprint, {type(strategy).__module__, type(space).__module__})
         strategy.load_state_dict(state["strategy"])
         history = History(state["history"])
         cache.load_state_dict(state["cache"])

@@ -31,9 +31,8 @@ OUT_SCHEMA = [("file", pa.string()), ("line", pa.int64()), ("probability", pa.fl
 
 def load_model(model_dir: str | Path, data_dir: str | Path | None = None):
     """(model in eval mode, its Preprocess or None): the transform beside the model, else `data_dir`'s."""
-    from ctrnas.supernet.io import load_exported
-
-    model = load_exported(model_dir).cpu().eval()
+    model = _load_baseline(Path(model_dir)) or _load_exported(model_dir)
+    model = model.cpu().eval()
     where = Path(data_dir) if data_dir else Path(model_dir)
     pre = Preprocess.load(where) if (where / "transform.json").is_file() else None
     schema = getattr(model, "schema", None)
@@ -41,6 +40,43 @@ def load_model(model_dir: str | Path, data_dir: str | Path | None = None):
         raise CtrnasError(f"{where}/transform.json: its fields or table sizes are not the model's "
                           f"({model_dir}): the model was trained on other data")
     return model, pre
+
+
+def _load_exported(model_dir):
+    from ctrnas.supernet.io import load_exported
+
+    return load_exported(model_dir)
+
+
+def _load_baseline(folder: Path):
+    """A run's baseline fallback model (model_card.json kind "baseline"), rebuilt from its card and its
+    weights-only model.pt; None for any other folder."""
+    import json
+
+    from ctrnas.data.schema import DatasetSchema
+    from ctrnas.safeload import load_weights_file, one_line
+    from ctrnas.train.baselines import build_baseline
+
+    try:
+        card = json.loads((folder / "model_card.json").read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None  # load_exported says what is wrong
+    if not isinstance(card, dict) or card.get("kind") != "baseline":
+        return None
+    build = card.get("build")
+    if not isinstance(build, dict) or not card.get("schema"):
+        raise CtrnasError(f"{folder}: a baseline fallback model of an older ctrnas (its card lacks the build "
+                          "settings): serve its model.pt2 with torch.export.load")
+    try:
+        model = build_baseline(str(card["baseline"]), DatasetSchema.from_json(card["schema"]), dim=build["dim"],
+                               row_cap=build["row_cap"])
+        model.load_state_dict(load_weights_file(folder / "model.pt", "model weights file"))
+    except CtrnasError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as e:
+        raise CtrnasError(f"{folder}: damaged baseline model folder: {one_line(e)}") from None
+    model.schema = DatasetSchema.from_json(card["schema"])
+    return model
 
 
 def kjt_of(ids: np.ndarray, names) -> KeyedJaggedTensor:
@@ -60,13 +96,14 @@ def logits_of(model, dense: np.ndarray, ids: np.ndarray, names, batch_rows: int 
 class _Tally:
     def __init__(self, max_rejects: int):
         self.max_rejects = max_rejects
-        self.written = self.accepted = self.blank = 0
+        self.written = self.accepted = self.blank = self.padded = 0
         self.by_reason: dict[str, int] = {}
         self.first: list[dict] = []
 
     def add(self, raw) -> None:
         self.blank += raw.blank
         self.accepted += raw.accepted
+        self.padded += getattr(raw, "padded", 0)
         for r in raw.rejects:
             self.by_reason[r.reason] = self.by_reason.get(r.reason, 0) + 1
             if len(self.first) < self.max_rejects:
@@ -78,7 +115,8 @@ class _Tally:
         # read = accepted + rejected; written = accepted, except where a format expands rows (KDD impressions)
         return {"read": self.accepted + rejected, "accepted": self.accepted, "written": self.written,
                 "rejected": rejected,
-                "rejected_by_reason": dict(sorted(self.by_reason.items())), "blank_lines": self.blank}
+                "rejected_by_reason": dict(sorted(self.by_reason.items())), "blank_lines": self.blank,
+                **({"padded": self.padded} if self.padded else {})}
 
 
 def _raw_chunks(pre: Preprocess, paths: list[str], kind: str | None, tally: _Tally, bar):

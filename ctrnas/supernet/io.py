@@ -132,7 +132,8 @@ def load_exported(folder: str | Path):
     if not isinstance(card, dict):
         raise CtrnasError(f"{card_path}: not a ctrnas model card (not a JSON object)")
     if card.get("kind") == "baseline":
-        raise CtrnasError(f"{folder}: a baseline fallback model: serve its model.pt2 with torch.export.load")
+        raise CtrnasError(f"{folder}: a baseline fallback model: `ctrnas predict` (ctrnas.api.predict) rebuilds "
+                          "it, or serve its model.pt2 with torch.export.load")
     if card.get("format") != EXPORT_FORMAT:
         raise CtrnasError(f"{card_path}: not a {EXPORT_FORMAT} model folder (format {card.get('format')!r}; "
                           "an export of an older ctrnas holds a pickled module, which is never loaded: export "

@@ -4,6 +4,10 @@ Every reader returns `CifarSplit(images uint8 (N, 32, 32, 3) HWC, labels int64 (
 `.npz` files; `to_tensor` turns it into normalised float NCHW. Pickle layout (cs.toronto.edu/~kriz/cifar.html):
 a dict with `data` uint8 (N, 3072) holding the 1024 red, then green, then blue values of each row-major image,
 and `labels` (CIFAR-10) or `fine_labels` / `coarse_labels` (CIFAR-100).
+
+The python release is a pickle by design, the one pickle ctrnas ever reads (tests/security lists it): only
+from the folder the user names (`--data`; the default is an `.npz` sample, read with numpy's pickle-free
+`np.load`). Unpickling runs whatever the file says: use a copy downloaded from the dataset's site.
 """
 
 from __future__ import annotations

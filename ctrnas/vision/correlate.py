@@ -176,9 +176,16 @@ def run_correlation(
 def _warm(model, images, labels, fraction: float, seed: int, cfg: WarmupConfig, state: Path | None, dev) -> float:
     """Warm `model` up by `fraction` (or load the weights `state` kept from an earlier run); its seconds."""
     if state is not None and state.exists():
-        saved = torch.load(state, weights_only=True, map_location=dev)
-        model.load_state_dict(saved["model"])
-        return float(saved["warmup_s"])
+        from ctrnas.errors import CtrnasError
+        from ctrnas.safeload import load_weights_file
+
+        saved = load_weights_file(state, "warmed-up network")  # CPU tensors; load_state_dict copies them over
+        try:
+            model.load_state_dict(saved["model"])
+            return float(saved["warmup_s"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            raise CtrnasError(f"{state}: damaged warmed-up network ({type(e).__name__}); delete it to warm up "
+                              "again") from None
     t0 = time.perf_counter()
     losses = warm_up(model, images, labels, fraction, torch.Generator().manual_seed(seed + 1), cfg)
     warm_s = time.perf_counter() - t0

@@ -54,10 +54,11 @@ def test_padding_fills_only_stripped_trailing_categories(criteo_model, tmp_path,
     rows = [stripped, "0", "\t".join(good[1].split("\t")[:10])]  # a bare label; 9 of 13 numbers
     path = tmp_path / "x.tsv"
     path.write_text("\n".join(rows) + "\n")
-    assert main(["predict", "--model", str(model), "--input", str(path), "--out", str(tmp_path / "p.parquet"),
-                 "--summary", str(tmp_path / "s.json"), "--no-progress"]) == 0
+    rc, err = run(capsys, "predict", "--model", model, "--input", path, "--out", tmp_path / "p.parquet",
+                  "--summary", tmp_path / "s.json", "--no-progress")
+    assert rc == 0 and "warning: filled the missing trailing fields of 1 rows" in err  # said, not silent
     s = json.loads((tmp_path / "s.json").read_text())
-    assert s["rows"]["accepted"] == 1 and s["rows"]["rejected"] == 2
+    assert s["rows"]["accepted"] == 1 and s["rows"]["rejected"] == 2 and s["rows"]["padded"] == 1
     assert {r["line"] for r in s["first_rejects"]} == {2, 3}
 
 

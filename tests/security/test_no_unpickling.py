@@ -12,8 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = {
     "cifar.py": "the CIFAR python release is a pickle by design; read only from the folder the user names",
     "base.py": "an exception's pickle round trip in memory, to check it survives the trip to the parent",
-    "final_workers.py": "bytes packed by this run's own processes, passed in memory (never a file)",
-    "workers.py": "the same, after pipeline/final_workers.py moved to pipeline/final/workers.py",
+    "workers.py": "bytes packed by this run's own processes, passed in memory (never a file)",
 }
 PATTERNS = [re.compile(r"weights_only\s*=\s*False"), re.compile(r"\bpickle\.loads?\("),
             re.compile(r"\bUnpickler\("), re.compile(r"\b(torch\.)?load\(")]

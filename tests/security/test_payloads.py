@@ -173,11 +173,66 @@ def test_corrupt_or_foreign_checkpoints_are_one_line_errors(data_dir, tmp_path, 
     assert "checkpoint.pt" in line and "weights_only" not in line
 
 
-def test_every_weights_reader_goes_through_the_safe_loader(plant, tmp_path):
-    """The other weight files ctrnas reads (the correlation harness's shard inputs) refuse the payload too."""
+def test_the_vision_harness_files_refuse_the_payload(plant, tmp_path):
+    """The correlation harness's shard inputs and its kept warmed-up networks (`--state-dir`)."""
     from ctrnas.safeload import load_weights_file
+    from ctrnas.vision.correlate import _warm
+    from ctrnas.vision.network import build_network
+    from ctrnas.vision.space import enumerate_cells
+    from ctrnas.vision.warmup import WarmupConfig
 
     path = plant.torch_file(tmp_path / ".c.inputs.pt")
     with pytest.raises(CtrnasError, match="never unpickles"):
         load_weights_file(path, "correlation inputs")
+    state = plant.torch_file(tmp_path / "state" / "cell.pt")
+    with pytest.raises(CtrnasError, match="never unpickles"):
+        _warm(build_network(next(iter(enumerate_cells()))), None, None, 0.5, 0, WarmupConfig(), state, "cpu")
     assert not plant.ran()
+
+
+def test_a_baseline_fallback_folder_is_rebuilt_not_unpickled(data_dir, plant, tmp_path):
+    """A run whose candidates all failed exports its best baseline: `predict` rebuilds it from the card (the
+    probabilities equal the model's own), and a payload in its model.pt never runs."""
+    from types import SimpleNamespace
+
+    import pyarrow.parquet as pq
+
+    from ctrnas import api
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.serving.predict import kjt_of
+    from ctrnas.pipeline.final.selection import export_baseline
+    from ctrnas.train.baselines import build_baseline
+
+    schema = load_schema(data_dir)
+    model = build_baseline("dlrm", schema, dim=4, row_cap=50, seed=3).eval()
+    m = SimpleNamespace(label="dlrm", val={}, test={})
+    export_baseline(model, tmp_path / "model", m, "every candidate diverged", schema, {"dim": 4, "row_cap": 50})
+    api.predict(tmp_path / "model", data_dir, tmp_path / "p.parquet", split="test", progress=False)
+    got = pq.read_table(tmp_path / "p.parquet").column("probability").to_numpy()
+    table = pq.read_table(sorted((data_dir / "test").glob("*.parquet"))[0])
+    import numpy as np
+
+    dense = torch.from_numpy(np.stack([table.column(c).to_numpy() for c in schema.dense], 1)).float()
+    ids = np.stack([table.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
+    with torch.no_grad():
+        want = torch.sigmoid(model(dense, kjt_of(ids, schema.sparse_names))).numpy()
+    assert got[:len(want)] == pytest.approx(want, abs=1e-6)
+    plant.torch_file(tmp_path / "model" / "model.pt")
+    with pytest.raises(CtrnasError, match="never unpickles"):
+        api.predict(tmp_path / "model", data_dir, tmp_path / "q.parquet", split="test", progress=False)
+    assert not plant.ran()
+
+
+def test_the_real_command_line_prints_one_line(data_dir, plant, tmp_path):
+    """As a user runs it (a new process, Python's own warning output): one stderr line, no traceback."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    plant.raw_pickle(tmp_path / "O" / "checkpoint.pt")  # a plain pickle: torch warns about its protocol first
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    p = subprocess.run([sys.executable, "-m", "ctrnas", "train", "--data", str(data_dir), "--baseline", "lr",
+                        "--out", str(tmp_path / "O"), "--no-progress"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert "never unpickles" in one_line_error(p.returncode, p.stderr) and not plant.ran()

@@ -78,9 +78,10 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
             "exported instead")
 
 
-def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None) -> None:
+def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None, build: dict | None = None) -> None:
     """Write a baseline as the run's model: `model.pt` (its state_dict, never a pickled module), with `schema`
-    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
+    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why; `build` (the
+    baseline's `dim` and `row_cap`) and the schema in the card let `ctrnas predict` rebuild it."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -89,7 +90,12 @@ def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None
         from ctrnas.supernet.serving import save_serving
 
         save_serving(model, schema, folder)
-    card = {"kind": "baseline", "baseline": m.label, "why": note,
+    # a baseline trained at another width of final.emb_dims is labelled "dlrm at width 32"
+    name, at, width = m.label.partition(" at width ")
+    if at and build is not None:
+        build = {**build, "dim": int(width)}
+    card = {"kind": "baseline", "baseline": name, "label": m.label, "why": note, "build": build,
+            "schema": schema.to_json() if schema is not None else None,
             "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
             "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
                         "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
@@ -130,8 +136,9 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
         if best.arch is None:
             from ctrnas.data.dataset import load_schema
 
+            cfg = recipe.final_train
             export_baseline(best_model, export_dir, best, where["line"] if where else note,
-                            load_schema(recipe.data_dir))
+                            load_schema(recipe.data_dir), {"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
         else:
             from ctrnas.supernet import save_exported
 
