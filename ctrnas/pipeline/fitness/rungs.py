@@ -107,26 +107,39 @@ class ShortTrainingFitness:
     def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
         from ctrnas.pipeline.fitness.scratch import job_model
         from ctrnas.train.batches import dataset_batches
-        from ctrnas.train.metrics import constant_logloss
-        from ctrnas.train.trainer import Trainer
 
         rows = self.default_budget if budget is None else int(budget)
         cfg = dataclasses.replace(self.recipe.final_train, epochs=1, progress=False, restore_best=False,
                                   early_stop_patience=None, eval_every=0, checkpoint_every=0)
         model = job_model(self.recipe, self.data, self.template, ("arch", arch))
         train = dataset_batches(self.data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, limit=rows)
-        trainer = Trainer(model, cfg)
-        ctr = self.data.meta["splits"].get("train", {}).get("ctr")
-        if ctr is not None:
-            trainer.guard.constant_loss = constant_logloss(ctr)
+        trainer = guarded_trainer(model, cfg, self.data)
         summary = trainer.fit(train, None, resume=False)
-        meta = {"train_rows": rows, "samples": int(summary["rows"])}
-        if trainer.diverged:
-            return FitnessResult(float("nan"), {"val_logloss": float("nan")},
-                                 {**meta, "error": f"diverged: {trainer.diverged['reason']}"})
-        val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=self.val_rows)
-        m = trainer.evaluate(val)
-        return FitnessResult(m.logloss, {"val_logloss": m.logloss, "val_auc": m.auc}, meta)
+        return val_score(trainer, self.data, self.val_rows, {"train_rows": rows, "samples": int(summary["rows"])})
+
+
+def guarded_trainer(model, cfg, data: DataResult, out: Path | None = None):
+    """A Trainer whose divergence guard knows the constant predictor's loss on this training split."""
+    from ctrnas.train.metrics import constant_logloss
+    from ctrnas.train.trainer import Trainer
+
+    trainer = Trainer(model, cfg, out)
+    ctr = data.meta["splits"].get("train", {}).get("ctr")
+    if ctr is not None:
+        trainer.guard.constant_loss = constant_logloss(ctr)
+    return trainer
+
+
+def val_score(trainer, data: DataResult, val_rows: int, meta: dict) -> FitnessResult:
+    """A rung's score: the validation log loss on the search's first `val_rows` validation rows, NaN for a
+    diverged training (it ranks last)."""
+    from ctrnas.train.batches import dataset_batches
+
+    if trainer.diverged:
+        return FitnessResult(float("nan"), {"val_logloss": float("nan")},
+                             {**meta, "error": f"diverged: {trainer.diverged['reason']}"})
+    m = trainer.evaluate(dataset_batches(data.path, "val", trainer.cfg.eval_batch_size, limit=val_rows))
+    return FitnessResult(m.logloss, {"val_logloss": m.logloss, "val_auc": m.auc}, meta)
 
 
 class PrefixTrainingFitness:
@@ -145,8 +158,6 @@ class PrefixTrainingFitness:
     def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
         from ctrnas.pipeline.fitness.scratch import final_train_batches, job_model
         from ctrnas.train.batches import dataset_batches
-        from ctrnas.train.metrics import constant_logloss
-        from ctrnas.train.trainer import Trainer
 
         steps = self.default_budget if budget is None else int(budget)
         cfg = dataclasses.replace(self.recipe.final_train, progress=False)
@@ -158,20 +169,12 @@ class PrefixTrainingFitness:
         out = prefix_checkpoint(self.folder, arch.key()).parent if self.folder is not None else None
         if out is not None and not 0 < cfg.checkpoint_every <= len(train):  # as the final stage's jobs
             cfg = dataclasses.replace(cfg, checkpoint_every=len(train))
-        trainer = Trainer(model, cfg, out)
-        ctr = self.data.meta["splits"].get("train", {}).get("ctr")
-        if ctr is not None:
-            trainer.guard.constant_loss = constant_logloss(ctr)
+        trainer = guarded_trainer(model, cfg, self.data, out)
         selecting = cfg.restore_best or cfg.early_stop_patience is not None
         summary = trainer.fit(train, final_val if selecting and split_rows(self.data, "val") else None,
                               resume=out is not None, max_steps=steps)
         meta = {"steps": int(trainer.step), "samples": int(summary["rows"])}
-        if trainer.diverged:
-            return FitnessResult(float("nan"), {"val_logloss": float("nan")},
-                                 {**meta, "error": f"diverged: {trainer.diverged['reason']}"})
-        val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=self.val_rows)
-        m = trainer.evaluate(val)
-        return FitnessResult(m.logloss, {"val_logloss": m.logloss, "val_auc": m.auc}, meta)
+        return val_score(trainer, self.data, self.val_rows, meta)
 
 
 def build_ladder(recipe: Recipe, data: DataResult, supernet, folder: Path | None = None
