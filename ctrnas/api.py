@@ -33,7 +33,8 @@ _DEFAULT = object()
 
 __all__ = ["load_recipe", "override", "prepare_data", "warmup", "search", "train_final", "run", "compare",
            "ranking_study", "prepare_folder", "generate_synthetic", "train_config", "train_model",
-           "warmup_supernet", "score_arch", "list_proxies", "export_arch", "vision_correlate", "vision_search",
+           "warmup_supernet", "score_arch", "list_proxies", "export_arch", "export_trained",
+           "vision_correlate", "vision_search",
            "demo_recipe_path", "Recipe", "RunResult", "CompareResult", "StudyResult"]
 
 
@@ -224,6 +225,14 @@ def export_arch(arch, out_dir, **settings) -> dict:
     from ctrnas.pipeline.tasks import export_arch as _export
 
     return _export(arch, out_dir, **settings)
+
+
+def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
+    """The model a `ctrnas train --out FOLDER` (or `train_model(out_dir=...)`) trained, as a model folder;
+    the model card."""
+    from ctrnas.pipeline.tasks import export_trained as _export
+
+    return _export(folder, out_dir, torch_export=torch_export)
 
 
 def predict(model_dir, data, out=None, **settings):
