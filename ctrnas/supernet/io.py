@@ -150,10 +150,14 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
     from ctrnas.space import SpaceConfig
     from ctrnas.supernet.supernet import Supernet
 
+    if (Path(path).parent / "model_card.json").is_file() or (Path(path).parent / "metrics.json").is_file():
+        raise CtrnasError(f"{path}: a trained model's file, not a supernet checkpoint: export the model with "
+                          f"`ctrnas export --trained {Path(path).parent} --out DIR`")
     try:
         ck = torch.load(Path(path), map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as e:
-        raise CtrnasError(f"{path}: cannot read supernet checkpoint: {e}") from None
+    except Exception as e:  # noqa: BLE001 - any unreadable file: one line, not torch's page of advice
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise CtrnasError(f"{path}: cannot read supernet checkpoint: {first}") from None
     if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
         space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
         net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"], row_cap=ck["row_cap"])

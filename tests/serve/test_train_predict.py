@@ -97,3 +97,13 @@ def test_export_of_a_folder_that_is_no_trained_model_is_one_short_line(tmp_path,
     assert len(err.splitlines()) == 1 and len(err) < 300 and "run the same `ctrnas train` command again" in err
     assert main(["export", "--trained", str(tmp_path / "nope"), "--out", str(tmp_path / "M")]) == 1
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_export_of_a_trained_file_as_a_supernet_points_to_trained(tmp_path, prepared, capsys):
+    out = tmp_path / "T"
+    assert main(["train", "--data", str(prepared), "--baseline", "lr", "--out", str(out), *FAST]) == 0
+    capsys.readouterr()
+    assert main(["export", "--arch", "dlrm-like", "--supernet", str(out / "model.pt"), "--out",
+                 str(tmp_path / "M")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err) < 300 and f"ctrnas export --trained {out}" in err
