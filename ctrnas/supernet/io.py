@@ -150,9 +150,11 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
     from ctrnas.space import SpaceConfig
     from ctrnas.supernet.supernet import Supernet
 
-    if (Path(path).parent / "model_card.json").is_file() or (Path(path).parent / "metrics.json").is_file():
+    beside = Path(path).parent
+    if Path(path).name in ("model.pt", "checkpoint.pt") and any((beside / f).is_file() for f in
+                                                               ("model_card.json", "metrics.json")):
         raise CtrnasError(f"{path}: a trained model's file, not a supernet checkpoint: export the model with "
-                          f"`ctrnas export --trained {Path(path).parent} --out DIR`")
+                          f"`ctrnas export --trained {beside} --out DIR`")
     try:
         ck = torch.load(Path(path), map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file: one line, not torch's page of advice
