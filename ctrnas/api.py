@@ -56,6 +56,18 @@ def load_recipe(path: str | Path, *overrides: str, device: str | None = None) ->
     return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, device=device), final=final)
 
 
+def _progress(recipe: Recipe, progress: bool) -> Recipe:
+    """`progress=False` (`--no-progress`) wins over the recipe's `train.progress` / `final.train.progress`."""
+    if progress:
+        return recipe
+    import dataclasses
+
+    final = recipe.final
+    if final.train is not None:
+        final = dataclasses.replace(final, train=dataclasses.replace(final.train, progress=False))
+    return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, progress=False), final=final)
+
+
 def _out(recipe: Recipe, out_dir, sub: str) -> Path | None:
     if out_dir is _DEFAULT:
         return recipe.output_dir / sub
@@ -113,6 +125,7 @@ def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, ech
         recipe = load_recipe(recipe, *overrides)
     elif overrides:
         recipe = override(recipe, *overrides)
+    recipe = _progress(recipe, progress)
     if distributed:
         from ctrnas.distributed.dmp import ShardingConfig
         from ctrnas.pipeline.distributed import run_recipe_distributed
@@ -127,7 +140,8 @@ def compare(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progr
     multi-fidelity search: test log loss, AUC, time per stage and compute (FTE)."""
     from ctrnas.pipeline.compare import compare_settings
 
-    return compare_settings(recipe, fractions, progress=progress, echo=echo, multifidelity=multifidelity)
+    return compare_settings(_progress(recipe, progress), fractions, progress=progress, echo=echo,
+                            multifidelity=multifidelity)
 
 
 def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),
@@ -137,7 +151,8 @@ def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = 
     `workers` > 1 trains them in that many processes (one torch thread each; same results)."""
     from ctrnas.pipeline.study import ranking_study as _study
 
-    return _study(recipe, archs, fractions, proxies, progress=progress, echo=echo, workers=workers)
+    return _study(_progress(recipe, progress), archs, fractions, proxies, progress=progress, echo=echo,
+                  workers=workers)
 
 
 def demo_recipe_path() -> Path:

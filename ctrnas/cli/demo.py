@@ -16,7 +16,7 @@ def _demo(args) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    d = sub.add_parser("demo", help="the demo: recipes/synthetic.yaml end to end (about 8 min on 2 idle cores)",
+    d = sub.add_parser("demo", help="the demo: recipes/synthetic.yaml end to end (about 9 min on 2 cores, more on a busy box)",
                        description="Generate synthetic Criteo-shaped data with a known click model, warm up, "
                                    "search (evolution seeded with DLRM and DCN-v2, multi-fidelity short "
                                    "trainings), retrain the top-3 and the LR, DLRM and DCN-v2 baselines, and "

@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args) -> int:
+    from ctrnas.cli.common import check_exist, check_prepared
+
+    check_exist(args.trained, args.supernet, args.metrics)
+    check_prepared(args.data)
     from ctrnas import api
 
     if args.trained:

@@ -110,7 +110,10 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         if workers:
             return final_in_workers(recipe, with_workers(quiet, workers), data, top, template, out_dir, progress,
                                     t0, jobs)
-    for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
+    # one bar for every training of the stage: the top-k, then the baselines
+    bar = tqdm(total=len(top) + len(recipe.final.baselines), desc="final stage (top-k + baselines)", unit="model",
+               disable=not progress)
+    for rank, rec in enumerate(top):
         arch, job = archs[rank], jobs[rank]
         done = job.result() if job is not None else None
         if done is None:
@@ -143,6 +146,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         elif job is not None:
             job.drop_checkpoint()
         del model, trainer
+        bar.update(1)
     if best_model is None and distributed is None:  # the best finished before an interruption
         best_model = _reload(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     if distributed is not None and main:
@@ -151,8 +155,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         del best_state
 
     baselines, base_models = [], {}
-    for i, name in enumerate(tqdm(recipe.final.baselines, desc="baselines", unit="model", disable=not progress or
-                                  not recipe.final.baselines)):
+    for i, name in enumerate(recipe.final.baselines):
         job = jobs[len(top) + i]
         done = job.result() if job is not None else None
         if done is None:
@@ -182,5 +185,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         elif job is not None:
             job.drop_checkpoint()
         del model, trainer
+        bar.update(1)
+    bar.close()
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
                    distributed)

@@ -106,7 +106,9 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         # the best so far keeps its worker's result; its weights are unpacked only once it is the final choice
         # (a training finished in an earlier run sends none when that run dropped them as not needed)
         candidates, best_rank, best_result = [], None, None
-        for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
+        # one bar for every training of the stage (they run side by side): the top-k, then the baselines
+        bar = tqdm(total=len(jobs), desc="final stage (top-k + baselines)", unit="model", disable=not progress)
+        for rank in range(len(top)):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
             cand = judge(TrainedModel(candidate_label(rank, rec), archs[rank], r["val"], r["test"],
@@ -120,9 +122,11 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             else:
                 drop(folders[rank])
             del r
+            bar.update(1)
         baselines, base_models = [], {}
         for name in recipe.final.baselines:
             _, r = next(results)
+            bar.update(1)
             baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
                                                 math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
             if candidates[best_rank].status != "ok":
@@ -131,6 +135,7 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 base_models[len(baselines) - 1] = model
             else:
                 drop(folders[len(top) + len(baselines) - 1])
+        bar.close()
     best_model = _arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(_state(best_result, folders[best_rank]))
     del best_result

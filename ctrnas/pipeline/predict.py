@@ -43,6 +43,16 @@ def load_model(model_dir: str | Path, data_dir: str | Path | None = None):
     return model, pre
 
 
+def _no_transform(model_dir, data_dir) -> str:
+    """Why raw rows cannot be scored: a model of synthetic data (no raw format) scores prepared rows only."""
+    if data_dir is not None:
+        return (f"{data_dir}: no transform.json either (synthetic data has none: it has no raw format), so this "
+                "model scores prepared rows only: give a prepared dataset folder as --input (with --split)")
+    return (f"{model_dir}: no transform.json beside the model, so it scores prepared rows only: give a prepared "
+            "dataset folder as --input (with --split). A model trained on data `ctrnas prepare` made from raw "
+            "files carries its transform (give --data DIR for one exported without it)")
+
+
 def kjt_of(ids: np.ndarray, names) -> KeyedJaggedTensor:
     """One id per field and row: ids [n, F] -> a KJT (feature-major values, every length 1)."""
     n = ids.shape[0]
@@ -135,8 +145,7 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     schema = getattr(model, "schema", None) or (pre.schema if pre else None)
     folder = len(inputs) == 1 and Path(inputs[0]).is_dir()
     if not folder and pre is None:
-        raise CtrnasError(f"{model_dir}: no transform.json beside the model, so raw rows cannot be encoded: "
-                          "export with --data DIR, or give --data (the prepared dataset the model was trained on)")
+        raise CtrnasError(_no_transform(model_dir, data_dir))
     labelled = folder or any(has_labels(pre, p) for p in inputs)
     tally, metrics = _Tally(max_rejects), StreamingMetrics()
     fields = OUT_SCHEMA + ([("label", pa.float32())] if labelled else [])

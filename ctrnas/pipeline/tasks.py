@@ -116,15 +116,19 @@ def run_recipe(path):
     return None
 
 
-def train_config(recipe_path: str | Path | None = None, final: bool = False, **overrides):
+def train_config(recipe_path: str | Path | None = None, final: bool = False, default_threads: int | None = None,
+                 **overrides):
     """TrainConfig from a YAML file (its `train:` section, or the top level) with non-None overrides. With
-    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`)."""
+    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`), and its
+    `threads`. `default_threads`: the torch threads when neither the file nor `overrides` set them."""
     from ctrnas.config import from_dict, load_yaml
     from ctrnas.train.config import TrainConfig
 
     recipe = run_recipe(recipe_path) if final else None
     if recipe is not None:
         cfg = recipe.final_train
+        if cfg.threads is None and recipe.threads is not None:  # the run's threads, as its final stage had
+            cfg = dataclasses.replace(cfg, threads=recipe.threads)
     else:
         data, source = {}, "<defaults>"
         if recipe_path:
@@ -133,6 +137,8 @@ def train_config(recipe_path: str | Path | None = None, final: bool = False, **o
                 data = data["train"]
         cfg = from_dict(TrainConfig, data, source=source)
     cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    if cfg.threads is None and default_threads is not None:
+        cfg = dataclasses.replace(cfg, threads=default_threads)
     from ctrnas.device import resolve_device
 
     resolve_device(cfg.device)  # an unusable device fails now, before any data is read
