@@ -24,7 +24,8 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final_memory import workers_that_fit
 from ctrnas.pipeline.final_resume import jobs_for, say_resumed
 from ctrnas.pipeline.final_train import (_arch_model, _reload, _train, _train_batches, candidate_label,
-                                         dense_params, final_template, job_model, train_from_scratch)
+                                         dense_params, embedding_params, final_template, job_model,
+                                         train_from_scratch)
 from ctrnas.pipeline.final_workers import (final_in_workers, in_workers, train_job, training_executor,
                                            with_workers)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
@@ -119,16 +120,19 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         if done is None:
             model = _arch_model(recipe, template, arch)
             val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
-            diverged, params = trainer.diverged, float(dense_params(model))
+            diverged, params, emb = trainer.diverged, float(dense_params(model)), float(embedding_params(model))
             if job is not None:
-                job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params})
+                job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params,
+                            "embedding_params": emb})
         else:  # finished before an interruption: its numbers; its weights are re-loaded if it is exported
             model = trainer = None
             val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
             params = float(done.get("dense_params", rec.params))
+            emb = float(done.get("embedding_params", math.nan))
         # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
         cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec,
-                                  score=rec.value, history_index=rec.index, diverged=diverged), data, has_val)
+                                  score=rec.value, history_index=rec.index, diverged=diverged, emb_params=emb),
+                     data, has_val)
         candidates.append(cand)
         # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
         # held; with `distributed` every rank decides alike, since the validation metrics are computed from
@@ -162,13 +166,14 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             model = job_model(recipe, data, template, ("baseline", name))
             val, test, sec, trainer = _train(model, quiet, data, job and job.dir, distributed=distributed)
             done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
-                    "dense_params": dense_params(model)}
+                    "dense_params": dense_params(model), "embedding_params": embedding_params(model)}
             if job is not None:
                 job.finish(done)
         else:
             model = trainer = None
         m = judge(TrainedModel(name, None, done["val"], done["test"], float(done["dense_params"]), math.nan,
-                               done["seconds"], diverged=done["diverged"]), data, has_val)
+                               done["seconds"], diverged=done["diverged"],
+                               emb_params=float(done.get("embedding_params", math.nan))), data, has_val)
         baselines.append(m)
         if candidates[best_rank].status != "ok":  # a fallback may need it (every rank decides alike)
             if distributed is None:

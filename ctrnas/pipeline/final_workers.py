@@ -12,7 +12,8 @@ from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final_resume import drop
-from ctrnas.pipeline.final_train import _arch_model, _train, candidate_label, dense_params, job_model
+from ctrnas.pipeline.final_train import (_arch_model, _train, candidate_label, dense_params, embedding_params,
+                                         job_model)
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.pipeline.selection import finish, judge, rank_key
 from ctrnas.recipe import Recipe
@@ -49,7 +50,8 @@ def train_job(context: tuple, job: tuple) -> dict:
         return {**done, "state": None}  # finished before an interruption, and its weights are not needed
     model = job_model(recipe, data, template, what)
     val, test, sec, trainer = _train(model, recipe, data, folder.dir if folder is not None else None)
-    out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model), "diverged": trainer.diverged}
+    out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model),
+           "embedding_params": embedding_params(model), "diverged": trainer.diverged}
     if folder is not None and folder.result() is None:
         folder.finish(out)
     elif folder is not None:  # re-loaded from its checkpoint: the stored numbers (its time included)
@@ -113,7 +115,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             rec = top[rank]
             cand = judge(TrainedModel(candidate_label(rank, rec), archs[rank], r["val"], r["test"],
                                       float(r["dense_params"]), rec.flops, r["seconds"], score=rec.value,
-                                      history_index=rec.index, diverged=r["diverged"]), data, has_val)
+                                      history_index=rec.index, diverged=r["diverged"],
+                                      emb_params=float(r.get("embedding_params", math.nan))), data, has_val)
             candidates.append(cand)
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
                 if best_rank is not None:
@@ -128,7 +131,9 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             _, r = next(results)
             bar.update(1)
             baselines.append(judge(TrainedModel(name, None, r["val"], r["test"], float(r["dense_params"]),
-                                                math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
+                                                math.nan, r["seconds"], diverged=r["diverged"],
+                                                emb_params=float(r.get("embedding_params", math.nan))),
+                                   data, has_val))
             if candidates[best_rank].status != "ok":
                 model = job_model(quiet, data, template, ("baseline", name))
                 model.load_state_dict(_state(r, folders[len(top) + len(baselines) - 1]))
