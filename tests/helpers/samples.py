@@ -4,8 +4,8 @@
 quirks of the genuine files that the readers handle: Criteo Kaggle `train.txt` lines (label, I1-I13, C1-C26,
 tab-separated, no header) with empty fields, negative counts and 53 rows ending in 2 or 3 empty fields (the
 rows a stripped copy cuts to 37 or 38 fields); Avazu `train` lines with the header, `id` values beyond int64,
-hex ids, `hour` as YYMMDDHH and negative integers (C20 = -1). Their first rows carry the values the tests
-check by hand. The genuine 100-row samples of the project workspace (`../shared/data/ctr`, PaddleRec and
+hex ids, `hour` as YYMMDDHH and negative integers (C20 = -1); and KDD Cup 2012 `training.txt` with its
+`userid_profile.txt` (`kdd_sample()`). Their first rows carry the values the tests check by hand. The genuine 100-row samples of the project workspace (`../shared/data/ctr`, PaddleRec and
 DeepCTR sample data) are an extra check where present: `SOURCES` lists them then.
 """
 
@@ -90,6 +90,35 @@ def avazu_sample() -> Path:
     path = _folder() / "avazu_sample.csv"
     path.write_text("\n".join(avazu_lines()) + "\n")
     return path
+
+
+def kdd_lines(seed: int = 0) -> tuple[list[str], list[str]]:
+    """(training.txt lines, userid_profile.txt lines) of KDD Cup 2012 track 2: `Click Impression DisplayURL AdID
+    AdvertiserID Depth Position QueryID KeywordID TitleID DescriptionID UserID`, DisplayURL up to 2^64 - 1
+    (beyond int64), clicks from 0 to the impressions, users with and without a profile (`UserID Gender Age`)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(ROWS):
+        imps = int(rng.integers(1, 5))
+        clicks = int(rng.integers(0, imps + 1)) if rng.random() < 0.3 else 0
+        url = 2**64 - 1 if r == 0 else int(rng.integers(0, 2**63)) * 2 + int(rng.integers(0, 2))
+        depth = int(rng.integers(1, 4))
+        ids = [str(int(rng.integers(0, 50))) for _ in range(6)]
+        rows.append("\t".join([str(clicks), str(imps), str(url), ids[0], ids[1], str(depth),
+                               str(int(rng.integers(1, depth + 1))), *ids[2:], str(int(rng.integers(0, 40)))]))
+    profile = [f"{u}\t{u % 3}\t{u % 6 + 1}" for u in range(0, 40, 2)]  # odd users have none
+    return rows, profile
+
+
+@functools.cache
+def kdd_sample() -> tuple[Path, Path]:
+    """(training.txt, userid_profile.txt) written once per process (`kdd_lines`)."""
+    rows, profile = kdd_lines()
+    folder = _folder() / "kdd2012"
+    folder.mkdir(exist_ok=True)
+    (folder / "training.txt").write_text("\n".join(rows) + "\n")
+    (folder / "userid_profile.txt").write_text("\n".join(profile) + "\n")
+    return folder / "training.txt", folder / "userid_profile.txt"
 
 
 def sample(kind: str, source: str = "generated") -> Path:

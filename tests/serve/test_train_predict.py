@@ -107,3 +107,22 @@ def test_export_of_a_trained_file_as_a_supernet_points_to_trained(tmp_path, prep
                  str(tmp_path / "M")]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err) < 300 and f"ctrnas export --trained {out}" in err
+
+
+@pytest.mark.parametrize("kind", ["avazu", "kdd2012"])
+def test_prepare_train_predict_other_formats(tmp_path, kind):
+    """The same path for Avazu's CSV and KDD 2012's training.txt with its user profile side file."""
+    from tests.helpers.samples import avazu_sample, kdd_sample
+
+    if kind == "avazu":
+        raw, more = avazu_sample(), []
+    else:
+        raw, profile = kdd_sample()
+        more = ["--profile", str(profile)]
+    data, out = tmp_path / "data", tmp_path / "T"
+    assert main(["prepare", kind, "--input", str(raw), "--out", str(data), "--hash-buckets", "300", "--no-progress",
+                 *more]) == 0
+    assert main(["train", "--data", str(data), "--baseline", "lr", "--out", str(out), *FAST]) == 0
+    s = _predict(out, [raw], tmp_path / "raw.parquet")
+    assert s["rows"]["read"] == s["rows"]["written"] == 100 and s["rows"]["rejected"] == 0
+    assert s["metrics"] is not None  # both formats carry their labels
