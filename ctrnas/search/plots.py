@@ -124,7 +124,7 @@ def correlation_text(scores: Sequence[float], metrics: Sequence[float], lower_is
     if n < MIN_CORRELATION_POINTS:
         return f"n = {n}: too few models for a rank correlation"
     corr = rank_correlations(x, -y if lower_is_better else y, n_boot=0)
-    return (f"n = {n}, Kendall τ = {corr['kendall'].estimate:.3f}, Spearman ρ = {corr['spearman'].estimate:.3f} "
+    return (f"n = {n}, Kendall τ = {corr['kendall'].estimate:.3f}, Spearman ρ = {corr['spearman'].estimate:.3f}\n"
             "(positive: a higher score, a better model)")
 
 
@@ -178,6 +178,10 @@ def plot_pareto(
     ax.set_ylabel(ylabel)
     if np.all(c[np.isfinite(c)] > 0) and np.nanmax(c) / max(np.nanmin(c), 1e-12) > 100:
         ax.set_xscale("log")  # params span orders of magnitude across a NASRec space
+    else:
+        from matplotlib.ticker import EngFormatter
+
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 20k, 1.5M: no run-together long numbers
     _hlines(ax, lines)
     for k, (label, (x, y)) in enumerate((points or {}).items()):
         if np.isfinite(x) and np.isfinite(y):
