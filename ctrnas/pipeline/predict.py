@@ -144,6 +144,10 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     model, pre = load_model(model_dir, data_dir)
     schema = getattr(model, "schema", None) or (pre.schema if pre else None)
     folder = len(inputs) == 1 and Path(inputs[0]).is_dir()
+    if schema is None and folder:  # a baseline (no schema of its own) of data with no transform: the folder's
+        from ctrnas.data.dataset import load_schema
+
+        schema = load_schema(inputs[0])
     if not folder and pre is None:
         raise CtrnasError(_no_transform(model_dir, data_dir))
     labelled = folder or any(has_labels(pre, p) for p in inputs)
