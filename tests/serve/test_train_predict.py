@@ -66,14 +66,16 @@ def test_prepare_train_predict(tmp_path, prepared, what, capsys):
     assert "predicted" in capsys.readouterr().out
 
 
-def test_train_export_loads_with_torch_alone(tmp_path, prepared):
+@pytest.mark.parametrize("what", [["--arch", "dlrm-like"], ["--baseline", "fm"]])
+def test_train_export_loads_with_torch_alone(tmp_path, prepared, what):
     """prepare -> train -> `export --trained` -> model.pt2 in a fresh interpreter without ctrnas gives the
     probabilities `predict` gives."""
     out, model = tmp_path / "T", tmp_path / "M"
-    assert main(["train", "--data", str(prepared), "--arch", "dlrm-like", "--out", str(out), *FAST]) == 0
+    assert main(["train", "--data", str(prepared), *what, "--out", str(out), *FAST]) == 0
     assert main(["export", "--trained", str(out), "--out", str(model)]) == 0
     card = json.loads((model / "model_card.json").read_text())
-    assert card["init"] == "fresh+trained" and (model / "transform.json").is_file()
+    assert (card.get("init") == "fresh+trained") if what[0] == "--arch" else (card["baseline"] == "fm")
+    assert (model / "transform.json").is_file()
 
     schema = load_schema(prepared)
     t = pq.read_table(split_files(prepared, "test")[0])
