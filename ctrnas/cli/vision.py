@@ -64,6 +64,9 @@ def register(sub) -> None:
 
 
 def _correlate(args) -> int:
+    from ctrnas.cli.common import check_exist
+
+    check_exist(args.data, args.table)  # before torch is imported
     from ctrnas import api
 
     out = api.vision_correlate(data=args.data, table_path=args.table, out=args.out, archs=args.archs,
@@ -78,6 +81,9 @@ def _correlate(args) -> int:
 
 
 def _search(args) -> int:
+    from ctrnas.cli.common import check_exist
+
+    check_exist(args.data, args.table)
     from ctrnas import api
 
     def report(s, o):
