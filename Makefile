@@ -1,12 +1,18 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv themselves.
-# GPU users: `make install CUDA=cu128` (any CUDA tag of download.pytorch.org/whl) installs the CUDA builds of
-# torch and fbgemm-gpu matching the pinned torchrec instead of the CPU ones; without CUDA nothing changes.
+# Packages come from pip's configured index. GPU users: `make install CUDA=cu128 TORCH_INDEX=<index URL of
+# PyTorch's cu128 wheels>` (docs/gpu.md) installs the CUDA builds of torch and fbgemm-gpu matching the pinned
+# torchrec instead of the CPU ones; without CUDA nothing changes.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CUDA ?=
-TORCH_INDEX ?= https://download.pytorch.org/whl
+TORCH_INDEX ?=
 STAMP := $(VENV)/.installed$(if $(CUDA),-$(CUDA))
+ifneq ($(CUDA),)
+ifeq ($(TORCH_INDEX),)
+$(error CUDA=$(CUDA) needs TORCH_INDEX=<index URL of PyTorch's $(CUDA) wheels>; see docs/gpu.md)
+endif
+endif
 
 .PHONY: demo test install clean
 
@@ -17,8 +23,7 @@ $(STAMP): pyproject.toml
 ifneq ($(CUDA),)
 	# fbgemm-gpu and fbgemm-gpu-cpu share the folder fbgemm_gpu/: remove the CPU build before the CUDA one.
 	$(BIN)/pip uninstall -q -y torch fbgemm-gpu-cpu
-	$(BIN)/pip install -q --index-url $(TORCH_INDEX)/$(CUDA) --extra-index-url https://pypi.org/simple \
-		"torch==2.13.0+$(CUDA)" "fbgemm-gpu==1.8.0"
+	$(BIN)/pip install -q --extra-index-url $(TORCH_INDEX) "torch==2.13.0+$(CUDA)" "fbgemm-gpu==1.8.0"
 endif
 	# torchrec's metadata wants the CUDA fbgemm-gpu; install it alone (see pyproject.toml).
 	$(BIN)/pip install -q --no-deps torchrec==1.8.0

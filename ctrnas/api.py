@@ -33,7 +33,8 @@ _DEFAULT = object()
 
 __all__ = ["load_recipe", "override", "prepare_data", "warmup", "search", "train_final", "run", "compare",
            "ranking_study", "prepare_folder", "generate_synthetic", "train_config", "train_model",
-           "warmup_supernet", "score_arch", "list_proxies", "export_arch", "vision_correlate", "vision_search",
+           "warmup_supernet", "score_arch", "list_proxies", "export_arch", "export_trained",
+           "vision_correlate", "vision_search",
            "demo_recipe_path", "Recipe", "RunResult", "CompareResult", "StudyResult"]
 
 
@@ -53,6 +54,18 @@ def load_recipe(path: str | Path, *overrides: str, device: str | None = None) ->
     if final.train is not None:
         final = dataclasses.replace(final, train=dataclasses.replace(final.train, device=device))
     return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, device=device), final=final)
+
+
+def _progress(recipe: Recipe, progress: bool) -> Recipe:
+    """`progress=False` (`--no-progress`) wins over the recipe's `train.progress` / `final.train.progress`."""
+    if progress:
+        return recipe
+    import dataclasses
+
+    final = recipe.final
+    if final.train is not None:
+        final = dataclasses.replace(final, train=dataclasses.replace(final.train, progress=False))
+    return dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, progress=False), final=final)
 
 
 def _out(recipe: Recipe, out_dir, sub: str) -> Path | None:
@@ -112,6 +125,7 @@ def run(recipe: Recipe | str | Path, *overrides: str, progress: bool = True, ech
         recipe = load_recipe(recipe, *overrides)
     elif overrides:
         recipe = override(recipe, *overrides)
+    recipe = _progress(recipe, progress)
     if distributed:
         from ctrnas.distributed.dmp import ShardingConfig
         from ctrnas.pipeline.distributed import run_recipe_distributed
@@ -127,8 +141,8 @@ def compare(recipe: Recipe, fractions: Sequence[float] = (0.0, 0.01, 1.0), progr
     and compute (FTE)."""
     from ctrnas.pipeline.compare import compare_settings
 
-    return compare_settings(recipe, fractions, progress=progress, echo=echo, multifidelity=multifidelity,
-                            random=random)
+    return compare_settings(_progress(recipe, progress), fractions, progress=progress, echo=echo,
+                            multifidelity=multifidelity, random=random)
 
 
 def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = (0.0, 0.01, 1.0),
@@ -138,7 +152,8 @@ def ranking_study(recipe: Recipe, archs: int = 50, fractions: Sequence[float] = 
     `workers` > 1 trains them in that many processes (one torch thread each; same results)."""
     from ctrnas.pipeline.study import ranking_study as _study
 
-    return _study(recipe, archs, fractions, proxies, progress=progress, echo=echo, workers=workers)
+    return _study(_progress(recipe, progress), archs, fractions, proxies, progress=progress, echo=echo,
+                  workers=workers)
 
 
 def demo_recipe_path() -> Path:
@@ -228,6 +243,14 @@ def export_arch(arch, out_dir, **settings) -> dict:
     from ctrnas.pipeline.tasks import export_arch as _export
 
     return _export(arch, out_dir, **settings)
+
+
+def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
+    """The model a `ctrnas train --out FOLDER` (or `train_model(out_dir=...)`) trained, as a model folder;
+    the model card."""
+    from ctrnas.pipeline.tasks import export_trained as _export
+
+    return _export(folder, out_dir, torch_export=torch_export)
 
 
 def predict(model_dir, data, out=None, **settings):

@@ -53,3 +53,25 @@ def floats(text: str) -> list[float]:
 
 def names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def check_prepared(path: str | None) -> None:
+    """A --data folder that cannot be a prepared dataset fails here, before torch is imported (seconds)."""
+    from pathlib import Path
+
+    from ctrnas.errors import CtrnasError
+
+    if path is not None and not (Path(path) / "meta.json").is_file():
+        raise CtrnasError(f"{path}: no meta.json: not a prepared dataset, or its preparation did not finish "
+                          "(re-run `ctrnas prepare`)")
+
+
+def check_exist(*paths: str | None) -> None:
+    """Input files or folders that are not there fail here, before torch is imported."""
+    from pathlib import Path
+
+    from ctrnas.errors import PathError
+
+    for p in paths:
+        if p is not None and not Path(p).exists():
+            raise PathError(p, "no such file or folder")

@@ -1,4 +1,5 @@
-"""`ctrnas export`: a subnet of a supernet checkpoint (or freshly initialised) -> standalone model folder."""
+"""`ctrnas export`: a subnet of a supernet checkpoint (or freshly initialised), or a model trained by `ctrnas
+train`, -> standalone model folder."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export",
-        help="write a standalone model of one architecture (inherited or fresh weights) with a model card",
-        description="Export one architecture as a standalone model: model.pt, TorchScript dense_part.pt, "
-        "arch.json and a model card (params, FLOPs, metrics when given).",
+        help="write a standalone model (an architecture with inherited or fresh weights, or a trained model) "
+             "with a model card",
+        description="Export one architecture as a standalone model: model.pt, model.pt2 (loads with torch alone), "
+        "TorchScript dense_part.pt, arch.json and a model card (params, FLOPs, metrics when given); or, with "
+        "--trained, the model a `ctrnas train --out FOLDER` trained.",
     )
-    p.add_argument("--arch", required=True, help="architecture JSON file (as written by search or export)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--arch", help="architecture JSON file (as written by search or export)")
+    what.add_argument("--trained", metavar="FOLDER", help="the --out folder of `ctrnas train` (a baseline or an "
+                      "architecture with its trained weights)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--supernet", help="supernet checkpoint to inherit weights from: a ctrnas-supernet/1 file, "
                    "or a bare state_dict (then --data and --space say its shapes)")
@@ -31,7 +37,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args) -> int:
+    from ctrnas.cli.common import check_exist, check_prepared
+
+    check_exist(args.trained, args.supernet, args.metrics)
+    check_prepared(args.data)
     from ctrnas import api
+
+    if args.trained:
+        card = api.export_trained(args.trained, args.out, torch_export=args.torch_export)
+        what = card.get("arch_key") or card.get("baseline")
+        print(f"exported {what} to {args.out}: {card['params_dense']:,} dense + {card['params_embedding']:,} "
+              "embedding params")
+        return 0
 
     card = api.export_arch(args.arch, args.out, supernet=args.supernet, data_dir=args.data, space=args.space,
                            emb_dim=args.emb_dim, row_cap=args.row_cap, init=args.init, seed=args.seed,

@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args) -> int:
+    from ctrnas.cli.common import check_exist
+
+    check_exist(args.model, *args.input, args.data)
     from ctrnas import api
 
     s = api.predict(args.model, args.input, args.out, kind=args.kind, split=args.split, data_dir=args.data,

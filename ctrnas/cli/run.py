@@ -14,12 +14,10 @@ def _run(args) -> int:
     recipe = api.load_recipe(args.recipe, *args.overrides, device=args.device)
     check_output(recipe, args.recipe, args.overrides)  # a recipe file writes only under the working folder
     if args.distributed:  # under torchrun: every rank runs this; rank 0 alone gets a result and writes
-        result = api.run(recipe, progress=args.progress, distributed=True, sharding=sharding_from_args(args),
-                         dist_backend=args.dist_backend)
+        api.run(recipe, progress=args.progress, distributed=True, sharding=sharding_from_args(args),
+                dist_backend=args.dist_backend)
     else:
-        result = api.run(recipe, progress=args.progress)
-    if result is not None:
-        print(f"report: {result.output_dir / 'summary.md'}")
+        api.run(recipe, progress=args.progress)  # its last line names the report
     return 0
 
 

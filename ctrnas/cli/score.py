@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="PROXY.OPTION=VALUE",
                    help="a proxy option, e.g. sigeo.preset=warmup_recsys (repeatable; values parsed as YAML)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--device", default="cpu",
+                   help="cpu | cuda | cuda:N | auto: where the subnet is scored (default cpu, as the search's "
+                        "scoring workers)")
     p.add_argument("--list", action="store_true", help="list the proxy names and exit")
     p.set_defaults(func=_run)
 
@@ -77,6 +80,9 @@ def _run(args) -> int:
     names = [n.strip() for n in args.proxies.split(",") if n.strip()]
     results = api.score_arch(args.data, args.arch, names, parse_options(args.set, names), supernet=args.supernet,
                              space=args.space, emb_dim=args.emb_dim, seed=args.seed, batches=args.batches,
-                             batch_size=args.batch_size, offset=args.offset, json_path=args.json)
+                             batch_size=args.batch_size, offset=args.offset, json_path=args.json,
+                             device=args.device)
     print(format_table(results))
+    print("higher is better for every proxy (the search keeps the highest; a proxy that minimises a quantity "
+          "reports its negative)")
     return 0

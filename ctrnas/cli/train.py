@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ctrnas.cli.common import add_device_arg, add_distributed_args, sharding_from_args
+from ctrnas.cli.common import add_device_arg, add_distributed_args, check_exist, check_prepared, sharding_from_args
 
 
 def train_args(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,8 @@ def train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, help="training batch size (default 512)")
     p.add_argument("--epochs", type=int, help="epochs (default 1)")
     p.add_argument("--row-cap", type=int, help="cap every embedding table at this many rows (ids folded)")
-    p.add_argument("--threads", type=int, help="torch intra-op threads (1 is fastest on busy shared cores)")
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: the recipe's, else 1: on busy "
+                                               "shared cores more threads spin-wait, 5x slower measured)")
     p.add_argument("--checkpoint-every", type=int,
                    help="also checkpoint every N steps, so an interrupted run resumes mid-epoch (default: end only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -34,7 +35,8 @@ def train_config(args, **more):
 
     return api.train_config(args.recipe, seed=args.seed, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
                             row_cap=args.row_cap, threads=args.threads, checkpoint_every=args.checkpoint_every,
-                            progress=False if args.no_progress else None, device=args.device, **more)
+                            progress=False if args.no_progress else None, device=args.device, default_threads=1,
+                            **more)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,6 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_train(args) -> int:
+    check_prepared(args.data)
+    check_exist(args.recipe)
     from ctrnas import api
 
     # a run's recipe.yaml: train as its final stage did (final.train, its rows, LayerNorm, embedding init)

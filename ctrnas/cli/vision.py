@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ctrnas.errors import RecipeError
 
-DEFAULT_TABLE = "../shared/data/nb201/nb201_acc.csv"
-DEFAULT_TRAIN = "../shared/data/cifar10/cifar10_train_first4000.npz"
+# the table shipped in the package (ctrnas.vision.space.SHIPPED_TABLE, not imported here: the CLI starts fast)
+DEFAULT_TABLE = str(Path(__file__).resolve().parents[1] / "vision" / "data" / "nb201_acc.csv")
 
 
 def _floats(text: str, key: str) -> tuple[float, ...]:
@@ -18,9 +19,12 @@ def _floats(text: str, key: str) -> tuple[float, ...]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", default=DEFAULT_TRAIN,
-                   help="training images: a .npz (x uint8 NHWC, y), a cifar-10-batches-py or cifar-100-python folder")
-    p.add_argument("--table", default=DEFAULT_TABLE, help="NB201 accuracy CSV (arch, cifar10_test, ...)")
+    p.add_argument("--data", required=True, metavar="DIR",
+                   help="training images: the CIFAR-10 python release folder cifar-10-batches-py (docs/vision.md: "
+                        "download step; it is pickled, so give only a copy you downloaded yourself), a "
+                        "cifar-100-python folder, or a .npz (x uint8 NHWC, y)")
+    p.add_argument("--table", default=DEFAULT_TABLE,
+                   help="NB201 accuracy CSV (default: the table shipped with ctrnas, ctrnas/vision/data/README.md)")
     p.add_argument("--truth", default="cifar10", choices=["cifar10", "cifar100", "imagenet16", "cifar10_valid"])
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--k", type=int, default=4, help="number of proxy batches (SiGeo Remark 2: 4)")
@@ -60,6 +64,9 @@ def register(sub) -> None:
 
 
 def _correlate(args) -> int:
+    from ctrnas.cli.common import check_exist
+
+    check_exist(args.data, args.table)  # before torch is imported
     from ctrnas import api
 
     out = api.vision_correlate(data=args.data, table_path=args.table, out=args.out, archs=args.archs,
@@ -74,6 +81,9 @@ def _correlate(args) -> int:
 
 
 def _search(args) -> int:
+    from ctrnas.cli.common import check_exist
+
+    check_exist(args.data, args.table)
     from ctrnas import api
 
     def report(s, o):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ctrnas.cli.common import check_exist, check_prepared
 from ctrnas.cli.train import train_args, train_config
 
 
@@ -24,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_warmup(args) -> int:
+    check_prepared(args.data)
+    check_exist(args.recipe)
     from ctrnas import api
 
     warm = api.warmup_supernet(args.data, train_config(args), args.space, args.fraction, args.full_ratio, args.out)

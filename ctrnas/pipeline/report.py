@@ -35,7 +35,8 @@ def model_row(m: TrainedModel, emb_dim: int) -> dict:
     d = m.diverged or {}
     width = m.arch.emb_dim if m.arch is not None and m.arch.emb_dim is not None else emb_dim
     return {"label": m.label, "arch_key": m.arch.key() if m.arch is not None else None, "emb_dim": width,
-            "fitness": m.score, "history_index": m.history_index, "params": m.params, "flops": m.flops,
+            "fitness": m.score, "history_index": m.history_index, "params": m.params,
+            "params_embedding": m.emb_params, "flops": m.flops,
             "val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
             "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc"), "train_seconds": m.seconds,
             "status": m.status, "constant_val_logloss": m.constant_val_logloss,
@@ -192,12 +193,13 @@ def summary_markdown(metrics: dict) -> str:
     if metrics.get("gap_closed_vs_lr") is not None:
         lines.append(f"- share of the LR-to-Bayes gap closed: {metrics['gap_closed_vs_lr']:.1%}")
     lines += ["", "## Retrained top-k and baselines", "",
-              "| model | fitness | params | MFLOPs | val log loss | test log loss | test AUC | train s | status |",
+              "| model | fitness | params: dense + embedding | MFLOPs | val log loss | test log loss | test AUC | "
+              "train s | status |",
               "|---|---|---|---|---|---|---|---|---|"]
     for r in metrics["candidates"] + metrics["baselines"]:
         mark = " (best)" if r["label"] == metrics["best"]["label"] else ""
         flops = r["flops"] / 1e6 if _finite(r["flops"]) else None
-        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {_fmt(int(r['params']) if _finite(r['params']) else None)} | "
+        lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {params_text(r)} | "
                      f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
                      f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} | {r['status']} |")
     cpu = metrics.get("cpu_seconds") or {}
@@ -207,6 +209,20 @@ def summary_markdown(metrics: dict) -> str:
     lines += ["", "Files: `search/history.csv`, `best_arch.json`, `model/`, `metrics.json`, `plots/*.png`, "
               "`recipe.yaml`, `environment.json`.", ""]
     return "\n".join(lines)
+
+
+def _count(n) -> str:
+    """A parameter count for people: 15, 8.2k, 3.3M."""
+    n = float(n)
+    return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}k" if n >= 1e4 else f"{n:.0f}"
+
+
+def params_text(row: dict) -> str:
+    """"887k + 3.3M": dense and embedding parameters, so an LR's 15 dense ones are not read as its size."""
+    dense, emb = row.get("params"), row.get("params_embedding")
+    if not _finite(dense):
+        return "-"
+    return _count(dense) + (f" + {_count(emb)}" if _finite(emb) else "")
 
 
 def vs_baselines(best: dict, baselines: list[dict]) -> list[str]:
@@ -275,21 +291,77 @@ def baseline_lines(baselines: list[dict]) -> dict[str, float]:
     return lines
 
 
-def write_plots(out: Path, metrics: dict, search) -> dict[str, str]:
+def fitness_label(kind: str, recipe: Recipe | None = None, budget: int | None = None) -> str:
+    """What a fitness value is, with its unit and direction, for a plot's axis."""
+    if kind == "short":
+        rows = f" on {budget:,} rows" if budget else ""
+        return f"val log loss after 1 epoch{rows} (lower is better)"
+    if kind == "prefix":
+        steps = f" {budget:,}" if budget else ""
+        return f"val log loss after the first{steps} steps of the final training (lower is better)"
+    if kind == "oneshot":
+        return "inherited-weight val log loss (lower is better)"
+    if kind == "random":
+        return "random draw (a control)"
+    name = recipe.proxy.name if recipe is not None and kind == "proxy" else kind
+    return f"{name} score (higher is better)"
+
+
+def rung_labels(search, recipe: Recipe | None, data) -> list[str] | None:
+    """One axis label per rung of a multi-fidelity search (None for a single-fidelity one)."""
+    if search.rung_maximize is None:
+        return None
+    names = search.fitness_name.split(" > ")
+    if recipe is None or data is None:
+        return names
+    budgets: dict[int, int | None] = {}
+    for r in search.history:  # each rung's budget as the search recorded it
+        budgets.setdefault(r.rung, r.budget)
+    return [fitness_label(name, recipe, budgets.get(i)) for i, name in enumerate(names)]
+
+
+def seeded_marks(history, recipe: Recipe | None) -> dict[str, dict]:
+    """{shipped arch name: {rung: its value}} for the hand-designed archs a search's population started from."""
+    if recipe is None or not recipe.search.seed_population:
+        return {}
+    from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
+
+    marks: dict[str, dict] = {}
+    for name in BASELINE_ARCHS:
+        key = baseline_arch(name).key()
+        for r in history:
+            if r.key == key and _finite(r.value):
+                marks.setdefault(f"seeded {name}", {}).setdefault(r.rung, r.value)
+    return marks
+
+
+def pareto_points(metrics: dict) -> dict[str, tuple[float, float]]:
+    """The found model and each baseline as labelled (dense params, test log loss) points."""
+    value = lambda r, k: float(r[k]) if _finite(r.get(k)) else math.nan  # noqa: E731
+    best = metrics["best"]
+    points = {f"found ({best['label']})": (value(best, "params"), value(best, "test_logloss"))}
+    for b in metrics["baselines"]:
+        points[b["label"]] = (value(b, "params"), value(b, "test_logloss"))
+    return points
+
+
+def write_plots(out: Path, metrics: dict, search, recipe: Recipe | None = None, data=None) -> dict[str, str]:
     from ctrnas.search import plots
 
     made = {}
-    names = search.fitness_name.split(" > ") if search.rung_maximize is not None else None  # one per rung
+    names = rung_labels(search, recipe, data)
+    single = fitness_label(search.fitness, recipe) if search.rung_maximize is None else search.fitness_name
     made["best_so_far"] = str(plots.plot_best_so_far({search.fitness_name: search.history}, out / "best_so_far.png",
-                                                     search.maximize, ylabel=search.fitness_name,
-                                                     rung_maximize=search.rung_maximize, rung_names=names))
+                                                     search.maximize, ylabel=single,
+                                                     rung_maximize=search.rung_maximize, rung_names=names,
+                                                     marks=seeded_marks(search.history, recipe)))
     d = plot_data(metrics)
     made["score_vs_test"] = str(plots.plot_score_vs_metric(
         d["scores"], d["tests"], out / "score_vs_test.png", xlabel=f"search fitness ({search.fitness_name})",
         ylabel="test log loss (from scratch)", title=f"retrained top-{len(d['tests'])}", lines=d["lines"]))
     made["pareto"] = str(plots.plot_pareto(d["params"], d["tests"], out / "pareto.png",
                                            xlabel="parameters (excl. embeddings)", ylabel="test log loss",
-                                           lines=d["lines"]))
+                                           points=pareto_points(metrics)))
     return made
 
 
@@ -305,7 +377,7 @@ def write_report(out: Path, recipe: Recipe, run_parts: dict) -> dict:
     if final.best.arch is not None:
         write_json(out / "best_arch.json", final.best.arch.to_json())
     write_candidates_csv(out / "final" / "models.csv", metrics["candidates"] + metrics["baselines"])
-    metrics["plots"] = write_plots(out / "plots", metrics, search)
+    metrics["plots"] = write_plots(out / "plots", metrics, search, recipe, run_parts.get("data"))
     metrics["export_dir"] = str(final.export_dir) if final.export_dir is not None else None
     write_json(out / "metrics.json", metrics)
     atomic_write_text(out / "summary.md", summary_markdown(metrics))

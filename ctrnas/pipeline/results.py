@@ -74,6 +74,7 @@ class TrainedModel:
     # set by final-stage selection: "ok", "diverged", "no validation metrics" or "worse than constant"
     status: str = "ok"
     constant_val_logloss: float = math.nan  # the constant predictor's log loss on the same validation rows
+    emb_params: float = math.nan  # embedding table parameters (`params` counts the others)
 
 
 @dataclass(frozen=True)

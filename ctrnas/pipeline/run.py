@@ -125,15 +125,22 @@ def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = 
     from its last generation checkpoint.
     """
     from ctrnas.locks import folder_lock, reading
-    from ctrnas.pipeline.run_folder import run_folder
+    from ctrnas.pipeline.run_folder import remove_if_nothing_written, run_folder
 
     set_threads(recipe)
     say, clock = sayer(recipe, echo), StageClock()
-    # one writer per results folder, which touches only what ctrnas wrote there; a reader of the data folder
-    # (no `prepare` replaces it while the run reads it)
-    with folder_lock(recipe.output_dir, "run"), run_folder(recipe.output_dir, recipe.overwrite, recipe.data_dir), \
-            reading(recipe.data_dir, "run") as reader:
-        data, warm, search = front_stages(recipe, data, progress, say, clock)
-        reader.acquire()  # the data stage may have just made the folder
-        final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
-        return finish_run(recipe, data, warm, search, final, clock, say)
+    created = not recipe.output_dir.exists()
+    try:
+        # one writer per results folder, which touches only what ctrnas wrote there; a reader of the data
+        # folder (no `prepare` replaces it while the run reads it)
+        with folder_lock(recipe.output_dir, "run"), run_folder(recipe.output_dir, recipe.overwrite,
+                                                               recipe.data_dir), \
+                reading(recipe.data_dir, "run") as reader:
+            data, warm, search = front_stages(recipe, data, progress, say, clock)
+            reader.acquire()  # the data stage may have just made the folder
+            final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
+            return finish_run(recipe, data, warm, search, final, clock, say)
+    except BaseException:
+        if created:  # a run that failed before writing anything leaves no empty runs/<name>/ behind
+            remove_if_nothing_written(recipe.output_dir)
+        raise

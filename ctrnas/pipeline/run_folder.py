@@ -92,3 +92,20 @@ def run_folder(folder: str | Path, overwrite: bool = False, data_dir: str | Path
         left = set(foreign)
         manifest.extra = {}
         manifest.reset([f for f in walk(folder, skip) if not (f.endswith("/") or f in left or is_own_name(f))])
+
+
+def remove_if_nothing_written(folder: Path) -> None:
+    """After a run that created `folder` and failed: remove it when it holds nothing but what every run writes
+    first (its lock, manifest, recipe.yaml, environment.json) and empty subfolders, so a run that failed before
+    any stage wrote a result leaves no results folder behind."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    entries = walk(folder)
+    if not all(is_own_name(f) or f in ("recipe.yaml", "environment.json") for f in entries):
+        return
+    for f in entries:
+        (folder / f).unlink(missing_ok=True)
+    for root, _, _ in sorted(os.walk(folder), key=lambda w: -len(Path(w[0]).parts)):  # deepest first
+        with contextlib.suppress(OSError):  # only empty folders go
+            Path(root).rmdir()

@@ -34,15 +34,19 @@ def run_recipe(path):
     return None
 
 
-def train_config(recipe_path: str | Path | None = None, final: bool = False, **overrides):
+def train_config(recipe_path: str | Path | None = None, final: bool = False, default_threads: int | None = None,
+                 **overrides):
     """TrainConfig from a YAML file (its `train:` section, or the top level) with non-None overrides. With
-    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`)."""
+    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`), and its
+    `threads`. `default_threads`: the torch threads when neither the file nor `overrides` set them."""
     from ctrnas.config import from_dict, load_yaml
     from ctrnas.train.config import TrainConfig
 
     recipe = run_recipe(recipe_path) if final else None
     if recipe is not None:
         cfg = recipe.final_train
+        if cfg.threads is None and recipe.threads is not None:  # the run's threads, as its final stage had
+            cfg = dataclasses.replace(cfg, threads=recipe.threads)
     else:
         data, source = {}, "<defaults>"
         if recipe_path:
@@ -51,6 +55,8 @@ def train_config(recipe_path: str | Path | None = None, final: bool = False, **o
                 data = data["train"]
         cfg = from_dict(TrainConfig, data, source=source)
     cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    if cfg.threads is None and default_threads is not None:
+        cfg = dataclasses.replace(cfg, threads=default_threads)
     from ctrnas.device import resolve_device
 
     resolve_device(cfg.device)  # an unusable device fails now, before any data is read
@@ -112,17 +118,28 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
 
     data = open_data(data_dir)
     run = recipe if recipe is None or isinstance(recipe, Recipe) else run_recipe(recipe)
+    if arch is not None and space is None and run is None:
+        from ctrnas.space.baselines import SHIPPED_ARCHS, home_space
+
+        if str(arch) in SHIPPED_ARCHS and not Path(arch).exists():
+            space = home_space(str(arch))  # a shipped arch by name trains in the space it was made for
     final = final_recipe(data_dir, cfg, run, space, layernorm, embedding_init, dense_init)
     if baseline:
         from ctrnas.train.baselines import build_baseline
 
-        model = build_baseline(baseline, data.schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
-        name, extra = baseline, {}
+        def build():
+            return build_baseline(baseline, data.schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
+
+        model, name, extra = build(), baseline, {}
     elif arch:
         if isinstance(space, str) or space is None and not isinstance(recipe, Recipe):
             space_name = str(space or recipe or "nasrec-full")  # as given: a name or a file
         else:  # a SpaceConfig, or a Recipe object whose space it trains in
             space_name = final.space.name
+
+        def build():
+            return arch_model(arch, data, final, space_name)[0]
+
         model, name, extra = arch_model(arch, data, final, space_name)
     else:
         raise CtrnasError("give a baseline or an architecture to train")
@@ -133,6 +150,13 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
 
         metrics = train_and_test_distributed(model, data_dir, cfg, out, name, ShardingConfig(sharding),
                                              train_fraction=train_fraction, extra=extra, backend=dist_backend)
+        if metrics is not None:  # rank 0: the gathered weights into a fresh, unsharded copy of the model
+            import torch
+
+            fresh = build()
+            fresh.load_state_dict(torch.load(out / "model.pt", map_location="cpu", weights_only=True))
+            save_trained(fresh, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
+                         build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
         return metrics, out
     from ctrnas.locks import folder_lock, reading
     from ctrnas.train.run import train_and_test
@@ -142,8 +166,64 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
         rows = {"train_rows": final.final.train_rows, "val_rows": final.final.val_rows,
                 "test_rows": final.final.test_rows}
     with folder_lock(out, "train"), reading(data_dir, "train"):
-        return train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra,
-                              **rows), out
+        metrics = train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra, **rows)
+        save_trained(model, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
+                     build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
+        return metrics, out
+
+
+def save_trained(model, out: Path, data_dir, schema, name: str, metrics: dict, arch: bool,
+                 build: dict | None = None) -> dict:
+    """Make a `ctrnas train` folder a complete model folder, as a run's `model/` (the same writers): the
+    preprocessing, `model.pt2`, `model.pt` (the trained state_dict, never a pickled module) and the model
+    card, so `ctrnas predict --model OUT` and `ctrnas export --trained OUT` take it. `build`: a baseline's
+    `dim` and `row_cap`, which rebuild it."""
+    from ctrnas.data.preprocess import copy_preprocess
+
+    copy_preprocess(data_dir, out)  # the raw-row preprocessing travels with the model
+    card_metrics = {f"{split}_{k}": (metrics.get(split) or {}).get(k) for split in ("val", "test")
+                    for k in ("logloss", "auc")}
+    if arch:
+        from ctrnas.supernet.io import save_exported
+
+        return save_exported(model, out, init="fresh+trained", metrics=card_metrics, source=f"ctrnas train ({name})")
+    from ctrnas.train.baselines.folder import save_baseline
+
+    return save_baseline(model, out, name, card_metrics, schema, build=build)
+
+
+def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
+    """A `ctrnas train` folder (a complete model folder since `save_trained`) exported again into `out_dir`:
+    the same files, re-written from the trained module; returns the model card."""
+    from ctrnas.data.preprocess import copy_preprocess
+    from ctrnas.supernet.io import load_exported
+    from ctrnas.train.baselines.folder import load_baseline
+
+    folder, out_dir = Path(folder), Path(out_dir)
+    if not folder.is_dir():
+        raise CtrnasError(f"{folder}: not a folder; give the --out folder of `ctrnas train`")
+    if not (folder / "model_card.json").is_file():
+        if (folder / "metrics.json").is_file():
+            raise CtrnasError(f"{folder}: trained by an older ctrnas that wrote no export; run the same `ctrnas "
+                              "train` command again (it resumes from checkpoint.pt and writes one)")
+        raise CtrnasError(f"{folder}: not a `ctrnas train` folder (model_card.json and metrics.json missing)")
+    if out_dir.resolve() == folder.resolve():
+        raise CtrnasError(f"{out_dir}: is the trained folder itself; give another --out")
+    card = read_json(folder / "model_card.json", "model card")
+    model = load_baseline(folder) or load_exported(folder)  # rebuilt from the card, then weights only
+    copy_preprocess(folder, out_dir)
+    source = f"{folder} (ctrnas train)"
+    if card.get("kind") == "baseline":
+        from ctrnas.data.schema import DatasetSchema
+        from ctrnas.train.baselines.folder import save_baseline
+
+        schema = DatasetSchema.from_json(card["schema"]) if card.get("schema") else None
+        return save_baseline(model, out_dir, card["baseline"], card.get("metrics") or {}, schema,
+                             build=card.get("build"), label=card.get("label"))
+    from ctrnas.supernet.io import save_exported
+
+    return save_exported(model, out_dir, init=card.get("init", "fresh+trained"), metrics=card.get("metrics"),
+                         source=source, torch_export=torch_export)
 
 
 def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,

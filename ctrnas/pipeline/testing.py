@@ -30,3 +30,15 @@ def run_recipe_ranks_recording_errors(env, recipe_path: str, overrides: list[str
         run_recipe_ranks(env, recipe_path, overrides, None)
     except Exception as e:  # noqa: BLE001 - recorded for the test to read
         Path(err_dir, f"rank{env.rank}.txt").write_text(f"{type(e).__name__}: {e}")
+
+
+def train_model_ranks(env, data_dir: str, out_dir: str, sharding: str | None, what: tuple[str, str]) -> None:
+    """What `torchrun ... ctrnas train --distributed --baseline B` (what = ("baseline", B)) or `--arch A` runs on
+    each rank (tests): rank 0 gets the metrics and writes the model folder."""
+    from ctrnas.distributed.testing import toy_config
+    from ctrnas.pipeline.tasks import train_model
+
+    cfg = toy_config(batch_size=64, eval_batch_size=256)
+    kind, name = what
+    metrics, _ = train_model(data_dir, cfg, **{kind: name}, out_dir=out_dir, distributed=True, sharding=sharding)
+    assert (metrics is not None) == env.is_main, f"rank {env.rank} got metrics {metrics!r}"

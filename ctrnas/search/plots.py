@@ -84,9 +84,12 @@ def best_so_far_by_rung(
 def plot_best_so_far(
     histories: Mapping[str, History], path: str | Path, maximize: bool, ylabel: str = "fitness",
     rung_maximize: Sequence[bool] | None = None, rung_names: Sequence[str] | None = None,
+    marks: Mapping[str, Mapping[int | None, float]] | None = None,
 ) -> Path:
     """Best-so-far fitness against the number of evaluations, one line per labelled search; a multi-fidelity
-    search gets one panel per rung (`best_so_far_by_rung`), named by `rung_names`."""
+    search gets one panel per rung (`best_so_far_by_rung`), named by `rung_names` (with their units).
+    `marks`: {label: {rung: value}} dashed reference lines per panel, e.g. the seeded baselines' own scores
+    (rung None: a single-fidelity search)."""
     curves = {label: best_so_far_by_rung(h, maximize, rung_maximize) for label, h in histories.items()}
     panels = sorted({k for c in curves.values() for k in c}, key=lambda k: -1 if k is None else k)
     fig, axes = _figures(len(panels))
@@ -96,14 +99,33 @@ def plot_best_so_far(
                 x, y = by_rung[rung]
                 ax.step(x, y, where="post", label=label)
         name = rung_names[rung] if rung_names is not None and rung is not None else ylabel
-        ax.set_ylabel(f"best {name} so far")
+        ax.set_ylabel("best so far" if rung is not None else f"best {name} so far")
         if rung is not None:
             ax.set_title(f"rung {rung}: {name}", fontsize=9)
         ax.grid(alpha=0.3)
-        if len(histories) > 1:
-            ax.legend()
+        here = {label: v[rung] for label, v in (marks or {}).items() if rung in v and np.isfinite(v[rung])}
+        _hlines(ax, here)
+        if len(histories) > 1 or here:
+            ax.legend(fontsize=8)
     axes[-1].set_xlabel("evaluations")
     return _save(fig, path)
+
+
+MIN_CORRELATION_POINTS = 4  # fewer points give no rank correlation worth printing
+
+
+def correlation_text(scores: Sequence[float], metrics: Sequence[float], lower_is_better: bool = True) -> str:
+    """n, and Kendall tau / Spearman rho of the score against the model's quality (the negated metric when
+    lower is better, as the ranking study's table computes them: positive = the score ranks models well)."""
+    from ctrnas.search.ranking import rank_correlations
+
+    x, y = np.asarray(scores, dtype=float), np.asarray(metrics, dtype=float)
+    n = int((np.isfinite(x) & np.isfinite(y)).sum())
+    if n < MIN_CORRELATION_POINTS:
+        return f"n = {n}: too few models for a rank correlation"
+    corr = rank_correlations(x, -y if lower_is_better else y, n_boot=0)
+    return (f"n = {n}, Kendall τ = {corr['kendall'].estimate:.3f}, Spearman ρ = {corr['spearman'].estimate:.3f}\n"
+            "(positive: a higher score, a better model)")
 
 
 def plot_score_vs_metric(
@@ -114,17 +136,16 @@ def plot_score_vs_metric(
     ylabel: str = "test log loss",
     title: str | None = None,
     lines: Mapping[str, float] | None = None,
+    lower_is_better: bool = True,
 ) -> Path:
-    """Scatter of proxy score against the true metric; the title carries Kendall tau and Spearman rho;
-    `lines`: horizontal reference lines {label: metric}."""
-    from ctrnas.search.ranking import rank_correlations
-
+    """Scatter of proxy score against the true metric; the title carries n and, from 4 points on, Kendall
+    tau and Spearman rho of the score against the quality (`correlation_text`); `lines`: horizontal
+    reference lines {label: metric}."""
     fig, ax = _figure()
     x, y = np.asarray(scores, dtype=float), np.asarray(metrics, dtype=float)
     ax.scatter(x, y, s=14, alpha=0.8)
-    corr = rank_correlations(x, y, n_boot=0)
-    stat = f"Kendall τ = {corr['kendall'].estimate:.3f}, Spearman ρ = {corr['spearman'].estimate:.3f}"
-    ax.set_title(f"{title}\n{stat}" if title else stat, fontsize=9)
+    stat = correlation_text(x, y, lower_is_better)
+    ax.set_title(f"{title}\n{stat}" if title else stat, fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
@@ -142,9 +163,11 @@ def plot_pareto(
     ylabel: str = "test log loss",
     minimize_metric: bool = True,
     lines: Mapping[str, float] | None = None,
+    points: Mapping[str, tuple[float, float]] | None = None,
 ) -> Path:
     """Cost (params or FLOPs) against the metric, with the Pareto front drawn as a step line; `lines`:
-    horizontal reference lines {label: metric}."""
+    horizontal reference lines {label: metric}; `points`: labelled points {label: (cost, metric)}, e.g. the
+    found model and the baselines."""
     fig, ax = _figure()
     c, m = np.asarray(costs, dtype=float), np.asarray(metrics, dtype=float)
     ax.scatter(c, m, s=14, alpha=0.6, label="candidates")
@@ -155,7 +178,15 @@ def plot_pareto(
     ax.set_ylabel(ylabel)
     if np.all(c[np.isfinite(c)] > 0) and np.nanmax(c) / max(np.nanmin(c), 1e-12) > 100:
         ax.set_xscale("log")  # params span orders of magnitude across a NASRec space
+    else:
+        from matplotlib.ticker import EngFormatter
+
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 20k, 1.5M: no run-together long numbers
     _hlines(ax, lines)
+    for k, (label, (x, y)) in enumerate((points or {}).items()):
+        if np.isfinite(x) and np.isfinite(y):
+            ax.scatter([x], [y], s=46, marker="*D^sv<>"[k % 7], color=f"C{(k + 4) % 10}", zorder=3, label=label)
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)

@@ -31,7 +31,9 @@ OUT_SCHEMA = [("file", pa.string()), ("line", pa.int64()), ("probability", pa.fl
 
 def load_model(model_dir: str | Path, data_dir: str | Path | None = None):
     """(model in eval mode, its Preprocess or None): the transform beside the model, else `data_dir`'s."""
-    model = _load_baseline(Path(model_dir)) or _load_exported(model_dir)
+    from ctrnas.train.baselines.folder import load_baseline
+
+    model = load_baseline(Path(model_dir)) or _load_exported(model_dir)
     model = model.cpu().eval()
     where = Path(data_dir) if data_dir else Path(model_dir)
     pre = Preprocess.load(where) if (where / "transform.json").is_file() else None
@@ -48,35 +50,14 @@ def _load_exported(model_dir):
     return load_exported(model_dir)
 
 
-def _load_baseline(folder: Path):
-    """A run's baseline fallback model (model_card.json kind "baseline"), rebuilt from its card and its
-    weights-only model.pt; None for any other folder."""
-    import json
-
-    from ctrnas.data.schema import DatasetSchema
-    from ctrnas.safeload import load_weights_file, one_line
-    from ctrnas.train.baselines import build_baseline
-
-    try:
-        card = json.loads((folder / "model_card.json").read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None  # load_exported says what is wrong
-    if not isinstance(card, dict) or card.get("kind") != "baseline":
-        return None
-    build = card.get("build")
-    if not isinstance(build, dict) or not card.get("schema"):
-        raise CtrnasError(f"{folder}: a baseline fallback model of an older ctrnas (its card lacks the build "
-                          "settings): serve its model.pt2 with torch.export.load")
-    try:
-        model = build_baseline(str(card["baseline"]), DatasetSchema.from_json(card["schema"]), dim=build["dim"],
-                               row_cap=build["row_cap"])
-        model.load_state_dict(load_weights_file(folder / "model.pt", "model weights file"))
-    except CtrnasError:
-        raise
-    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as e:
-        raise CtrnasError(f"{folder}: damaged baseline model folder: {one_line(e)}") from None
-    model.schema = DatasetSchema.from_json(card["schema"])
-    return model
+def _no_transform(model_dir, data_dir) -> str:
+    """Why raw rows cannot be scored: a model of synthetic data (no raw format) scores prepared rows only."""
+    if data_dir is not None:
+        return (f"{data_dir}: no transform.json either (synthetic data has none: it has no raw format), so this "
+                "model scores prepared rows only: give a prepared dataset folder as --input (with --split)")
+    return (f"{model_dir}: no transform.json beside the model, so it scores prepared rows only: give a prepared "
+            "dataset folder as --input (with --split). A model trained on data `ctrnas prepare` made from raw "
+            "files carries its transform (give --data DIR for one exported without it)")
 
 
 def kjt_of(ids: np.ndarray, names) -> KeyedJaggedTensor:
@@ -188,9 +169,12 @@ def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, pro
 
     model, pre = load_model(model_dir, data_dir)
     schema = getattr(model, "schema", None) or (pre.schema if pre else None)
+    if schema is None and folder:  # a baseline (no schema of its own) of data with no transform: the folder's
+        from ctrnas.data.dataset import load_schema
+
+        schema = load_schema(inputs[0])
     if not folder and pre is None:
-        raise CtrnasError(f"{model_dir}: no transform.json beside the model, so raw rows cannot be encoded: "
-                          "export with --data DIR, or give --data (the prepared dataset the model was trained on)")
+        raise CtrnasError(_no_transform(model_dir, data_dir))
     labelled = folder or any(has_labels(pre, p) for p in inputs)
     tally, metrics = _Tally(max_rejects), StreamingMetrics()
     fields = OUT_SCHEMA + ([("label", pa.float32())] if labelled else [])

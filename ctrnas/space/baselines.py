@@ -28,6 +28,23 @@ def baseline_arch(name: str) -> Arch:
     return Arch.from_json((ARCH_DIR / f"{name}.json").read_text())
 
 
+HOME_SPACES = ("ctrnas-small", "ctrnas-full")  # the preset spaces the shipped archs fit, smallest first
+
+
+def home_space(name: str) -> str:
+    """The smallest preset space that shipped arch `name` fits (`ctrnas train --arch dcnv2-like` without --space)."""
+    from ctrnas.space import get_space
+
+    arch = baseline_arch(name)
+    for space in HOME_SPACES:
+        try:
+            get_space(space).validate(arch)
+        except ArchValidationError:
+            continue
+        return space
+    raise CtrnasError(f"{name}: fits none of the spaces {', '.join(HOME_SPACES)}; give --space")
+
+
 def load_arch(spec: str | Path) -> Arch:
     """A shipped arch by name (`dcnv2-like`) or an arch JSON file by path."""
     if str(spec) in SHIPPED_ARCHS:

@@ -195,6 +195,11 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
 
     from ctrnas.safeload import load_weights_file
 
+    beside = Path(path).parent
+    if Path(path).name in ("model.pt", "checkpoint.pt") and any((beside / f).is_file() for f in
+                                                               ("model_card.json", "metrics.json")):
+        raise CtrnasError(f"{path}: a trained model's file, not a supernet checkpoint: export the model with "
+                          f"`ctrnas export --trained {beside} --out DIR`")
     ck = load_weights_file(path, "supernet checkpoint")
     if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
         try:

@@ -61,6 +61,13 @@ class NB201Cell:
                 ops.append(op)
         return cls(tuple(ops))
 
+    @classmethod
+    def from_digits(cls, text: str) -> "NB201Cell":
+        """The compact form of the shipped table: each edge's index in OPS, in string order ("421211")."""
+        if len(text) != len(EDGES) or not all(c.isdigit() and int(c) < len(OPS) for c in text):
+            raise ArchValidationError(None, "ops", text, f"expected {len(EDGES)} digits 0-{len(OPS) - 1}")
+        return cls(tuple(OPS[int(c)] for c in text))
+
     def to_str(self) -> str:
         """Format as NB201's string (inverse of from_str)."""
         parts, i = [], 0
@@ -154,6 +161,10 @@ TRUTH_COLUMNS = {
 }
 
 
+# The accuracy table shipped with ctrnas (ctrnas/vision/data/README.md: source and columns).
+SHIPPED_TABLE = Path(__file__).with_name("data") / "nb201_acc.csv"
+
+
 @dataclass(frozen=True)
 class NB201Table:
     """The benchmark's accuracies, one row per cell, looked up by the cell's string."""
@@ -169,13 +180,14 @@ class NB201Table:
         rows: dict[str, dict[str, float]] = {}
         with path.open(newline="") as f:
             reader = csv.DictReader(f)
-            if reader.fieldnames is None or "arch" not in reader.fieldnames:
-                raise DataFormatError(str(path), 1, "arch", "header lacks an 'arch' column")
+            key = next((k for k in ("arch", "ops") if k in (reader.fieldnames or ())), None)
+            if key is None:
+                raise DataFormatError(str(path), 1, "arch", "header lacks an 'arch' (or 'ops') column")
             for lineno, row in enumerate(reader, start=2):
                 try:
-                    cell = NB201Cell.from_str(row["arch"])
+                    cell = NB201Cell.from_str(row["arch"]) if key == "arch" else NB201Cell.from_digits(row["ops"])
                 except ArchValidationError as e:
-                    raise DataFormatError(str(path), lineno, "arch", str(e)) from None
+                    raise DataFormatError(str(path), lineno, key, str(e)) from None
                 values = {}
                 for col in TRUTH_COLUMNS.values():
                     if col in row and row[col] not in ("", None):

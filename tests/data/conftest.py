@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.samples import AVAZU_SAMPLE, CRITEO_SAMPLE, need
+from tests.helpers.samples import avazu_sample, criteo_sample, need, sample
 
 
 def criteo_line(rng: np.random.Generator, label: int | None = None) -> str:
@@ -41,14 +41,22 @@ def kdd_line(rng: np.random.Generator) -> str:
 class RawFiles:
     """Helpers handed to tests as the `raw` fixture (test modules cannot import conftest in importlib mode)."""
 
-    criteo_sample = CRITEO_SAMPLE
-    avazu_sample = AVAZU_SAMPLE
     need = staticmethod(need)
+    sample = staticmethod(sample)  # sample(kind, source): also the workspace's genuine files (SOURCES)
     criteo_line = staticmethod(criteo_line)
     kdd_line = staticmethod(kdd_line)
     write_text = staticmethod(write_text)
 
 
+    @property
+    def criteo_sample(self) -> Path:  # written by the tests (tests.helpers.samples)
+        return criteo_sample()
+
+    @property
+    def avazu_sample(self) -> Path:
+        return avazu_sample()
+
+
 @pytest.fixture
 def raw():
-    return RawFiles
+    return RawFiles()

@@ -1,4 +1,4 @@
-"""`pad_missing_trailing` on a real Criteo sample whose trailing empty fields were stripped (37/38 fields)."""
+"""`pad_missing_trailing` on a Criteo-format sample whose trailing empty fields were stripped (37/38 fields)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig
+from tests.helpers.samples import SOURCES
 
 SPLITS = ("train", "val", "test")
 
@@ -15,9 +16,10 @@ def tables(out):
     return {s: pq.read_table(out / s) for s in SPLITS}
 
 
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("block_size", [16 << 20, 3000])  # one chunk; many (short rows at chunk edges)
-def test_stripped_rows_read_as_the_full_file_with_the_option(tmp_path, raw, block_size):
-    lines = raw.need(raw.criteo_sample).read_text().splitlines()
+def test_stripped_rows_read_as_the_full_file_with_the_option(tmp_path, raw, block_size, source):
+    lines = raw.sample("criteo", source).read_text().splitlines()
     stripped = [line.rstrip("\t") for line in lines]
     short = sum(s.count("\t") < 39 for s in stripped)
     assert short == 53  # the sample's rows ending in 2 or 3 empty fields

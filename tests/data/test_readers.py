@@ -18,6 +18,7 @@ from ctrnas.data.readers.base import CsvStream
 from ctrnas.data.transforms import dec_keys, dense_transform, fnv1a64, hash_ids, hex_keys
 from ctrnas.data.vocab import KeyCounter, Vocabulary
 from ctrnas.errors import DataFormatError, RecipeError
+from tests.helpers.samples import SOURCES
 
 ALL_TRAIN = dict(split="order", split_ratios=(1.0, 0.0, 0.0), progress=False,
                  hash_table_size="buckets")  # ids as hashed, to check them by hand
@@ -125,8 +126,9 @@ def _criteo_expected(line: str, buckets: int, transform):
     return float(f[0]), dense, sparse
 
 
-def test_criteo_sample_rows_equal_python_recomputation(tmp_path, raw):
-    path = raw.need(raw.criteo_sample)
+@pytest.mark.parametrize("source", SOURCES)
+def test_criteo_sample_rows_equal_python_recomputation(tmp_path, raw, source):
+    path = raw.sample("criteo", source)
     out = tmp_path / "c"
     prepare("criteo", [str(path)], out, PrepareConfig(hash_buckets=1000, **ALL_TRAIN))
     got = read_split(out)
@@ -195,8 +197,9 @@ def test_criteo_first_malformed_row_names_file_line_field(tmp_path, raw, bad_lin
 
 # ---- Avazu ---------------------------------------------------------------------------------------------
 
-def test_avazu_sample_hand_checked_row(tmp_path, raw):
-    path = raw.need(raw.avazu_sample)
+@pytest.mark.parametrize("source", SOURCES)
+def test_avazu_sample_hand_checked_row(tmp_path, raw, source):
+    path = raw.sample("avazu", source)
     out = tmp_path / "a"
     prepare("avazu", [str(path)], out, PrepareConfig(hash_buckets=5000, avazu_hour="split", **ALL_TRAIN))
     got = read_split(out)

@@ -47,3 +47,24 @@ def test_cli_flags_offer_every_sharding_type_and_default_to_the_planner():
     add_distributed_args(p)
     assert sharding_from_args(p.parse_args(["--distributed"])) is None
     assert sharding_from_args(p.parse_args(["--sharding", "row_wise"])) == "row_wise"
+
+
+@pytest.mark.slow
+def test_distributed_train_writes_a_model_folder_with_the_gathered_weights(tmp_path):
+    """`torchrun ... ctrnas train --distributed --out T`: T is a model folder as in one process (predict takes
+    it), and its model holds the gathered weights rank 0 wrote."""
+    from ctrnas.api import predict
+    from ctrnas.data import synthetic
+    from ctrnas.distributed.launch import spawn
+    from ctrnas.pipeline.testing import train_model_ranks
+    from ctrnas.supernet import load_exported
+
+    data, out = tmp_path / "data", tmp_path / "dist"
+    synthetic.generate("criteo", 2000, 7, data, chunk_rows=10_000)
+    spawn(train_model_ranks, 2, str(data), str(out), "row_wise", ("baseline", "dlrm"))
+    card = json.loads((out / "model_card.json").read_text())
+    assert card["kind"] == "baseline" and card["baseline"] == "dlrm" and (out / "model.pt2").is_file()
+    metrics = json.loads((out / "metrics.json").read_text())
+    s = predict(out, str(data), tmp_path / "p.parquet", split="test", progress=False)
+    assert s["metrics"]["logloss"] == pytest.approx(metrics["test"]["logloss"], rel=1e-5)
+    assert sum(p.numel() for p in load_exported(out).parameters()) == metrics["params"]["total"]

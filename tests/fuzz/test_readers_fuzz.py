@@ -1,4 +1,4 @@
-"""Fuzzing the raw readers: random byte mutations of real Criteo and Avazu lines (the shared samples) never
+"""Fuzzing the raw readers: random byte mutations of real-format Criteo and Avazu lines (tests.helpers.samples) never
 end in a traceback, only in our own errors or rejects, and every physical line is accounted for:
 accepted + rejected + blank = lines read (the line count computed here from the bytes, as pyarrow splits
 lines: LF, CRLF or a bare CR)."""
@@ -19,12 +19,9 @@ from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig, TableColumns
 from ctrnas.data.readers import make_reader
 from ctrnas.errors import CtrnasError
-from tests.helpers.samples import AVAZU_SAMPLE, CRITEO_SAMPLE, SHARED_CTR
+from tests.helpers.samples import avazu_sample, criteo_sample
 
-CRITEO, AVAZU, SAMPLES = CRITEO_SAMPLE, AVAZU_SAMPLE, SHARED_CTR
-pytestmark = [pytest.mark.skipif(not (CRITEO.exists() and AVAZU.exists()),
-                                 reason=f"shared samples not present in {SAMPLES} (only in the project workspace)"),
-              # pyarrow's own print of an undecodable row would reach the user as a traceback
+pytestmark = [# pyarrow's own print of an undecodable row would reach the user as a traceback
               pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")]
 
 FUZZ = settings(max_examples=60, deadline=timedelta(seconds=10), derandomize=True,
@@ -37,7 +34,7 @@ SPECIAL = [b"\t", b",", b"\n", b"\r", b"\r\n", b"\x00", b"\xff", b"\xc3", b'"', 
 
 def _lines(kind: str) -> tuple[bytes, list[bytes]]:
     """(header line or b"", data lines) of the sample for a format."""
-    data = (CRITEO if kind == "criteo" else AVAZU).read_bytes().splitlines()
+    data = (criteo_sample() if kind == "criteo" else avazu_sample()).read_bytes().splitlines()
     return (b"", data) if kind == "criteo" else (data[0], data[1:])
 
 

@@ -1,8 +1,12 @@
 """The summary plots and summary.md show the baselines beside the found model: LR and the best baseline."""
 
 import math
+from pathlib import Path
 
 from ctrnas.pipeline.report import plot_data, summary_markdown, vs_baselines
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _row(label, test, fitness=None, params=10.0):
@@ -64,3 +68,40 @@ def test_the_plots_draw_the_baseline_lines(tmp_path, monkeypatch):
     want = sorted(lines.items())
     assert drawn == [want, want]
     assert (tmp_path / "s.png").stat().st_size > 0 and (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_pareto_labels_the_found_model_and_every_baseline(monkeypatch, tmp_path):
+    from matplotlib.figure import Figure
+
+    from ctrnas.pipeline.report import pareto_points
+    from ctrnas.search import plots
+
+    metrics = _metrics([_row("lr", 0.45, params=15.0), _row("dlrm", 0.432, params=90.0)])
+    points = pareto_points(metrics)
+    assert points == {"found (rank 1)": (50.0, 0.43), "lr": (15.0, 0.45), "dlrm": (90.0, 0.432)}
+    texts, orig = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: texts.append(
+        sorted(t.get_text() for t in fig.axes[0].texts)) or orig(fig, *a, **k))
+    plots.plot_pareto([100, 50], [0.44, 0.43], tmp_path / "p.png", points=points)
+    assert texts == [sorted(points)]
+
+
+def test_fitness_axes_say_their_unit_and_direction():
+    from ctrnas.pipeline.report import fitness_label
+
+    assert fitness_label("short", budget=24000) == "val log loss after 1 epoch on 24,000 rows (lower is better)"
+    assert fitness_label("oneshot") == "inherited-weight val log loss (lower is better)"
+    assert fitness_label("proxy").endswith("score (higher is better)")
+
+
+def test_seeded_archs_are_marked_at_the_rungs_they_were_scored_at():
+    from ctrnas.pipeline.report import seeded_marks
+    from ctrnas.recipe import load_recipe
+    from ctrnas.search.history import History, HistoryRecord
+    from ctrnas.space.baselines import baseline_arch
+
+    recipe = load_recipe(ROOT / "recipes" / "synthetic.yaml")
+    key = baseline_arch("dcnv2-like").key()
+    h = History([HistoryRecord(0, 0, key, {}, 0.47, rung=0), HistoryRecord(1, 0, "other", {}, 0.40, rung=0),
+                 HistoryRecord(2, 1, key, {}, 0.44, rung=1)])
+    assert seeded_marks(h, recipe) == {"seeded dcnv2-like": {0: 0.47, 1: 0.44}}

@@ -104,3 +104,17 @@ def test_a_killed_run_leaves_a_manifest_by_which_its_files_are_its_own(tests_dat
     assert man[OPEN] == ["notes.txt"]  # still open: what it found there, nothing of its own
     _run(tests_recipe_path, data_dir, out, "overwrite=true")  # its files are its own; only notes.txt is not
     assert (out / "notes.txt").read_text() == "mine" and "warmup/warmup.json" in _listed(out)
+
+
+def test_a_run_that_fails_before_writing_leaves_no_folder(tests_recipe_path, tmp_path, capsys):
+    out = tmp_path / "runs" / "failed"
+    assert main(["run", str(tests_recipe_path), "--no-progress", "--set", f"data.path={tmp_path / 'nodata'}",
+                 "--set", "data.synthetic=null", "--set", f"output={out}"]) == 1
+    assert "error" in capsys.readouterr().err
+    assert not out.exists()
+    # a folder that was there before stays, and so does a file of yours in it
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(["run", str(tests_recipe_path), "--no-progress", "--set", f"data.path={tmp_path / 'nodata'}",
+                 "--set", "data.synthetic=null", "--set", f"output={out}", "--set", "overwrite=true"]) == 1
+    assert (out / "notes.txt").read_text() == "mine"

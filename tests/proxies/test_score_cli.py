@@ -42,8 +42,9 @@ def test_score_prints_every_proxy_and_writes_json(case, capsys):
             str(case / "space.yaml"), "--proxies", "sigeo,zico,flops", "--batches", "2", "--batch-size", "32",
             "--set", "sigeo.k=2", "--set", "zico.k=2", "--set", "sigeo.preset=warmup_recsys"]
     assert run(argv + ["--json", str(case / "a.json")]) == 0
-    table = capsys.readouterr().out.splitlines()
+    *table, direction = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in table] == ["proxy", "sigeo", "zico", "flops"]
+    assert direction.startswith("higher is better for every proxy")
     a = json.loads((case / "a.json").read_text())
     assert a["sigeo"]["options"]["preset"] == "warmup_recsys"
     s = a["sigeo"]["terms"]
@@ -62,6 +63,10 @@ def test_score_rejects_bad_options_before_loading_anything(tmp_path):
         run(base + ["--proxies", "sigeo", "--set", "sigeo"])
     with pytest.raises(RecipeError, match="lam9"):
         run(base + ["--proxies", "sigeo", "--set", "sigeo.lam9=1"])
+    from ctrnas.errors import DeviceError
+
+    with pytest.raises(DeviceError, match="device 'gpu'"):  # `--device` is checked before any loading too
+        run(base + ["--proxies", "sigeo", "--device", "gpu"])
 
 
 def test_score_list_needs_no_data(capsys):

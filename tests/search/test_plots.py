@@ -78,3 +78,17 @@ def test_the_best_so_far_plot_of_a_multi_fidelity_search_has_a_panel_per_rung(tm
     one = plot_best_so_far({"ladder": _ladder_history()}, tmp_path / "top.png", maximize=False)
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert Image.open(path).size[1] > Image.open(one).size[1]  # two stacked panels are taller than one
+
+
+def test_correlation_text_gives_n_and_the_sign_of_the_study_table():
+    from ctrnas.search.plots import correlation_text
+    from ctrnas.search.ranking import rank_correlations
+
+    assert correlation_text([0.5, 0.6, 0.7], [0.44, 0.43, 0.42]) == "n = 3: too few models for a rank correlation"
+    scores, loss = [1.0, 2.0, 3.0, 4.0, 5.0], [0.46, 0.45, 0.47, 0.43, 0.42]
+    text = correlation_text(scores, loss)
+    # the study's table: tau of the score against the negated log loss (higher = ranks better)
+    tau = rank_correlations(scores, [-v for v in loss], n_boot=0)["kendall"].estimate
+    assert tau == 0.6 and text.startswith(f"n = 5, Kendall τ = {tau:.3f}")  # 8 of 10 pairs agree
+    assert correlation_text(scores, [-v for v in loss], lower_is_better=False) == text
+    assert correlation_text([1, 2, 3, 4, math.nan], [0.4, 0.3, 0.2, 0.1, 0.5]).startswith("n = 4, Kendall τ = 1.000")

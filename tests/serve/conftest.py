@@ -1,4 +1,4 @@
-"""Paths of the real-format samples (the shared data folder; tests skip without it)."""
+"""The real-format samples: written by the tests, and the workspace's genuine files where present."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.samples import AVAZU_SAMPLE, CRITEO_SAMPLE, need
+from tests.helpers.samples import SOURCES, sample
 
 
-@pytest.fixture
-def criteo_sample() -> Path:
-    return need(CRITEO_SAMPLE)
+@pytest.fixture(params=SOURCES)
+def criteo_sample(request) -> Path:
+    return sample("criteo", request.param)
 
 
-@pytest.fixture
-def avazu_sample() -> Path:
-    return need(AVAZU_SAMPLE)
+@pytest.fixture(params=SOURCES)
+def avazu_sample(request) -> Path:
+    return sample("avazu", request.param)

@@ -5,10 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctrnas.errors import ArchValidationError
-from ctrnas.vision.space import NUM_CELLS, OPS, NB201Cell, NB201Space, NB201Table, enumerate_cells
+from ctrnas.errors import ArchValidationError, DataFormatError
+from ctrnas.vision.space import (NUM_CELLS, OPS, SHIPPED_TABLE, TRUTH_COLUMNS, NB201Cell, NB201Space, NB201Table,
+                                 enumerate_cells)
 
-CSV = Path("../shared/data/nb201/nb201_acc.csv")
+SHARED_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "nb201" / "nb201_acc.csv"
+# the table shipped with ctrnas; the workspace's source CSV (NB201's strings, more columns) where present
+TABLES = (SHIPPED_TABLE,) + ((SHARED_CSV,) if SHARED_CSV.exists() else ())
 EXAMPLE = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
 
 
@@ -74,13 +77,32 @@ def test_space_sample_and_mutate_change_exactly_one_edge():
     assert all(450 < v < 750 for v in counts.values())  # 600 expected per op
 
 
-@pytest.mark.skipif(not CSV.exists(), reason="shared NB201 table ../shared/data/nb201 absent")
-def test_every_cell_maps_to_its_csv_row_and_naslib_encoding_agrees():
-    table = NB201Table.load(CSV)
+@pytest.mark.parametrize("path", TABLES)
+def test_every_cell_maps_to_its_csv_row_and_naslib_encoding_agrees(path):
+    table = NB201Table.load(path)
     assert len(table.rows) == 15625
     for cell in enumerate_cells():
         row = table.rows[cell.to_str()]
-        assert row["naslib_op_indices"] == str(cell.naslib_indices())
+        if "naslib_op_indices" in row:  # the source form has NASLib's encoding beside NB201's string
+            assert row["naslib_op_indices"] == str(cell.naslib_indices())
     best, acc = table.best("cifar10")
     assert acc == pytest.approx(94.37, abs=0.01)  # NB201's published best CIFAR-10 test accuracy
     assert table.accuracy(NB201Cell.from_str(EXAMPLE)) == pytest.approx(93.66, abs=0.01)
+
+
+if SHARED_CSV.exists():  # an extra check in the project workspace: the shipped table is its source's figures
+    def test_shipped_table_holds_the_source_figures():
+        shipped, source = NB201Table.load(SHIPPED_TABLE), NB201Table.load(SHARED_CSV)
+        assert shipped.rows.keys() == source.rows.keys()
+        for cell, row in source.rows.items():
+            for col in TRUTH_COLUMNS.values():
+                assert shipped.rows[cell][col] == pytest.approx(row[col], rel=1e-9)
+
+
+def test_compact_cells_parse_and_bad_ones_name_the_line(tmp_path):
+    assert NB201Cell.from_digits("334131") == NB201Cell.from_str(EXAMPLE)
+    bad = tmp_path / "t.csv"
+    bad.write_text("ops,cifar10_test\n334131,93.66\n33413,1\n")
+    with pytest.raises(DataFormatError) as e:
+        NB201Table.load(bad)
+    assert (e.value.line, e.value.field) == (3, "ops")

@@ -79,29 +79,16 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
 
 
 def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None, build: dict | None = None) -> None:
-    """Write a baseline as the run's model: `model.pt` (its state_dict, never a pickled module), with `schema`
-    the serving program `model.pt2` (ctrnas.supernet.serving), and a model card saying why; `build` (the
-    baseline's `dim` and `row_cap`) and the schema in the card let `ctrnas predict` rebuild it."""
-    import torch
-
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.cpu().state_dict(), folder / "model.pt")
-    if schema is not None:
-        from ctrnas.supernet.serving import save_serving
-
-        save_serving(model, schema, folder)
-    # a baseline trained at another width of final.emb_dims is labelled "dlrm at width 32"
+    """Write a baseline as the run's model (`save_baseline`), with a model card saying why; a baseline trained
+    at another width of final.emb_dims ("dlrm at width 32") records that width in `build`."""
     name, at, width = m.label.partition(" at width ")
     if at and build is not None:
         build = {**build, "dim": int(width)}
-    card = {"kind": "baseline", "baseline": name, "label": m.label, "why": note, "build": build,
-            "schema": schema.to_json() if schema is not None else None,
-            "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
-            "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
-                        "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
-    atomic_write_text(folder / "model_card.md", f"# Baseline {m.label}\n\n{note}\n\n```json\n"
-                      f"{strict_json(card['metrics'])}\n```\n")
-    atomic_write_text(folder / "model_card.json", strict_json(card) + "\n")  # last: marks completion
+    from ctrnas.train.baselines.folder import save_baseline
+
+    save_baseline(model, folder, name, {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
+                                        "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")},
+                  schema, note=note, build=build, label=m.label)
 
 
 def finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,

@@ -26,8 +26,9 @@ from ctrnas.pipeline.final.resume import jobs_for, say_resumed
 from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
-from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params, final_template,
-                                             final_train_batches, job_model, reload_job, train_as_final)
+from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
+                                             embedding_params, final_template, final_train_batches, job_model,
+                                             reload_job, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -125,22 +126,28 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             return dataclasses.replace(final_in_workers(recipe, with_workers(quiet, workers), data, top, template,
                                                         out_dir, progress, t0, jobs, search.history),
                                        continued=continued)
-    for rank, rec in enumerate(tqdm(top, desc="retrain top-k", unit="model", disable=not progress)):
+    # one bar for every training of the stage: the top-k, then the baselines
+    bar = tqdm(total=len(top) + len(baseline_jobs(recipe)), desc="final stage (top-k + baselines)", unit="model",
+               disable=not progress)
+    for rank, rec in enumerate(top):
         arch, job = archs[rank], jobs[rank]
         done = job.result() if job is not None else None
         if done is None:
             model = arch_model(recipe, template, arch)
             val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
-            diverged, params = trainer.diverged, float(dense_params(model))
+            diverged, params, emb = trainer.diverged, float(dense_params(model)), float(embedding_params(model))
             if job is not None:
-                job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params})
+                job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params,
+                            "embedding_params": emb})
         else:  # finished before an interruption: its numbers; its weights are re-loaded if it is exported
             model = trainer = None
             val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
             params = float(done.get("dense_params", rec.params))
+            emb = float(done.get("embedding_params", math.nan))
         # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
         cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec,
-                                  score=rec.value, history_index=rec.index, diverged=diverged), data, has_val)
+                                  score=rec.value, history_index=rec.index, diverged=diverged, emb_params=emb),
+                     data, has_val)
         candidates.append(cand)
         # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
         # held; with `distributed` every rank decides alike, since the validation metrics are computed from
@@ -158,6 +165,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         elif job is not None:
             job.drop_checkpoint()
         del model, trainer
+        bar.update(1)
     if best_model is None and distributed is None:  # the best finished before an interruption
         best_model = reload_job(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     if distributed is not None and main:
@@ -167,21 +175,21 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
 
     baselines, base_models = [], {}
     kept = None  # the baseline whose model is held: the best so far that beats the best candidate on validation
-    for i, name in enumerate(tqdm(baseline_jobs(recipe), desc="baselines", unit="model", disable=not progress or
-                                  not recipe.final.baselines)):
+    for i, name in enumerate(baseline_jobs(recipe)):
         job = jobs[len(top) + i]
         done = job.result() if job is not None else None
         if done is None:
             model = job_model(recipe, data, template, ("baseline", name))
             val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
             done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
-                    "dense_params": dense_params(model)}
+                    "dense_params": dense_params(model), "embedding_params": embedding_params(model)}
             if job is not None:
                 job.finish(done)
         else:
             model = trainer = None
         m = judge(TrainedModel(baseline_label(name), None, done["val"], done["test"], float(done["dense_params"]),
-                               math.nan, done["seconds"], diverged=done["diverged"]), data, has_val)
+                               math.nan, done["seconds"], diverged=done["diverged"],
+                               emb_params=float(done.get("embedding_params", math.nan))), data, has_val)
         baselines.append(m)
         # the export may need it when it beats every candidate and baseline so far (every rank decides alike)
         if beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):
@@ -204,5 +212,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         elif job is not None:
             job.drop_checkpoint()
         del model, trainer
+        bar.update(1)
+    bar.close()
     return dataclasses.replace(finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir,
                                       main, t0, distributed, search.history), continued=continued)

@@ -14,7 +14,7 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.resume import drop
 from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
 from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
-                                             job_model, train_as_final)
+                                             embedding_params, job_model, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -51,7 +51,8 @@ def train_job(context: tuple, job: tuple) -> dict:
         return {**done, "state": None}  # finished before an interruption, and its weights are not needed
     model = job_model(recipe, data, template, what)
     val, test, sec, trainer = train_as_final(model, recipe, data, folder.dir if folder is not None else None)
-    out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model), "diverged": trainer.diverged}
+    out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model),
+           "embedding_params": embedding_params(model), "diverged": trainer.diverged}
     if folder is not None and folder.result() is None:
         folder.finish(out)
     elif folder is not None:  # re-loaded from its checkpoint: the stored numbers (its time included)
@@ -108,12 +109,15 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         # the best so far keeps its worker's result; its weights are unpacked only once it is the final choice
         # (a training finished in an earlier run sends none when that run dropped them as not needed)
         candidates, best_rank, best_result = [], None, None
-        for rank in tqdm(range(len(top)), desc="retrain top-k", unit="model", disable=not progress):
+        # one bar for every training of the stage (they run side by side): the top-k, then the baselines
+        bar = tqdm(total=len(jobs), desc="final stage (top-k + baselines)", unit="model", disable=not progress)
+        for rank in range(len(top)):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
             cand = judge(TrainedModel(candidate_label(rank, rec), archs[rank], r["val"], r["test"],
                                       float(r["dense_params"]), rec.flops, r["seconds"], score=rec.value,
-                                      history_index=rec.index, diverged=r["diverged"]), data, has_val)
+                                      history_index=rec.index, diverged=r["diverged"],
+                                      emb_params=float(r.get("embedding_params", math.nan))), data, has_val)
             candidates.append(cand)
             if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
                 if best_rank is not None:
@@ -122,11 +126,16 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             else:
                 drop(folders[rank])
             del r
+            bar.update(1)
         baselines, base_models, kept = [], {}, None
         for name in baseline_jobs(recipe):
             _, r = next(results)
-            baselines.append(judge(TrainedModel(baseline_label(name), None, r["val"], r["test"], float(r["dense_params"]),
-                                                math.nan, r["seconds"], diverged=r["diverged"]), data, has_val))
+            bar.update(1)
+            baselines.append(judge(TrainedModel(baseline_label(name), None, r["val"], r["test"],
+                                                float(r["dense_params"]), math.nan, r["seconds"],
+                                                diverged=r["diverged"],
+                                                emb_params=float(r.get("embedding_params", math.nan))),
+                                   data, has_val))
             # held only while it beats every candidate and baseline so far: the export may need it
             if beats(baselines[-1], candidates[best_rank], baselines[kept] if kept is not None else None):
                 if kept is not None:
@@ -138,6 +147,7 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 base_models[kept] = model
             else:
                 drop(folders[len(top) + len(baselines) - 1])
+        bar.close()
     best_model = arch_model(recipe, template, candidates[best_rank].arch)
     best_model.load_state_dict(_state(best_result, folders[best_rank]))
     del best_result

@@ -16,13 +16,14 @@ from ctrnas.errors import CtrnasError
 def score_arch(data_dir, arch_path, names: list[str], options: dict[str, dict] | None = None,
                supernet: str | Path | None = None, space="nasrec-full", emb_dim: int | None = None,
                seed: int = 0, batches: int = 4, batch_size: int = 512, offset: int | None = None,
-               json_path: str | Path | None = None) -> dict:
+               json_path: str | Path | None = None, device: str = "cpu") -> dict:
     """{proxy name: ProxyResult} of one architecture.
 
     `supernet`: a warmed-up checkpoint (its recorded warm-up fraction picks the rows, SiGeo's preset and the
     weights, as in the search); None: a fresh supernet drawn from `seed` (zero-shot). `seed` is also the
     candidate's seed (fresh weights, stochastic proxies). `offset`: first training row (default: right after
-    the warm-up rows). `json_path`: also write {proxy: value, terms, time_s, options} there (strict JSON)."""
+    the warm-up rows). `json_path`: also write {proxy: value, terms, time_s, options} there (strict JSON).
+    `device`: where the subnet and its batches are scored (auto | cpu | cuda | cuda:N)."""
     from ctrnas.pipeline.fitness.ctr_fitness import ProxyFitness, default_init, proxy_options
     from ctrnas.pipeline.data import load_rows, open_data, rows_after_warmup
     from ctrnas.pipeline.inputs import check_arch, read_arch, space_spec
@@ -31,6 +32,9 @@ def score_arch(data_dir, arch_path, names: list[str], options: dict[str, dict] |
     options = options or {}
     for n in names:  # validates names and options before any work
         get_proxy(n, **options.get(n, {}))
+    from ctrnas.device import resolve_device
+
+    where = resolve_device(device)  # an unusable device fails before any loading
     arch = read_arch(arch_path)
     data = open_data(data_dir)
     if supernet:
@@ -45,6 +49,7 @@ def score_arch(data_dir, arch_path, names: list[str], options: dict[str, dict] |
 
         net, fraction = build_supernet(data.schema, space_spec(space), seed, emb_dim), 0.0
     check_arch(arch_path, arch, net.space)
+    net = net.to(where)  # the fitness scores on its supernet's device (weights drawn on the CPU)
     need = batches * batch_size
     if offset is None:
         offset = rows_after_warmup(data, fraction or 0.0, need)[0]

@@ -162,5 +162,10 @@ def candidate_label(rank: int, rec) -> str:
 
 
 def dense_params(model) -> int:
-    """Parameters outside the embedding tables (what the report lists as params)."""
+    """Parameters outside the embedding tables (the report lists them beside `embedding_params`)."""
     return sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" not in n)
+
+
+def embedding_params(model) -> int:
+    """Parameters of the embedding tables (an LR's one-wide tables included)."""
+    return sum(p.numel() for n, p in model.named_parameters() if "embedding_bags" in n)
