@@ -64,14 +64,13 @@ def test_demo_model_snippet_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "predicted" in done.stdout and "tensor([" in done.stdout
     assert (tmp_path / "preds.parquet").is_file()
-    # raw rows: the model says plainly that it scores prepared rows only (--data does not help: synthetic data
-    # has no transform)
+    # raw rows: the model says plainly that it scores prepared rows only, with --data too (synthetic has none)
     shutil.copy(criteo_sample(), tmp_path / "day.tsv")
-    bad = subprocess.run([sys.executable, "-m", "ctrnas", "predict", "--model", "runs/demo/model", "--input",
-                          "day.tsv", "--out", "raw.parquet", "--data", "runs/data/synthetic-criteo-300k"],
-                         cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                         timeout=600)
-    assert bad.returncode == 1 and "scores prepared rows only" in bad.stderr
+    for more in ([], ["--data", "runs/data/synthetic-criteo-300k"]):
+        bad = subprocess.run([sys.executable, "-m", "ctrnas", "predict", "--model", "runs/demo/model", "--input",
+                              "day.tsv", "--out", "raw.parquet", *more], cwd=tmp_path, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+        assert bad.returncode == 1 and "scores prepared rows only" in bad.stderr
 
 
 def test_raw_rows_snippet_runs(tmp_path):

@@ -71,23 +71,39 @@ def fallback_message(candidates: list[TrainedModel], baseline: TrainedModel | No
 
 
 def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None) -> None:
-    """Write a baseline as the run's model: `model.pt` (the whole module), with `schema` the serving program
-    `model.pt2` (ctrnas.supernet.serving), and a model card saying why."""
+    """Write a baseline as the run's model (`save_baseline`), with a model card saying why."""
+    save_baseline(model, folder, m.label, {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
+                                           "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")},
+                  schema, note=note)
+
+
+def save_baseline(model, folder: Path, name: str, metrics: dict, schema=None, note: str | None = None) -> dict:
+    """Write a baseline model folder: `model.pt` (the whole module), with `schema` the serving program
+    `model.pt2` (ctrnas.supernet.serving), and a model card (`note`: why it is there, e.g. a run's fallback)."""
     import torch
 
+    from ctrnas.data.dataset import versions
+    from ctrnas.train.trainer import split_parameters
+
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.cpu(), folder / "model.pt")
     if schema is not None:
         from ctrnas.supernet.serving import save_serving
 
         save_serving(model, schema, folder)
-    card = {"kind": "baseline", "baseline": m.label, "fallback": note,
+    emb, dense = split_parameters(model)
+    card = {"kind": "baseline", "baseline": name, "fallback": note,
+            "schema": schema.to_json() if schema is not None else None,
+            "params_dense": sum(p.numel() for p in dense), "params_embedding": sum(p.numel() for p in emb),
             "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
-            "metrics": {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
-                        "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")}}
-    atomic_write_text(folder / "model_card.md", f"# Baseline {m.label} (fallback)\n\n{note}\n\n```json\n"
-                      f"{strict_json(card['metrics'])}\n```\n")
+            "metrics": metrics, "versions": versions()}
+    title = f"# Baseline {name}" + (" (fallback)" if note else "")
+    atomic_write_text(folder / "model_card.md", f"{title}\n\n{note or 'Trained by `ctrnas train`.'}\n\n"
+                      f"- parameters: {card['params_dense']:,} dense + {card['params_embedding']:,} embedding\n\n"
+                      f"```json\n{strict_json(metrics)}\n```\n")
     atomic_write_text(folder / "model_card.json", strict_json(card) + "\n")  # last: marks completion
+    return card
 
 
 def finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,

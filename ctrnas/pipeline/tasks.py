@@ -265,39 +265,9 @@ def save_trained(model, out: Path, data_dir, schema, name: str, metrics: dict, a
         from ctrnas.supernet.io import save_exported
 
         return save_exported(model, out, init="fresh+trained", metrics=card_metrics, source=f"ctrnas train ({name})")
-    config = metrics.get("config") or {}
-    return save_baseline(model, out, name, card_metrics, schema,
-                         build={"dim": config.get("embedding_dim"), "row_cap": config.get("row_cap")})
+    from ctrnas.pipeline.selection import save_baseline
 
-
-def save_baseline(model, folder: Path, name: str, metrics: dict, schema=None, build: dict | None = None) -> dict:
-    """A trained baseline's model folder, as a run's baseline fallback writes one (`selection.export_baseline`):
-    `model.pt` (the whole module), with `schema` the serving program `model.pt2`, and a model card (`build`:
-    the baseline's `dim` and `row_cap`, to rebuild it)."""
-    import torch
-
-    from ctrnas.data.dataset import atomic_write_text, versions
-    from ctrnas.train.metrics import strict_json
-    from ctrnas.train.trainer import split_parameters
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.cpu(), folder / "model.pt")
-    if schema is not None:
-        from ctrnas.supernet.serving import save_serving
-
-        save_serving(model, schema, folder)
-    emb, dense = split_parameters(model)
-    card = {"kind": "baseline", "baseline": name, "build": build,
-            "schema": schema.to_json() if schema is not None else None,
-            "params_dense": sum(p.numel() for p in dense), "params_embedding": sum(p.numel() for p in emb),
-            "serving": "model.pt2: torch.export.load(path).module()(dense, ids) -> probabilities" if schema else None,
-            "metrics": metrics, "versions": versions()}
-    atomic_write_text(folder / "model_card.md", f"# Baseline {name}\n\nTrained by `ctrnas train`.\n\n"
-                      f"- parameters: {card['params_dense']:,} dense + {card['params_embedding']:,} embedding\n\n"
-                      f"```json\n{strict_json(metrics)}\n```\n")
-    atomic_write_text(folder / "model_card.json", strict_json(card) + "\n")  # last: marks completion
-    return card
+    return save_baseline(model, out, name, card_metrics, schema)
 
 
 def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
@@ -325,9 +295,10 @@ def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
     source = f"{folder} (ctrnas train)"
     if card.get("kind") == "baseline":
         from ctrnas.data.schema import DatasetSchema
+        from ctrnas.pipeline.selection import save_baseline
 
         schema = DatasetSchema.from_json(card["schema"]) if card.get("schema") else None
-        return save_baseline(model, out_dir, card["baseline"], card.get("metrics") or {}, schema, card.get("build"))
+        return save_baseline(model, out_dir, card["baseline"], card.get("metrics") or {}, schema)
     from ctrnas.supernet.io import save_exported
 
     return save_exported(model, out_dir, init=card.get("init", "fresh+trained"), metrics=card.get("metrics"),
