@@ -203,6 +203,9 @@ def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
     if not folder.is_dir():
         raise CtrnasError(f"{folder}: not a folder; give the --out folder of `ctrnas train`")
     if not (folder / "model_card.json").is_file():
+        if (folder / "model" / "model_card.json").is_file():
+            raise CtrnasError(f"{folder}: a run's folder; its model is {folder / 'model'}, a complete model folder "
+                              "already (ctrnas predict --model takes it)")
         if (folder / "metrics.json").is_file():
             raise CtrnasError(f"{folder}: trained by an older ctrnas that wrote no export; run the same `ctrnas "
                               "train` command again (it resumes from checkpoint.pt and writes one)")

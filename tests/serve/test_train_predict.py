@@ -97,6 +97,10 @@ def test_export_of_a_folder_that_is_no_trained_model_is_one_short_line(tmp_path,
     assert main(["export", "--trained", str(tmp_path / "T"), "--out", str(tmp_path / "M")]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and len(err) < 300 and "run the same `ctrnas train` command again" in err
+    (tmp_path / "T" / "model").mkdir()  # a run's folder: its model/ is the model folder
+    (tmp_path / "T" / "model" / "model_card.json").write_text("{}")
+    assert main(["export", "--trained", str(tmp_path / "T"), "--out", str(tmp_path / "M")]) == 1
+    assert "a run's folder; its model is" in capsys.readouterr().err
     assert main(["export", "--trained", str(tmp_path / "nope"), "--out", str(tmp_path / "M")]) == 1
     assert "no such file or folder" in capsys.readouterr().err  # checked before torch is imported
 
