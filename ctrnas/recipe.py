@@ -32,14 +32,12 @@ import yaml
 
 from ctrnas.config import from_dict, load_yaml, to_dict
 from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.data.readers.formats import format_names
 from ctrnas.errors import RecipeError
 from ctrnas.execution.config import ExecutionConfig
 from ctrnas.search.build import SearchConfig
 from ctrnas.space import PRESETS, SpaceConfig
 from ctrnas.train.config import TrainConfig, WarmupConfig
-
-RAW_KINDS = ("criteo", "avazu", "kdd2012", "table")
-
 
 @dataclass(frozen=True)
 class SyntheticData:
@@ -60,10 +58,13 @@ class SyntheticData:
 class RawData:
     """Raw log files to prepare with `data.prepare` settings (`ctrnas prepare KIND`)."""
 
-    kind: Literal["criteo", "avazu", "kdd2012", "table"]
+    kind: str  # a registered raw format (`ctrnas.data.readers.formats`)
     inputs: tuple[str, ...]
 
     def __post_init__(self):
+        if self.kind not in format_names():
+            raise RecipeError("recipe", "data.raw.kind",
+                              f"expected one of {', '.join(map(repr, format_names()))}, got {self.kind!r}")
         if not self.inputs:
             raise RecipeError("recipe", "data.raw.inputs", "expected at least one input file")
 
