@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ctrnas.errors import RecipeError
+from ctrnas.search.strategies import strategy_names
 
 DEFAULT_TABLE = "../shared/data/nb201/nb201_acc.csv"
 DEFAULT_TRAIN = "../shared/data/cifar10/cifar10_train_first4000.npz"
@@ -48,7 +49,7 @@ def register(sub) -> None:
     s = vsub.add_parser("search", help="evolution / random search in NB201 with a proxy as fitness")
     _common(s)
     s.add_argument("--proxy", default="sigeo")
-    s.add_argument("--strategy", default="evolution", choices=["evolution", "random"])
+    s.add_argument("--strategy", default="evolution", choices=strategy_names(by_rungs=False))
     s.add_argument("--seeds", default="0,1,2", help="search seeds (comma-separated)")
     s.add_argument("--population", type=int, default=16)
     s.add_argument("--generations", type=int, default=10)

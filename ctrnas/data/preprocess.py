@@ -26,6 +26,7 @@ from ctrnas.data.schema import DatasetSchema
 from ctrnas.data.transforms import dense_transform, hash_ids
 from ctrnas.data.vocab import Vocabulary
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_path, atomic_write_text
 
 TRANSFORM_FORMAT = "ctrnas-transform/1"
 TRANSFORM_FILE, VOCAB_FILE = "transform.json", "vocab.parquet"
@@ -110,8 +111,6 @@ class Preprocess:
     def save(self, folder: str | Path, own=None) -> list[str]:
         """Write transform.json (and vocab.parquet) into `folder`; `own(name) -> path` lets a folder writer
         list the files first (DatasetWriter.own). Returns the names written."""
-        from ctrnas.data.dataset import atomic_write_text
-
         own = own or (lambda name: Path(folder) / name)
         names = [TRANSFORM_FILE]
         if any(v is not None for v in self.vocabs):
@@ -122,10 +121,8 @@ class Preprocess:
                                   np.concatenate([c[0] for c in cols]), list(self.schema.sparse_names)),
                               "key": np.concatenate([c[1] for c in cols]),
                               "id": np.concatenate([c[2] for c in cols])})
-            path = own(VOCAB_FILE)
-            tmp = path.with_name(f".{path.name}.tmp")
-            pq.write_table(table, tmp)
-            tmp.replace(path)
+            with atomic_path(own(VOCAB_FILE)) as tmp:
+                pq.write_table(table, tmp)
         atomic_write_text(own(TRANSFORM_FILE), json.dumps(self.to_json(), indent=1) + "\n")  # last
         return names
 

@@ -107,6 +107,15 @@ class Proxy:
     needs_labels: ClassVar[bool] = True
     # "train" follows ZiCo's code (network.train()); proxies that need per-sample independence use "eval".
     default_mode: ClassVar[str] = "train"
+    # The option that holds how many batches it reads (e.g. "k"), which a caller sets to the batches it
+    # gives; None: it reads every batch it is given.
+    batch_option: ClassVar[str | None] = None
+
+    @classmethod
+    def warmup_options(cls, options: dict, warmed_up: bool, domain: str = "ctr") -> dict:
+        """The options to score with on a supernet that was (`warmed_up`) or was not warmed up, in `domain`
+        ("ctr" or "cv"): `options` unchanged, unless a proxy's defaults depend on the warm-up."""
+        return options
 
     @property
     def writes_weights(self) -> bool:
@@ -260,11 +269,6 @@ def batch_loss(model: nn.Module, batch: Batch, loss_fn: LossFn) -> torch.Tensor:
     """Batch-mean loss of one batch."""
     out = forward(model, batch)
     return loss_fn(out, batch[1])
-
-
-def zero_grads(params: Sequence[nn.Parameter]) -> None:
-    for p in params:
-        p.grad = None
 
 
 def dense_grad(g: torch.Tensor) -> torch.Tensor:

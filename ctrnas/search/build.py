@@ -2,34 +2,26 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from ctrnas.errors import RecipeError
 from ctrnas.search.constraints import ConstraintConfig, Constraints
-from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
-from ctrnas.search.multifidelity import MultiFidelity, RungConfig
-from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
+from ctrnas.search.evolution import EvolutionConfig
+from ctrnas.search.multifidelity import MultiFidelityConfig, RungConfig
+from ctrnas.search.random_search import RandomSearchConfig
 from ctrnas.search.space_protocol import SearchSpace
-
-
-@dataclass(frozen=True)
-class MultiFidelityConfig:
-    """The rungs of `strategy: multifidelity` (regularized evolution with successive halving, see
-    `multifidelity`), cheapest first; empty: the caller's default ladder (the CTR pipeline's is in
-    `ctrnas.pipeline.fitness.rungs`). Evolution's settings come from `search.evolution`."""
-
-    rungs: tuple[RungConfig, ...] = ()
+from ctrnas.search.strategies import get_strategy, strategy_names
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """strategy picks which sub-config is used; workers > 1 scores in spawned processes; top_k is how many
-    of the history's best the final stage retrains from scratch (NASRec/SiGeo: 15). seed_population: the
-    space's hand-designed baseline archs start evolution's initial population (those that fit the space)."""
+    """strategy (a registered name, `ctrnas.search.strategies`) picks which sub-config is used; workers > 1
+    scores in spawned processes; top_k is how many of the history's best the final stage retrains from scratch
+    (NASRec/SiGeo: 15). seed_population: the space's hand-designed baseline archs start evolution's initial
+    population (those that fit the space)."""
 
-    strategy: Literal["evolution", "random", "multifidelity"] = "evolution"
+    strategy: str = "evolution"
     evolution: EvolutionConfig = EvolutionConfig()
     random: RandomSearchConfig = RandomSearchConfig()
     multifidelity: MultiFidelityConfig = MultiFidelityConfig()
@@ -39,6 +31,7 @@ class SearchConfig:
     seed_population: bool = True
 
     def __post_init__(self):
+        get_strategy(self.strategy)  # an unknown name is an error naming the known ones
         if self.workers < 1:
             raise RecipeError("search", "workers", f"expected >= 1, got {self.workers}")
         if self.top_k < 1:
@@ -56,22 +49,20 @@ def make_strategy(
     initial: tuple = (),
     rungs: tuple[RungConfig, ...] = (),
     rung_maximize: list[bool] | None = None,
-) -> RegularizedEvolution | RandomSearch | MultiFidelity:
+):
     """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False).
     `initial`: archs evolution's initial population starts with (used when `config.seed_population`).
-    multifidelity: `rungs` (default `config.multifidelity.rungs`) and each rung's direction."""
+    A strategy that scores by rungs: `rungs` (default `config.multifidelity.rungs`) and each rung's direction."""
     constraints = Constraints(config.constraints, count_params, count_flops)
     initial = tuple(initial) if config.seed_population else ()
-    if config.strategy == "multifidelity":
-        rungs = rungs or config.multifidelity.rungs
-        evolution = build_strategy("evolution", space, seed=seed, maximize=maximize, evolution=config.evolution,
-                                   constraints=constraints, initial=initial)
-        return MultiFidelity(evolution, rungs, rung_maximize if rung_maximize is not None else [maximize] * len(rungs))
-    return build_strategy(config.strategy, space, seed=seed, maximize=maximize, evolution=config.evolution,
-                          random=config.random, constraints=constraints, initial=initial)
 
+    def settings(name: str):  # the recipe's section of that name, or the strategy's defaults
+        given = getattr(config, name, None)
+        return given if given is not None else get_strategy(name).config()
 
-STRATEGIES = ("evolution", "random")
+    return get_strategy(config.strategy).build(space, settings, seed=seed, maximize=maximize,
+                                               constraints=constraints, initial=initial, rungs=rungs,
+                                               rung_maximize=rung_maximize)
 
 
 def build_strategy(
@@ -80,19 +71,25 @@ def build_strategy(
     *,
     seed: int,
     maximize: bool,
-    evolution: EvolutionConfig = EvolutionConfig(),
-    random: RandomSearchConfig = RandomSearchConfig(),
+    configs: dict[str, Any] | None = None,
     constraints: Constraints | None = None,
     source: str = "search",
     initial: tuple = (),
-) -> RegularizedEvolution | RandomSearch:
-    """The strategy called `name` with its config; the one place a strategy is chosen by name (the CTR
-    recipe and the vision harness both come here). `source` names where `name` came from in errors; `initial`
-    seeds evolution's population. `multifidelity` needs rungs and is made by `make_strategy`."""
-    if name == "evolution":
-        return RegularizedEvolution(space, dataclasses.replace(evolution, maximize=maximize), seed=seed,
-                                    constraints=constraints, initial=initial)
-    if name == "random":
-        return RandomSearch(space, dataclasses.replace(random, maximize=maximize), seed=seed,
-                            constraints=constraints)
-    raise RecipeError(source, "strategy", f"expected one of {', '.join(map(repr, STRATEGIES))}, got {name!r}")
+):
+    """The strategy called `name` with its config from `configs` (by strategy name; defaults otherwise),
+    without a recipe (the vision harness comes here). `source` names where `name` came from in errors;
+    `initial` seeds evolution's population. A strategy that scores by rungs needs them: `make_strategy`."""
+    entry = get_strategy(name, source)
+    if entry.by_rungs:
+        raise RecipeError(source, "strategy", f"{name!r} scores by rungs; expected one of "
+                          f"{', '.join(map(repr, strategy_names(by_rungs=False)))}")
+    configs = configs or {}
+
+    def settings(n: str):
+        return configs[n] if n in configs else get_strategy(n).config()
+
+    return entry.build(space, settings, seed=seed, maximize=maximize, constraints=constraints, initial=initial,
+                       rungs=(), rung_maximize=None)
+
+
+__all__ = ["SearchConfig", "MultiFidelityConfig", "make_strategy", "build_strategy", "strategy_names"]

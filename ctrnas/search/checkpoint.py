@@ -7,12 +7,12 @@ would silently produce a different search, so it is refused.
 
 from __future__ import annotations
 
-import os
 import pickle
 from pathlib import Path
 from typing import Any
 
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_write_bytes
 
 FORMAT_VERSION = 1
 
@@ -25,12 +25,8 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     """Write `state` to `path` so that a crash mid-write leaves the previous checkpoint intact."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump({"format_version": FORMAT_VERSION, **state}, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, pickle.dumps({"format_version": FORMAT_VERSION, **state}, protocol=pickle.HIGHEST_PROTOCOL),
+                       fsync=True)
 
 
 def load_checkpoint(path: str | Path, fingerprint: dict[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,15 @@ class RungConfig:
             raise RecipeError("search.multifidelity.rungs", "fraction", "give budget or fraction, not both")
 
 
+@dataclass(frozen=True)
+class MultiFidelityConfig:
+    """The rungs of `strategy: multifidelity` (regularized evolution with successive halving, see
+    `multifidelity`), cheapest first; empty: the caller's default ladder (the CTR pipeline's is in
+    `ctrnas.pipeline.fitness.rungs`). Evolution's settings come from `search.evolution`."""
+
+    rungs: tuple[RungConfig, ...] = ()
+
+
 def survivors(n: int, keeps: list[float]) -> list[int]:
     """How many of a batch of n are scored at each rung: n, then ceil(keep * previous), at least 1."""
     out = [n]

@@ -137,7 +137,7 @@ def run_search(
     """Run `strategy` to completion, scoring with `fitness(arch, seed[, budget])`; resume from
     `checkpoint_path` if it exists.
 
-    `scorer` is an already-open scoring backend (e.g. `ctrnas.distributed.backends`, owned and closed by the
+    `scorer` is an already-open scoring backend (e.g. a `parallel.Scorer`, owned and closed by the
     caller); by default a `Scorer` on `execution` (a `ctrnas.execution.ExecutionConfig`; None: `workers`
     local processes) is opened and closed here. `budget` is what each score may spend, for candidates that
     name none (None: the fitness's `default_budget`); every history record says which budget it got.

@@ -7,12 +7,12 @@ same order), so resuming from it reproduces an uninterrupted run bit for bit.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
 
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_path
 
 FORMAT = "ctrnas-checkpoint/1"
 
@@ -21,9 +21,8 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
     """Write `state` to `path` via a temp file and rename, so a crash never leaves half a checkpoint."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    torch.save({"format": FORMAT, **state}, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save({"format": FORMAT, **state}, tmp)
 
 
 def load_checkpoint(path: str | Path) -> dict:

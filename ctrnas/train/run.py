@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import atomic_write_text, read_meta, versions
+from ctrnas.data.dataset import read_meta, versions
+from ctrnas.files import atomic_write_text
 from ctrnas.train.batches import dataset_batches, fraction_rows
 from ctrnas.train.config import TrainConfig
 from ctrnas.train.metrics import MetricResult, constant_logloss, strict_json

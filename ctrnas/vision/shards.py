@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import multiprocessing as mp
-import os
 import pickle
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_path
 from ctrnas.vision.correlate import COLUMNS, CorrelateConfig, read_rows, run_correlation
 from ctrnas.vision.space import NB201Table
 
@@ -43,12 +43,10 @@ def merge_shards(csv_path: str | Path) -> Path:
             if key not in seen:
                 seen.add(key)
                 rows.append(r)
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
+    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, csv_path)
     for path in parts:
         path.unlink()
     return csv_path
@@ -84,10 +82,8 @@ def run_sharded(
     # The inputs go through a file that each worker reads: arguments larger than a pipe's buffer would block
     # the parent for good if a worker died before reading them (and no shared-memory segment is needed).
     inputs = csv_path.with_name(f".{csv_path.stem}.inputs.pkl")
-    tmp = inputs.with_name(inputs.name + ".tmp")
-    with tmp.open("wb") as f:
+    with atomic_path(inputs) as tmp, tmp.open("wb") as f:
         pickle.dump((np.ascontiguousarray(images.numpy()), np.ascontiguousarray(labels.numpy()), table), f)
-    os.replace(tmp, inputs)
     ctx = mp.get_context("spawn")  # CUDA cannot be used in forked children
     procs = [ctx.Process(target=_worker, args=(config, str(inputs), str(csv_path), i, workers, str(device),
                                                time_limit_s, state_dir, threads)) for i in range(workers)]

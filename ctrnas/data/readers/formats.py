@@ -67,11 +67,6 @@ def register_format(fmt: RawFormat) -> RawFormat:
     return fmt
 
 
-def unregister_format(name: str) -> None:
-    """Forget a registered format (tests that register a toy one)."""
-    _FORMATS.pop(name, None)
-
-
 def format_names() -> tuple[str, ...]:
     """The known formats, in registration order (the built-in ones first)."""
     return tuple(_FORMATS)
