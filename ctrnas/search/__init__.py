@@ -16,6 +16,7 @@ cache, parallel scoring (on a `ctrnas.execution` executor), history and per-gene
 
 Modules: build (recipe `search:` section -> strategy), strategies (the strategies by name), space_protocol,
 fitness (results, ranking, seeds, cache), constraints, history, checkpoint, parallel, runner, evolution,
-random_search, multifidelity, ranking (Kendall/Spearman + bootstrap), plots, toy.
+random_search, multifidelity, ranking (Kendall/Spearman + bootstrap), plots. (The tests' toy space is
+tests/helpers/toy_search.py.)
 Import the submodules directly; this file stays import-light so spawned scoring workers start fast.
 """

@@ -13,7 +13,8 @@ from ctrnas.errors import RecipeError
 from ctrnas.search import strategies
 from ctrnas.search.build import SearchConfig, build_strategy, make_strategy
 from ctrnas.search.runner import Candidate, run_search
-from ctrnas.search.toy import IntVector, IntVectorSpace, SeparableFitness
+
+from tests.helpers.toy_search import IntVector, IntVectorSpace, SeparableFitness
 
 
 class Exhaustive:
