@@ -146,7 +146,7 @@ class RegularizedEvolution:
             parent = None if cfg.parent_per_child else self._tournament_parent()
             out = []
             for _ in range(cfg.children_per_generation):
-                p = self._tournament_parent() if cfg.parent_per_child else parent
+                p = self._tournament_parent() if parent is None else parent
                 out.append(self._propose(lambda p=p: self._mutant(p.arch, n), lambda a: self._mutant(a, n), p.key))
         self._pending = out
         return out

@@ -141,6 +141,7 @@ class MultiFidelity:
                 self.rung, self.alive = self.rung + 1, promoted
                 return
         batch, self.batch = self.batch, None
+        assert batch is not None  # tell() follows the ask() that set it
         outcome = [self.reached[i] for i in range(len(batch))]
         self.evolution.tell(batch, [r for _, r in outcome],
                             ranks=[ladder_rank(rung, r.value, self.rung_maximize) for rung, r in outcome])

@@ -44,7 +44,8 @@ def _hlines(ax, lines: Mapping[str, float] | None) -> None:
         ax.axhline(y, linestyle="--", linewidth=1, color=f"C{k + 1}", label=label)
 
 
-def pareto_front(costs: Sequence[float], metrics: Sequence[float], minimize_metric: bool = True) -> np.ndarray:
+def pareto_front(costs: Sequence[float] | np.ndarray, metrics: Sequence[float] | np.ndarray,
+                 minimize_metric: bool = True) -> np.ndarray:
     """Indices of the points no other point beats on both cost (lower) and metric, sorted by cost.
 
     Non-finite points are ignored; among equal (cost, metric) points the first is kept.

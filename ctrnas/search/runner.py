@@ -88,8 +88,8 @@ def _score_batch(
 ) -> list[tuple[FitnessResult, float, int, bool, int | None]]:
     """(result, seconds, seed, cached, budget) per candidate; each distinct uncached (key, budget) is scored once."""
     seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
-    budgets = [c.budget if c.budget is not None else budget for c in candidates]
-    budgets = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, budgets)]
+    given = [c.budget if c.budget is not None else budget for c in candidates]
+    budgets: list[Any] = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, given)]
     seen: set[tuple] = set()
     jobs, job_pos = [], []
     known: dict[tuple, FitnessResult] = {}
@@ -157,8 +157,8 @@ def run_search(
         strategy.load_state_dict(state["strategy"])
         history = History(state["history"])
         cache.load_state_dict(state["cache"])
-        if default_budget(fitness) is not None:
-            cache.adopt_unbudgeted(default_budget(fitness))
+        if (unbudgeted := default_budget(fitness)) is not None:
+            cache.adopt_unbudgeted(unbudgeted)
         print(resumed_line(strategy, len(history), checkpoint_path), file=sys.stderr)
 
     own = scorer is None
