@@ -1,0 +1,40 @@
+"""`ctrnas export`: one architecture as a standalone model folder, with weights inherited from a supernet
+checkpoint or drawn fresh from a seed, and the raw-row preprocessing beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctrnas.errors import CtrnasError
+from ctrnas.pipeline.inputs import check_arch, read_arch, read_json, space_spec
+
+
+def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir=None, space="nasrec-full",
+                emb_dim: int | None = None, row_cap: int | None = None, init: str | None = None, seed: int = 0,
+                metrics_path=None, torch_export: bool = False) -> dict:
+    """A standalone model folder of one architecture (inherited weights from a supernet checkpoint, or fresh
+    ones from `seed`); returns the model card."""
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.supernet.export import export
+    from ctrnas.supernet.io import build_supernet, load_supernet, save_exported
+
+    arch = read_arch(arch_path)  # a bad file fails before any loading
+    schema = load_schema(data_dir) if data_dir else None
+    if supernet:
+        net, _ = load_supernet(supernet, schema=schema, space=space_spec(space), emb_dim=emb_dim, row_cap=row_cap)
+        init, source = init or "inherit", str(supernet)
+    elif schema is None:
+        raise CtrnasError("give --supernet (inherited weights) or --data (fresh weights)")
+    elif init == "inherit":
+        raise CtrnasError("--init inherit needs --supernet")
+    else:
+        net = build_supernet(schema, space_spec(space), seed, emb_dim, row_cap)
+        init, source = "fresh", None
+    check_arch(arch_path, arch, net.space)
+    metrics = read_json(metrics_path, "metrics") if metrics_path else None
+    model = export(net, arch, init=init, seed=seed)
+    if data_dir:
+        from ctrnas.data.preprocess import copy_preprocess
+
+        copy_preprocess(data_dir, out_dir)  # the raw-row preprocessing travels with the model
+    return save_exported(model, out_dir, init=init, metrics=metrics, source=source, torch_export=torch_export)
