@@ -97,7 +97,7 @@ def _import_cycles(package: str) -> list[list[str]]:
     return cycles
 
 
-@pytest.mark.parametrize("package", ["ctrnas.pipeline", "ctrnas.execution"])
+@pytest.mark.parametrize("package", ["ctrnas"])
 def test_no_import_circles_between_files(package):
     pytest.importorskip("grimp", reason="grimp comes with import-linter (the `test` extra)")
     assert _import_cycles(package) == []
