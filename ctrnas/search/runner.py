@@ -39,24 +39,49 @@ class Candidate:
 
 
 class Strategy(Protocol):
-    """What `run_search` needs from a strategy (see `evolution.RegularizedEvolution`)."""
+    """What `run_search` needs from a strategy (see `evolution.RegularizedEvolution`): ask for a batch of
+    candidates, get their results, until done; its state round-trips through a checkpoint.
+
+    Example::
+
+        while not strategy.done:
+            batch = strategy.ask()                      # list[Candidate], each with arch, key, generation
+            strategy.tell(batch, [fitness(c.arch, seed) for c in batch])
+    """
 
     seed: int
-    maximize: bool
-    total_evaluations: int
+    maximize: bool  # True: higher results are better
+    total_evaluations: int  # the candidates it will ask for in all (for progress)
 
     @property
-    def done(self) -> bool: ...
+    def done(self) -> bool:
+        """True once it asks for no more candidates."""
+        ...
 
-    def ask(self) -> list[Candidate]: ...
+    def ask(self) -> list[Candidate]:
+        """Returns:
+            The next batch of candidates (scored together, possibly in parallel); `tell` must follow.
+        """
+        ...
 
-    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None: ...
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None:
+        """Args:
+            candidates: exactly the batch of the last `ask`.
+            results: one FitnessResult per candidate, in the same order.
+        """
+        ...
 
-    def fingerprint(self) -> dict: ...
+    def fingerprint(self) -> dict:
+        """Its settings as JSON-able data: a checkpoint resumes only a strategy with the same fingerprint."""
+        ...
 
-    def state_dict(self) -> dict: ...
+    def state_dict(self) -> dict:
+        """Everything needed to continue (RNG included), picklable."""
+        ...
 
-    def load_state_dict(self, state: dict) -> None: ...
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict()`: the rest of the search equals an uninterrupted one."""
+        ...
 
 
 @dataclass
