@@ -36,7 +36,7 @@ demo: $(STAMP)
 	$(BIN)/ctrnas demo --out runs/demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests   # tests/test_layers.py runs import-linter and mypy ([tool.mypy])
 
 clean:
 	rm -rf $(VENV) runs

@@ -52,7 +52,7 @@ suits many small tables, row-wise a few huge ones (balanced memory and load), co
 embeddings; on GPUs the planner can mix them per table from the real topology and memory. Candidate
 scoring is embarrassingly parallel: each candidate is a few forward/backward passes of one subnet, so
 throughput should grow with the number of workers (one per core or GPU) once startup is amortised, and
-`RayBackend(address="auto")` spreads the workers over every node of a cluster started with `ray start`,
+`execution: {backend: ray, address: auto}` spreads the workers over every node of a cluster started with `ray start`,
 still giving the serial history because each candidate's seed is fixed by its index."""
 
 
@@ -87,9 +87,10 @@ def scoring(args) -> dict:
     import numpy as np
     import torch
 
-    from ctrnas.distributed.backends import make_backend
+    from ctrnas.execution import ExecutionConfig
     from ctrnas.pipeline.fitness.ctr_fitness import ProxyFitness
     from ctrnas.search.fitness import candidate_seed
+    from ctrnas.search.parallel import Scorer
     from ctrnas.space import get_space
 
     torch.set_num_threads(1)
@@ -109,7 +110,7 @@ def scoring(args) -> dict:
                 out["backends"]["ray"] = {"skipped": "ray not installed (pip install 'ctrnas[ray]')"}
                 continue
         t0 = time.perf_counter()
-        with make_backend(name, fitness, workers=2) as backend:
+        with Scorer(fitness, 2, execution=ExecutionConfig(name, 2)) as backend:
             backend.score(jobs[:2])  # starts the workers and pays their first-job imports
             startup = time.perf_counter() - t0
             t1 = time.perf_counter()

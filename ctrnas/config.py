@@ -44,7 +44,7 @@ def _convert(value: Any, tp, source: str, key: str):
         if value not in args:
             raise RecipeError(source, key, f"expected one of {list(args)}, got {value!r}")
         return value
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise RecipeError(source, key, f"expected a mapping for {tp.__name__}, got {type(value).__name__}")
         return from_dict(tp, value, source, prefix=f"{key}.")
@@ -80,7 +80,7 @@ def from_dict(cls: type[T], data: dict, source: str = "<dict>", prefix: str = ""
     if not isinstance(data, dict):
         raise RecipeError(source, prefix.rstrip(".") or "<root>", f"expected a mapping, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
     for key in data:
         if key not in fields:
             raise RecipeError(source, prefix + str(key), f"unknown key (known: {', '.join(sorted(fields))})")

@@ -40,15 +40,14 @@ import yaml
 
 from ctrnas.config import from_dict, load_yaml, to_dict
 from ctrnas.data.prepare_config import PrepareConfig
+from ctrnas.data.readers.formats import format_names
 from ctrnas.data.synthetic_profiles import STRUCTURES
 from ctrnas.errors import RecipeError
 from ctrnas.execution.config import ExecutionConfig
 from ctrnas.search.build import SearchConfig
+from ctrnas.search.strategies import get_strategy
 from ctrnas.space import PRESETS, SpaceConfig
 from ctrnas.train.config import TrainConfig, WarmupConfig
-
-RAW_KINDS = ("criteo", "avazu", "kdd2012", "table")
-
 
 @dataclass(frozen=True)
 class SyntheticData:
@@ -73,10 +72,13 @@ class SyntheticData:
 class RawData:
     """Raw log files to prepare with `data.prepare` settings (`ctrnas prepare KIND`)."""
 
-    kind: Literal["criteo", "avazu", "kdd2012", "table"]
+    kind: str  # a registered raw format (`ctrnas.data.readers.formats`)
     inputs: tuple[str, ...]
 
     def __post_init__(self):
+        if self.kind not in format_names():
+            raise RecipeError("recipe", "data.raw.kind",
+                              f"expected one of {', '.join(map(repr, format_names()))}, got {self.kind!r}")
         if not self.inputs:
             raise RecipeError("recipe", "data.raw.inputs", "expected at least one input file")
 
@@ -249,7 +251,7 @@ class Recipe:
             return
         why = (f"space.emb_dims {list(self.space.emb_dims)} needs from-scratch scoring (short rungs): proxy "
                f"and one-shot scores read the supernet's tables, all {self.train.embedding_dim} wide")
-        if self.search.strategy != "multifidelity":
+        if not get_strategy(self.search.strategy).by_rungs:
             raise RecipeError(self.source or "recipe", "search.strategy",
                               f"{why}; the {self.fitness_kind} fitness of strategy {self.search.strategy!r} "
                               "is one of those (use multifidelity, or drop space.emb_dims)")
@@ -414,11 +416,16 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
         raise
 
 
+# the search sections with a direction (`maximize`), which the fitness sets
+_DIRECTED = tuple(f.name for f in dataclasses.fields(SearchConfig)
+                  if dataclasses.is_dataclass(f.default) and "maximize" in {g.name for g in dataclasses.fields(f.default)})
+
+
 def _fitness_direction(recipe: Recipe, search: Any, source: str) -> Recipe:
     """The search strategies' `maximize` set from the fitness (a proxy score is maximized, the one-shot
     validation log loss minimized): a recipe value that disagrees is an error, not silently replaced."""
     maximize = recipe.fitness_kind in ("proxy", "random")
-    for name in ("evolution", "random"):
+    for name in _DIRECTED:
         given = search.get(name, {}) if isinstance(search, dict) else {}
         if isinstance(given, dict) and given.get("maximize", maximize) != maximize:
             raise RecipeError(source, f"search.{name}.maximize",
@@ -426,8 +433,7 @@ def _fitness_direction(recipe: Recipe, search: Any, source: str) -> Recipe:
                               f"expected {str(maximize).lower()} or no key, got {given['maximize']!r}")
     s = recipe.search
     return dataclasses.replace(recipe, search=dataclasses.replace(
-        s, evolution=dataclasses.replace(s.evolution, maximize=maximize),
-        random=dataclasses.replace(s.random, maximize=maximize)))
+        s, **{name: dataclasses.replace(getattr(s, name), maximize=maximize) for name in _DIRECTED}))
 
 
 def load_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -> Recipe:
@@ -445,7 +451,7 @@ def recipe_to_dict(recipe: Recipe) -> dict:
     """The resolved recipe as plain data (what a results folder records), without the search direction: the
     fitness sets it, so an override of the warm-up or fitness changes it too."""
     data = to_dict(recipe)
-    for name in ("evolution", "random"):
+    for name in _DIRECTED:
         data["search"][name].pop("maximize", None)
     return data
 
@@ -453,8 +459,3 @@ def recipe_to_dict(recipe: Recipe) -> dict:
 def dump_recipe(recipe: Recipe) -> str:
     """The resolved recipe as YAML; loading it gives back an equal Recipe."""
     return yaml.safe_dump(recipe_to_dict(recipe), sort_keys=False)
-
-
-def with_fields(recipe: Recipe, **changes) -> Recipe:
-    """dataclasses.replace for code callers (no string parsing)."""
-    return dataclasses.replace(recipe, **changes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-KINDS = ("criteo", "avazu", "kdd2012", "table")
+from ctrnas.data.readers.formats import format_names
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", required=True, nargs="+", metavar="FILE",
                    help="raw file(s) of the model's format (labels optional), or one prepared dataset folder")
     p.add_argument("--out", required=True, metavar="FILE", help="output Parquet: file, line, probability[, label]")
-    p.add_argument("--kind", choices=KINDS, default=None, help="format of the input (default: the model's)")
+    p.add_argument("--kind", choices=format_names(), default=None, help="format of the input (default: the model's)")
     p.add_argument("--split", default="test", help="split of a prepared dataset folder to score (default test)")
     p.add_argument("--data", metavar="DIR", help="prepared dataset whose transform to use (a model exported "
                    "without one)")

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ctrnas.data.readers.formats import csv_list as _csv_list, format_names, get_format
 from ctrnas.data.synthetic_profiles import STRUCTURES
-
-FORMAT_HELP = {
-    "criteo": "Criteo Kaggle train.txt / Terabyte day_N (label, I1-I13, C1-C26; tab-separated; .gz accepted)",
-    "avazu": "Avazu Kaggle train CSV with header (id, click, hour, C1, ..., C21)",
-    "kdd2012": "KDD Cup 2012 track 2 training.txt (12 tab-separated fields; label = Click > 0)",
-    "table": "your own CSV (with header) or Parquet log; name the columns with --label/--dense/--sparse",
-}
-
-
-def _csv_list(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -58,14 +48,20 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _overrides(args) -> dict:
     keys = ["dense_transform", "sparse_encoding", "hash_buckets", "min_count", "split", "split_ratios", "seed",
-            "on_error", "max_rejects", "rows_per_shard", "block_size", "limit", "progress", "avazu_hour",
-            "avazu_drop_id", "avazu_pseudo_dense", "kdd_profile", "kdd_expand_impressions", "pad_missing_trailing",
+            "on_error", "max_rejects", "rows_per_shard", "block_size", "limit", "progress", "pad_missing_trailing",
             "hash_table_size"]
     out = {k: getattr(args, k, None) for k in keys}
-    if args.kind == "table":
-        table = {"label": args.label, "dense": args.dense, "sparse": args.sparse, "delimiter": args.delimiter}
-        table = {k: v for k, v in table.items() if v is not None}
-        out["table"] = table or None
+    sections: dict[str, dict] = {}  # a format's options into a nested section ("table.label": table: {label})
+    for o in get_format(args.kind).options:
+        value = getattr(args, o.dest.replace(".", "__"), None)
+        if "." in o.dest:
+            section, key = o.dest.split(".", 1)
+            sections.setdefault(section, {})
+            if value is not None:
+                sections[section][key] = value
+        else:
+            out[o.dest] = value
+    out.update({k: v or None for k, v in sections.items()})
     return out
 
 
@@ -96,27 +92,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "streamed (bounded memory); see datasets/README.md for where to get them.",
     )
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
-    for kind, text in FORMAT_HELP.items():
-        k = kinds.add_parser(kind, help=text, description=text)
+    for kind in format_names():
+        fmt = get_format(kind)
+        k = kinds.add_parser(kind, help=fmt.help, description=fmt.help)
         _add_common(k)
         k.set_defaults(func=_run_prepare)
-        if kind == "avazu":
-            k.add_argument("--avazu-hour", choices=["raw", "split"],
-                           help="raw: hour as one category (default); split: hour_of_day, weekday, is_weekend")
-            k.add_argument("--drop-id", dest="avazu_drop_id", action="store_const", const=True,
-                           help="drop the per-impression id column (BARS x4)")
-            k.add_argument("--no-pseudo-dense", dest="avazu_pseudo_dense", action="store_const", const=False,
-                           help="omit NASRec's constant dense feature dense_0")
-        if kind == "kdd2012":
-            k.add_argument("--profile", dest="kdd_profile", metavar="FILE",
-                           help="userid_profile.txt to join (adds sparse Gender, Age)")
-            k.add_argument("--expand-impressions", dest="kdd_expand_impressions", action="store_const", const=True,
-                           help="one row per impression instead of label = Click > 0")
-        if kind == "table":
-            k.add_argument("--label", help="label column (0/1)")
-            k.add_argument("--dense", type=_csv_list, metavar="A,B,..", help="dense (numeric) columns")
-            k.add_argument("--sparse", type=_csv_list, metavar="A,B,..", help="categorical columns")
-            k.add_argument("--delimiter", help="CSV delimiter (default ',')")
+        for o in fmt.options:
+            extra = {} if "." not in o.dest else {"metavar": o.dest.rsplit(".", 1)[1].upper()}
+            k.add_argument(*o.flags, dest=o.dest.replace(".", "__"), help=o.help, **{**extra, **o.kwargs})
     s = kinds.add_parser("synthetic", help="generate a synthetic dataset with known click model (the demo default)",
                          description="Synthetic Criteo/Avazu/KDD12-shaped data from a hidden click model; "
                          "meta.json records the Bayes-optimal log loss.")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ctrnas.errors import RecipeError
+from ctrnas.search.strategies import strategy_names
 
 # the table shipped in the package (ctrnas.vision.space.SHIPPED_TABLE, not imported here: the CLI starts fast)
 DEFAULT_TABLE = str(Path(__file__).resolve().parents[1] / "vision" / "data" / "nb201_acc.csv")
@@ -52,7 +53,7 @@ def register(sub) -> None:
     s = vsub.add_parser("search", help="evolution / random search in NB201 with a proxy as fitness")
     _common(s)
     s.add_argument("--proxy", default="sigeo")
-    s.add_argument("--strategy", default="evolution", choices=["evolution", "random"])
+    s.add_argument("--strategy", default="evolution", choices=strategy_names(by_rungs=False))
     s.add_argument("--seeds", default="0,1,2", help="search seeds (comma-separated)")
     s.add_argument("--population", type=int, default=16)
     s.add_argument("--generations", type=int, default=10)

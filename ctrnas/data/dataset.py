@@ -24,6 +24,7 @@ from ctrnas.data import ownership
 from ctrnas.data.ownership import META, SOURCE_FILE, SPLITS
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_write_text
 
 FORMAT = "ctrnas-dataset/1"
 
@@ -111,17 +112,6 @@ def check_replaceable(path: str | Path, source: dict, overwrite: bool, subject: 
 
 def write_source(path: str | Path, record: dict) -> None:
     atomic_write_text(Path(path) / SOURCE_FILE, json.dumps(record, indent=1))
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write text to `path` via a temp file and rename, so readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # a failed write (a full disk) leaves no temp file
 
 
 def versions() -> dict:

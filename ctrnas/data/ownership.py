@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from ctrnas.errors import CtrnasError, PathError
+from ctrnas.files import atomic_write_text
 from ctrnas.locks import LOCK_FILE
 
 MANIFEST = "ctrnas-manifest.json"
@@ -26,7 +27,7 @@ MANIFEST_FORMAT = "ctrnas-manifest/1"
 SPLITS = ("train", "val", "test")
 META, SOURCE_FILE, REJECTS_FILE = "meta.json", "ctrnas-source.json", "rejects.tsv"
 # names only a ctrnas writer makes (a temp file before its rename, a staging stream): ours wherever they are
-_TRANSIENT = re.compile(r"\.staging-\d+\.arrows|\..+\.tmp-\d+")
+_TRANSIENT = re.compile(r"\.staging-\d+\.arrows|\..+\.tmp-\d+(\.\w+)?")  # ctrnas.files
 _OWN_NAMES = {LOCK_FILE, SOURCE_FILE, MANIFEST}  # ctrnas's own names at the top of the folder
 # paths a dataset writer may create (shards, meta, rejects, the preprocessing of data/preprocess.py)
 _WRITES = re.compile(r"(meta\.json|rejects\.tsv|transform\.json|vocab\.parquet|(train|val|test)/part-\d+\.parquet)")
@@ -170,7 +171,4 @@ class Manifest:
     def _write(self) -> None:
         text = json.dumps({"format": MANIFEST_FORMAT, "files": sorted(self.files - {MANIFEST}), **self.extra},
                           indent=1)
-        path = self.folder / MANIFEST
-        tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        atomic_write_text(self.folder / MANIFEST, text)

@@ -41,6 +41,7 @@ from ctrnas.data.prepare_passes import NoBar, accepted_batches, progress_bar, st
 from ctrnas.data.prepare_tally import Tally, check_rows, summary, write_rejects
 from ctrnas.data.preprocess import TRANSFORM_FILE, Preprocess
 from ctrnas.data.readers import make_reader
+from ctrnas.data.readers.formats import get_format
 from ctrnas.data.readers.base import input_info
 from ctrnas.data.schema import DatasetSchema, SparseFeature
 from ctrnas.data.split import Splitter
@@ -59,9 +60,10 @@ def _arrow_schema(reader) -> pa.Schema:
 
 
 def _check_inputs(kind: str, inputs: list[str], cfg: PrepareConfig) -> None:
+    fmt = get_format(kind)  # an unknown format stops here, naming the known ones
     if not inputs:
         raise CtrnasError(f"prepare {kind}: no input files given (--input)")
-    for p in inputs + ([cfg.kdd_profile] if kind == "kdd2012" and cfg.kdd_profile else []):
+    for p in inputs + [getattr(cfg, f) for f in fmt.input_fields if getattr(cfg, f)]:
         if Path(p).is_dir():
             raise PathError(p, f"is a folder; prepare {kind} --input takes raw data files")
         if not Path(p).is_file():

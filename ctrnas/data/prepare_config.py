@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -98,8 +98,3 @@ def load_prepare_config(path: str | Path | None, overrides: dict | None = None) 
             v = {**data["table"], **v}
         data[k] = v
     return from_dict(PrepareConfig, data, source=source)
-
-
-def with_settings(cfg: PrepareConfig, **changes) -> PrepareConfig:
-    """A copy with some fields changed (validated again)."""
-    return replace(cfg, **changes)

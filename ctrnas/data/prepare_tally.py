@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ctrnas.data.dataset import SPLITS, atomic_write_text
+from ctrnas.data.dataset import SPLITS
 from ctrnas.data.ownership import REJECTS_FILE
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.readers.base import Reject
 from ctrnas.errors import DataFormatError
+from ctrnas.files import atomic_write_text
 
 
 class Tally:

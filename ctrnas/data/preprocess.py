@@ -26,6 +26,7 @@ from ctrnas.data.schema import DatasetSchema
 from ctrnas.data.transforms import dense_transform, hash_ids
 from ctrnas.data.vocab import Vocabulary
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_path, atomic_write_text
 
 TRANSFORM_FORMAT = "ctrnas-transform/1"
 TRANSFORM_FILE, VOCAB_FILE = "transform.json", "vocab.parquet"
@@ -49,17 +50,18 @@ class Preprocess:
     def reader(self, paths: list[str], kind: str | None = None, labeled: bool = True, **changes):
         """The reader `prepare` used for this format and settings, over `paths` (`changes`: e.g. on_error);
         `labeled=False` reads rows without the label column (labels NaN)."""
-        from ctrnas.data.readers import make_reader
+        from ctrnas.data.readers.formats import get_format
 
         kind = kind or self.kind
         if kind != self.kind:
             raise CtrnasError(f"the model was trained on {self.kind} data; its preprocessing cannot read {kind} "
                               f"rows (use --kind {self.kind}, or leave --kind out)")
+        fmt = get_format(kind)
         cfg = replace(self.settings, limit=None, **changes)
-        r = make_reader(kind, [str(p) for p in paths], cfg)
+        r = fmt.make_reader([str(p) for p in paths], cfg)
         if not labeled:
-            if kind == "kdd2012":
-                raise CtrnasError("kdd2012 rows need their Click and Impression columns")
+            if fmt.has_labels is None:
+                raise CtrnasError(f"{kind} rows cannot be read without their label columns")
             r.without_label()
         if tuple(r.dense_names) != self.schema.dense or tuple(r.sparse_names) != self.schema.sparse_names:
             raise CtrnasError(f"the {kind} reader with these settings gives other fields than the model's "
@@ -109,8 +111,6 @@ class Preprocess:
     def save(self, folder: str | Path, own=None) -> list[str]:
         """Write transform.json (and vocab.parquet) into `folder`; `own(name) -> path` lets a folder writer
         list the files first (DatasetWriter.own). Returns the names written."""
-        from ctrnas.data.dataset import atomic_write_text
-
         own = own or (lambda name: Path(folder) / name)
         names = [TRANSFORM_FILE]
         if any(v is not None for v in self.vocabs):
@@ -121,10 +121,8 @@ class Preprocess:
                                   np.concatenate([c[0] for c in cols]), list(self.schema.sparse_names)),
                               "key": np.concatenate([c[1] for c in cols]),
                               "id": np.concatenate([c[2] for c in cols])})
-            path = own(VOCAB_FILE)
-            tmp = path.with_name(f".{path.name}.tmp")
-            pq.write_table(table, tmp)
-            tmp.replace(path)
+            with atomic_path(own(VOCAB_FILE)) as tmp:
+                pq.write_table(table, tmp)
         atomic_write_text(own(TRANSFORM_FILE), json.dumps(self.to_json(), indent=1) + "\n")  # last
         return names
 
@@ -170,32 +168,10 @@ def copy_preprocess(data_dir: str | Path, folder: str | Path) -> bool:
 
 
 
-def _first_line(path: str) -> str:
-    from ctrnas.data.readers.base import open_input
-
-    data = b""
-    with open_input(path) as f:
-        while True:
-            chunk = f.read(1 << 16)
-            data += chunk
-            lines = [x for x in data.split(b"\n") if x.strip()]
-            if (lines and b"\n" in data) or not chunk:
-                return lines[0].decode("utf-8", "replace").rstrip("\r") if lines else ""
-
-
 def has_labels(pre: Preprocess, path: str | Path) -> bool:
-    """Whether raw file `path` holds the label column (rows to score usually do not): Criteo by the field
-    count of its first line (40 with, 39 without), Avazu by its header (`click`), a table by its header or
-    Parquet schema. KDD 2012 rows always carry Click and Impression."""
-    path = str(path)
-    if pre.kind == "kdd2012":
-        return True
-    if pre.kind == "table":
-        t = pre.settings.table
-        if path.endswith((".parquet", ".pq")):
-            return t.label in pq.ParquetFile(path).schema_arrow.names
-        return t.label in [c.strip().strip('"') for c in _first_line(path).split(t.delimiter)]
-    text = _first_line(path)
-    if pre.kind == "criteo":
-        return text.count("\t") + 1 != 39
-    return "click" in [c.strip() for c in text.split(",")]  # avazu
+    """Whether raw file `path` holds the label column (rows to score usually do not), as the model's format
+    tells it (`readers/formats.py`: Criteo by the field count, Avazu and a table by the header; KDD 2012 rows
+    always carry Click and Impression)."""
+    from ctrnas.data.readers.formats import get_format
+
+    return get_format(pre.kind).file_has_labels(pre.settings, str(path))

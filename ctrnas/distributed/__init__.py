@@ -1,4 +1,4 @@
-"""Scale-out: sharded embedding training (TorchRec DMP) on N ranks, and search scoring backends.
+"""Scale-out: sharded embedding training (TorchRec DMP) on N ranks.
 
 Training (every rank runs the same code; `torchrun --nproc_per_node N -m ctrnas train ... --distributed`):
   env = init_distributed()                        dmp.py: gloo on CPU, nccl on GPU, from torchrun's env vars
@@ -11,8 +11,7 @@ Training (every rank runs the same code; `torchrun --nproc_per_node N -m ctrnas 
 Pieces: data.py (rank slices of each global batch), reduce.py (collectives), launch.py (spawn N local
 ranks without torchrun), testing.py (rank functions for tests and benchmarks).
 
-Search scoring (backends.py, search.py): SerialBackend, ProcessBackend(workers), RayBackend(workers,
-address=None|"auto"|"ray://host:port"), all on `ctrnas.execution`; run_search_on(backend, strategy,
-fitness) gives the serial history.
+Search scoring on worker processes or Ray is not here: a search takes `execution=` (`ctrnas.execution`, a
+recipe's `execution:` section), and `ctrnas.search.parallel.Scorer` scores a list of candidates on it.
 Import the submodules directly; this file stays import-light.
 """

@@ -7,8 +7,6 @@ destination rank receives full tensors.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -52,18 +50,6 @@ def gather_state(state: dict, dst: int = 0) -> dict | None:
 def gather_state_dict(model: nn.Module, dst: int = 0) -> dict[str, torch.Tensor] | None:
     """The full, unsharded state_dict of a DMP model on rank `dst` (None on the other ranks)."""
     return gather_state(dict(model.state_dict()), dst)
-
-
-def save_gathered(model: nn.Module, path: str | Path, dst: int = 0) -> Path | None:
-    """Gather the model on `dst` and write it there as a plain `torch.save` state_dict (what `model.pt` is
-    in a training folder and what `ctrnas export --supernet` reads as a bare state_dict)."""
-    state = gather_state_dict(model, dst)
-    if state is None:
-        return None
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(state, path)
-    return path
 
 
 def gather_local_shards(state: dict, dst: int = 0) -> dict | None:

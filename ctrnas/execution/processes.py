@@ -39,6 +39,7 @@ def _exit_with_parent() -> None:
 def _worker_main(conn, fn, setup, threads) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited ignored from the start; kept so
     _exit_with_parent()
+    failed: tuple[BaseException, str] | None
     try:
         state = conn.recv()  # sent over this pipe, not with the spawn data: an error here is ours to report
     except BaseException as e:
@@ -161,7 +162,7 @@ class ProcessExecutor(Executor):
         by_sentinel = {self._procs[w].sentinel: w for w in busy}
         for obj in wait([*by_conn, *by_sentinel]):
             w = by_conn.get(obj, by_sentinel.get(obj))
-            if w not in busy:
+            if w is None or w not in busy:
                 continue
             conn = self._conns[w]
             try:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from ctrnas.data.dataset import atomic_write_text
+from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.data import prepare_data
 from ctrnas.pipeline.results import CompareResult
 from ctrnas.pipeline.run import run_recipe

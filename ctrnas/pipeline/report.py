@@ -16,7 +16,8 @@ import csv
 import math
 from pathlib import Path
 
-from ctrnas.data.dataset import atomic_write_text, versions
+from ctrnas.data.dataset import versions
+from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.results import FinalResult, RunResult, TrainedModel
 from ctrnas.recipe import Recipe, dump_recipe
 from ctrnas.search.history import non_finite_reason

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import atomic_write_text
+from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.data import warmup_rows
 from ctrnas.pipeline.fitness.build import (make_fitness, resolve_warmup, resource_counters, short_training_fingerprint,
                                            warmup_fingerprint)
@@ -84,6 +84,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     Evolution starts from the space's baseline archs when `search.seed_population` (those that fit)."""
     from ctrnas.pipeline.fitness.rungs import build_ladder
     from ctrnas.search.build import make_strategy
+    from ctrnas.search.strategies import get_strategy
     from ctrnas.space.baselines import initial_population
 
     recipe = resolve_warmup(recipe, data)
@@ -99,7 +100,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         from ctrnas.pipeline.fitness.features import CtrFeatures
 
         featurize = CtrFeatures(recipe, data, warm.supernet, recipe.search.predictor.proxies)
-    if recipe.search.strategy == "multifidelity":
+    if get_strategy(recipe.search.strategy).by_rungs:
         fitness, rungs, directions, note = build_ladder(recipe, data, warm.supernet, out_dir)
         kind, name, maximize = "multifidelity", " > ".join(r.fitness for r in rungs), directions[-1]
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from ctrnas.data.dataset import atomic_write_text
+from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.compare import setting_label
 from ctrnas.pipeline.data import prepare_data
 from ctrnas.pipeline.fitness.build import make_fitness, resource_counters

@@ -22,27 +22,5 @@ loss = cross-entropy). Higher `value` is better for every proxy; `terms` holds t
 | dextr | Dextr (FMI by SVD + curvature), CTR adaptation | no | 1 fwd + 2 jvp |
 """
 
-from ctrnas.proxies.base import Proxy, ProxyResult, get_proxy, list_proxies, preserved_state, register  # noqa: F401
-
-# Importing each module registers its proxy.
-from ctrnas.proxies import (  # noqa: F401,E402
-    dextr,
-    epe_nas,
-    fisher,
-    flops,
-    grad_norm,
-    grasp,
-    hnas,
-    jacov,
-    l2_norm,
-    nasi,
-    naswot,
-    ntk,
-    params,
-    plain,
-    sigeo,
-    snip,
-    synflow,
-    zen,
-    zico,
-)
+from ctrnas.proxies.base import Proxy, ProxyResult, preserved_state, register  # noqa: F401
+from ctrnas.proxies.registry import get_proxy, list_proxies  # noqa: F401  (imports every built-in proxy)

@@ -55,50 +55,6 @@ def register(name: str):
     return deco
 
 
-def _load_builtin() -> None:
-    # Importing the package registers every built-in proxy (each module decorates its class).
-    import ctrnas.proxies  # noqa: F401
-
-
-def list_proxies() -> list[str]:
-    """Names of all registered proxies, sorted."""
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def get_proxy(name: str, **options) -> "Proxy":
-    """A proxy by registered name, with its options validated (unknown option -> RecipeError)."""
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise RecipeError("proxies", name, f"unknown proxy; expected one of {', '.join(sorted(_REGISTRY))}")
-    cls = _REGISTRY[name]
-    known = {f.name: f.type for f in dataclasses.fields(cls)}
-    for key, value in options.items():
-        if key not in known:
-            raise RecipeError(f"proxy {name}", key, f"unknown option; expected one of {', '.join(sorted(known))}")
-        _check_type(name, key, value, known[key])
-    return cls(**options)
-
-
-def _check_type(proxy: str, key: str, value, annotation) -> None:
-    """Options are scalars; check them against the field's annotation ("float | None", "int", ...)."""
-    allowed = {t.strip() for t in str(annotation).split("|")}
-    if value is None:
-        ok = "None" in allowed
-    elif isinstance(value, bool):
-        ok = "bool" in allowed
-    elif isinstance(value, int):
-        ok = bool({"int", "float"} & allowed)
-    elif isinstance(value, float):
-        ok = "float" in allowed
-    elif isinstance(value, str):
-        ok = "str" in allowed
-    else:
-        ok = False
-    if not ok:
-        raise RecipeError(f"proxy {proxy}", key, f"got {value!r}; expected {annotation}")
-
-
 @dataclass(frozen=True)
 class Proxy:
     """Base class. Subclasses are frozen dataclasses of options and implement `_compute`."""
@@ -107,6 +63,15 @@ class Proxy:
     needs_labels: ClassVar[bool] = True
     # "train" follows ZiCo's code (network.train()); proxies that need per-sample independence use "eval".
     default_mode: ClassVar[str] = "train"
+    # The option that holds how many batches it reads (e.g. "k"), which a caller sets to the batches it
+    # gives; None: it reads every batch it is given.
+    batch_option: ClassVar[str | None] = None
+
+    @classmethod
+    def warmup_options(cls, options: dict, warmed_up: bool, domain: str = "ctr") -> dict:
+        """The options to score with on a supernet that was (`warmed_up`) or was not warmed up, in `domain`
+        ("ctr" or "cv"): `options` unchanged, unless a proxy's defaults depend on the warm-up."""
+        return options
 
     @property
     def writes_weights(self) -> bool:
@@ -260,11 +225,6 @@ def batch_loss(model: nn.Module, batch: Batch, loss_fn: LossFn) -> torch.Tensor:
     """Batch-mean loss of one batch."""
     out = forward(model, batch)
     return loss_fn(out, batch[1])
-
-
-def zero_grads(params: Sequence[nn.Parameter]) -> None:
-    for p in params:
-        p.grad = None
 
 
 def dense_grad(g: torch.Tensor) -> torch.Tensor:

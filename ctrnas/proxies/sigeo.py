@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ctrnas.errors import CtrnasError
 from ctrnas.proxies.base import (Proxy, batch_count_message, check_choice, register, select_groups,
@@ -56,6 +57,17 @@ class SiGeo(Proxy):
     sigma_rel_eps: float | None = None
     normalise: str = "none"           # term 1 only: "modules" | "elements" | "both" (gradstats.zico_term)
     mode: str = "train"
+
+    batch_option: ClassVar[str | None] = "k"
+
+    @classmethod
+    def warmup_options(cls, options: dict, warmed_up: bool, domain: str = "ctr") -> dict:
+        """Without a `preset`, the one that fits the warm-up (SiGeo App. E: the loss term only carries
+        information once the supernet has been warmed up; the CV presets weigh the FR term more)."""
+        if "preset" in options:
+            return options
+        return {**options, "preset": ("warmup_recsys" if domain == "ctr" else "warmup_cv") if warmed_up
+                else "zero_shot"}
 
     def lambdas(self) -> tuple[float, float, float]:
         check_choice(self.name, "preset", self.preset, list(PRESETS))

@@ -11,6 +11,7 @@ k = 4 batches by default, as SiGeo's comparisons; the official search script pre
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ctrnas.errors import CtrnasError
 from ctrnas.proxies.base import Proxy, batch_count_message, check_choice, register, select_groups
@@ -29,6 +30,8 @@ class ZiCo(Proxy):
     sigma_rel_eps: float | None = None
     normalise: str = "none"           # "modules" | "elements" | "both" (gradstats.zico_term)
     mode: str = "train"
+
+    batch_option: ClassVar[str | None] = "k"
 
     def _compute(self, model, batches, loss_fn):
         if self.k < 2 or len(batches) < self.k:

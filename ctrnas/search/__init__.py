@@ -14,8 +14,9 @@ cache, parallel scoring (on a `ctrnas.execution` executor), history and per-gene
     result = search.run(fitness, workers=2, checkpoint_path="run/search.ckpt", progress=True)
     result.history.to_csv("run/history.csv"); top15 = result.top_k(15)
 
-Modules: build (recipe `search:` section -> strategy), space_protocol, fitness (results, ranking,
-seeds, cache), constraints, history, checkpoint, parallel, runner, evolution, random_search,
-ranking (Kendall/Spearman + bootstrap), plots, toy.
+Modules: build (recipe `search:` section -> strategy), strategies (the strategies by name), space_protocol,
+fitness (results, ranking, seeds, cache), constraints, history, checkpoint, parallel, runner, evolution,
+random_search, multifidelity, ranking (Kendall/Spearman + bootstrap), plots. (The tests' toy space is
+tests/helpers/toy_search.py.)
 Import the submodules directly; this file stays import-light so spawned scoring workers start fast.
 """

@@ -2,35 +2,27 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from ctrnas.errors import RecipeError
 from ctrnas.search.constraints import ConstraintConfig, Constraints
-from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
-from ctrnas.search.multifidelity import MultiFidelity, RungConfig
+from ctrnas.search.evolution import EvolutionConfig
+from ctrnas.search.multifidelity import MultiFidelityConfig, RungConfig
 from ctrnas.search.predictor import Predictor, PredictorConfig
-from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
+from ctrnas.search.random_search import RandomSearchConfig
 from ctrnas.search.space_protocol import SearchSpace
-
-
-@dataclass(frozen=True)
-class MultiFidelityConfig:
-    """The rungs of `strategy: multifidelity` (regularized evolution with successive halving, see
-    `multifidelity`), cheapest first; empty: the caller's default ladder (the CTR pipeline's is in
-    `ctrnas.pipeline.fitness.rungs`). Evolution's settings come from `search.evolution`."""
-
-    rungs: tuple[RungConfig, ...] = ()
+from ctrnas.search.strategies import get_strategy, strategy_names
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """strategy picks which sub-config is used; workers > 1 scores in spawned processes; top_k is how many
-    of the history's best the final stage retrains from scratch (NASRec/SiGeo: 15). seed_population: the
-    space's hand-designed baseline archs start evolution's initial population (those that fit the space)."""
+    """strategy (a registered name, `ctrnas.search.strategies`) picks which sub-config is used; workers > 1
+    scores in spawned processes; top_k is how many of the history's best the final stage retrains from scratch
+    (NASRec/SiGeo: 15). seed_population: the space's hand-designed baseline archs start evolution's initial
+    population (those that fit the space)."""
 
-    strategy: Literal["evolution", "random", "multifidelity"] = "evolution"
+    strategy: str = "evolution"
     evolution: EvolutionConfig = EvolutionConfig()
     random: RandomSearchConfig = RandomSearchConfig()
     multifidelity: MultiFidelityConfig = MultiFidelityConfig()
@@ -43,6 +35,7 @@ class SearchConfig:
     seed_population: bool = True
 
     def __post_init__(self):
+        get_strategy(self.strategy)  # an unknown name is an error naming the known ones
         if self.workers < 1:
             raise RecipeError("search", "workers", f"expected >= 1, got {self.workers}")
         if self.top_k < 1:
@@ -61,35 +54,29 @@ def make_strategy(
     rungs: tuple[RungConfig, ...] = (),
     rung_maximize: list[bool] | None = None,
     featurize: Callable[[Any], dict] | None = None,
-) -> RegularizedEvolution | RandomSearch | MultiFidelity:
+):
     """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False).
     `initial`: archs evolution's initial population starts with (used when `config.seed_population`).
-    multifidelity: `rungs` (default `config.multifidelity.rungs`) and each rung's direction.
-    `featurize(arch) -> {name: value}`: the predictor's inputs (needed when `config.predictor.pool` is set)."""
+    A strategy that scores by rungs: `rungs` (default `config.multifidelity.rungs`) and each rung's direction.
+    `featurize(arch) -> {name: value}`: the predictor's inputs (needed when `config.predictor.pool` is set);
+    the predictor picks the children of an evolution (alone or under multi-fidelity)."""
     constraints = Constraints(config.constraints, count_params, count_flops)
     initial = tuple(initial) if config.seed_population else ()
-    multi = config.strategy == "multifidelity"
-    if multi:
-        rungs = rungs or config.multifidelity.rungs
-        rung_maximize = rung_maximize if rung_maximize is not None else [maximize] * len(rungs)
-    predictor = None
-    if config.predictor.pool and config.strategy != "random":
+
+    def settings(name: str):  # the recipe's section of that name, or the strategy's defaults
+        given = getattr(config, name, None)
+        return given if given is not None else get_strategy(name).config()
+
+    strategy = get_strategy(config.strategy).build(space, settings, seed=seed, maximize=maximize,
+                                                   constraints=constraints, initial=initial, rungs=rungs,
+                                                   rung_maximize=rung_maximize)
+    evolution = getattr(strategy, "evolution", strategy)  # multi-fidelity runs an evolution underneath
+    if config.predictor.pool and hasattr(evolution, "predictor"):
         if featurize is None:
             raise RecipeError("search", "predictor.pool", "this caller gives the predictor no features")
-        predictor = Predictor(config.predictor, featurize, rung_maximize if multi else [maximize], seed)
-    if multi:
-        evolution = build_strategy("evolution", space, seed=seed, maximize=maximize, evolution=config.evolution,
-                                   constraints=constraints, initial=initial)
-        evolution.predictor = predictor
-        return MultiFidelity(evolution, rungs, rung_maximize)
-    strategy = build_strategy(config.strategy, space, seed=seed, maximize=maximize, evolution=config.evolution,
-                              random=config.random, constraints=constraints, initial=initial)
-    if predictor is not None:
-        strategy.predictor = predictor
+        directions = getattr(strategy, "rung_maximize", None) or [maximize]
+        evolution.predictor = Predictor(config.predictor, featurize, list(directions), seed)
     return strategy
-
-
-STRATEGIES = ("evolution", "random")
 
 
 def build_strategy(
@@ -98,19 +85,25 @@ def build_strategy(
     *,
     seed: int,
     maximize: bool,
-    evolution: EvolutionConfig = EvolutionConfig(),
-    random: RandomSearchConfig = RandomSearchConfig(),
+    configs: dict[str, Any] | None = None,
     constraints: Constraints | None = None,
     source: str = "search",
     initial: tuple = (),
-) -> RegularizedEvolution | RandomSearch:
-    """The strategy called `name` with its config; the one place a strategy is chosen by name (the CTR
-    recipe and the vision harness both come here). `source` names where `name` came from in errors; `initial`
-    seeds evolution's population. `multifidelity` needs rungs and is made by `make_strategy`."""
-    if name == "evolution":
-        return RegularizedEvolution(space, dataclasses.replace(evolution, maximize=maximize), seed=seed,
-                                    constraints=constraints, initial=initial)
-    if name == "random":
-        return RandomSearch(space, dataclasses.replace(random, maximize=maximize), seed=seed,
-                            constraints=constraints)
-    raise RecipeError(source, "strategy", f"expected one of {', '.join(map(repr, STRATEGIES))}, got {name!r}")
+):
+    """The strategy called `name` with its config from `configs` (by strategy name; defaults otherwise),
+    without a recipe (the vision harness comes here). `source` names where `name` came from in errors;
+    `initial` seeds evolution's population. A strategy that scores by rungs needs them: `make_strategy`."""
+    entry = get_strategy(name, source)
+    if entry.by_rungs:
+        raise RecipeError(source, "strategy", f"{name!r} scores by rungs; expected one of "
+                          f"{', '.join(map(repr, strategy_names(by_rungs=False)))}")
+    configs = configs or {}
+
+    def settings(n: str):
+        return configs[n] if n in configs else get_strategy(n).config()
+
+    return entry.build(space, settings, seed=seed, maximize=maximize, constraints=constraints, initial=initial,
+                       rungs=(), rung_maximize=None)
+
+
+__all__ = ["SearchConfig", "MultiFidelityConfig", "make_strategy", "build_strategy", "strategy_names"]

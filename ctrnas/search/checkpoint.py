@@ -14,12 +14,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_write_bytes
 
 FORMAT = "ctrnas-search-checkpoint/2"
 
@@ -109,16 +109,7 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     state = dict(state)
     doc = {"format": FORMAT, "fingerprint": json.loads(json.dumps(state.pop("fingerprint"), default=str)),
            "state": _encode(state)}
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, json.dumps(doc).encode("utf-8"), fsync=True)
 
 
 def load_checkpoint(path: str | Path, fingerprint: dict[str, Any], modules=()) -> dict[str, Any]:

@@ -147,12 +147,20 @@ class RegularizedEvolution:
                     for p in parents]
         proposals: list[Candidate] = []
         taken = set(self._seen)
+
+        def remutate(arch: Any) -> Any:
+            return self._mutant(arch, n)
+
         for p in parents:
+            def draw(p: _Member = p) -> Any:
+                return self._mutant(p.arch, n)
+
             for _ in range(pool):
-                c = propose(lambda p=p: self._mutant(p.arch, n), self.space, self.rng, self.constraints,
-                            taken.__contains__, self.config.max_dedup_tries, lambda a: self._mutant(a, n))
+                c = propose(draw, self.space, self.rng, self.constraints, taken.__contains__,
+                            self.config.max_dedup_tries, remutate)
                 taken.add(c.key)
                 proposals.append(Candidate(c.arch, c.key, self.generation, c.params, c.flops, p.key))
+        assert self.predictor is not None  # pool >= 2 comes from it
         chosen = self.predictor.choose([(c.key, c.arch) for c in proposals], len(parents))
         if chosen is None:
             chosen = [i * pool for i in range(len(parents))]  # each parent's first mutant
@@ -192,7 +200,7 @@ class RegularizedEvolution:
         else:
             n = mutations_at(self.generation, cfg)
             parent = None if cfg.parent_per_child else self._tournament_parent()
-            parents = [self._tournament_parent() if cfg.parent_per_child else parent
+            parents = [self._tournament_parent() if parent is None else parent
                        for _ in range(cfg.children_per_generation)]
             out = self._children(parents, n)
         self._pending = out

@@ -57,6 +57,15 @@ class RungConfig:
             raise RecipeError("search.multifidelity.rungs", "fraction", "give budget or fraction, not both")
 
 
+@dataclass(frozen=True)
+class MultiFidelityConfig:
+    """The rungs of `strategy: multifidelity` (regularized evolution with successive halving, see
+    `multifidelity`), cheapest first; empty: the caller's default ladder (the CTR pipeline's is in
+    `ctrnas.pipeline.fitness.rungs`). Evolution's settings come from `search.evolution`."""
+
+    rungs: tuple[RungConfig, ...] = ()
+
+
 def survivors(n: int, keeps: list[float]) -> list[int]:
     """How many of a batch of n are scored at each rung: n, then ceil(keep * previous), at least 1."""
     out = [n]
@@ -133,6 +142,7 @@ class MultiFidelity:
                 self.rung, self.alive = self.rung + 1, promoted
                 return
         batch, self.batch = self.batch, None
+        assert batch is not None  # tell() follows the ask() that set it
         outcome = [self.reached[i] for i in range(len(batch))]
         self.evolution.tell(batch, [r for _, r in outcome],
                             ranks=[ladder_rank(rung, r.value, self.rung_maximize) for rung, r in outcome])

@@ -44,7 +44,8 @@ def _hlines(ax, lines: Mapping[str, float] | None) -> None:
         ax.axhline(y, linestyle="--", linewidth=1, color=f"C{k + 1}", label=label)
 
 
-def pareto_front(costs: Sequence[float], metrics: Sequence[float], minimize_metric: bool = True) -> np.ndarray:
+def pareto_front(costs: Sequence[float] | np.ndarray, metrics: Sequence[float] | np.ndarray,
+                 minimize_metric: bool = True) -> np.ndarray:
     """Indices of the points no other point beats on both cost (lower) and metric, sorted by cost.
 
     Non-finite points are ignored; among equal (cost, metric) points the first is kept.
@@ -114,7 +115,8 @@ def plot_best_so_far(
 MIN_CORRELATION_POINTS = 4  # fewer points give no rank correlation worth printing
 
 
-def correlation_text(scores: Sequence[float], metrics: Sequence[float], lower_is_better: bool = True) -> str:
+def correlation_text(scores: Sequence[float] | np.ndarray, metrics: Sequence[float] | np.ndarray,
+                     lower_is_better: bool = True) -> str:
     """n, and Kendall tau / Spearman rho of the score against the model's quality (the negated metric when
     lower is better, as the ranking study's table computes them: positive = the score ranks models well)."""
     from ctrnas.search.ranking import rank_correlations

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal, Sequence, Union
 
 import numpy as np
 from scipy import stats
@@ -36,6 +36,9 @@ class Correlation:
     n_boot: int
 
 
+Values = Union[Sequence[float], np.ndarray]  # a list of numbers or a 1-D array
+
+
 def rank_last(values: Sequence[float]) -> np.ndarray:
     """The values with NaN / ±inf replaced by one value below every finite one (they tie for last);
     all non-finite: all tied."""
@@ -54,14 +57,14 @@ def _check(scores, metrics) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def score_pairs(scores: Sequence[float], metrics: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def score_pairs(scores: Values, metrics: Values) -> tuple[np.ndarray, np.ndarray]:
     """The pairs a correlation uses: those with a finite metric, failed scores ranked last."""
     x, y = _check(scores, metrics)
     keep = np.isfinite(y)
     return rank_last(x[keep]), y[keep]
 
 
-def _finite_pairs(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _finite_pairs(a: Values, b: Values) -> tuple[np.ndarray, np.ndarray]:
     # feature correlations: a feature against a metric or a score, only where both are known
     x, y = _check(a, b)
     keep = np.isfinite(x) & np.isfinite(y)
@@ -97,8 +100,8 @@ def _spearman_rows(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 
 
 def rank_correlation(
-    scores: Sequence[float],
-    metrics: Sequence[float],
+    scores: Values,
+    metrics: Values,
     method: Method = "kendall",
     *,
     n_boot: int = 1000,
@@ -127,7 +130,8 @@ def rank_correlation(
 
 
 def rank_correlations(
-    scores: Sequence[float], metrics: Sequence[float], *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+    scores: Values, metrics: Values, *, n_boot: int = 1000,
+    confidence: float = 0.95, seed: int = 0,
 ) -> dict[str, Correlation]:
     """Both Kendall tau and Spearman rho (the pair SiGeo reports), with the same bootstrap seed."""
     return {

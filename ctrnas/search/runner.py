@@ -39,24 +39,49 @@ class Candidate:
 
 
 class Strategy(Protocol):
-    """What `run_search` needs from a strategy (see `evolution.RegularizedEvolution`)."""
+    """What `run_search` needs from a strategy (see `evolution.RegularizedEvolution`): ask for a batch of
+    candidates, get their results, until done; its state round-trips through a checkpoint.
+
+    Example::
+
+        while not strategy.done:
+            batch = strategy.ask()                      # list[Candidate], each with arch, key, generation
+            strategy.tell(batch, [fitness(c.arch, seed) for c in batch])
+    """
 
     seed: int
-    maximize: bool
-    total_evaluations: int
+    maximize: bool  # True: higher results are better
+    total_evaluations: int  # the candidates it will ask for in all (for progress)
 
     @property
-    def done(self) -> bool: ...
+    def done(self) -> bool:
+        """True once it asks for no more candidates."""
+        ...
 
-    def ask(self) -> list[Candidate]: ...
+    def ask(self) -> list[Candidate]:
+        """Returns:
+            The next batch of candidates (scored together, possibly in parallel); `tell` must follow.
+        """
+        ...
 
-    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None: ...
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult]) -> None:
+        """Args:
+            candidates: exactly the batch of the last `ask`.
+            results: one FitnessResult per candidate, in the same order.
+        """
+        ...
 
-    def fingerprint(self) -> dict: ...
+    def fingerprint(self) -> dict:
+        """Its settings as JSON-able data: a checkpoint resumes only a strategy with the same fingerprint."""
+        ...
 
-    def state_dict(self) -> dict: ...
+    def state_dict(self) -> dict:
+        """Everything needed to continue (RNG included), picklable."""
+        ...
 
-    def load_state_dict(self, state: dict) -> None: ...
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict()`: the rest of the search equals an uninterrupted one."""
+        ...
 
 
 @dataclass
@@ -88,8 +113,8 @@ def _score_batch(
 ) -> list[tuple[FitnessResult, float, int, bool, int | None]]:
     """(result, seconds, seed, cached, budget) per candidate; each distinct uncached (key, budget) is scored once."""
     seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
-    budgets = [c.budget if c.budget is not None else budget for c in candidates]
-    budgets = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, budgets)]
+    given = [c.budget if c.budget is not None else budget for c in candidates]
+    budgets: list[Any] = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, given)]
     seen: set[tuple] = set()
     jobs, job_pos = [], []
     known: dict[tuple, FitnessResult] = {}
@@ -137,7 +162,7 @@ def run_search(
     """Run `strategy` to completion, scoring with `fitness(arch, seed[, budget])`; resume from
     `checkpoint_path` if it exists.
 
-    `scorer` is an already-open scoring backend (e.g. `ctrnas.distributed.backends`, owned and closed by the
+    `scorer` is an already-open scoring backend (e.g. a `parallel.Scorer`, owned and closed by the
     caller); by default a `Scorer` on `execution` (a `ctrnas.execution.ExecutionConfig`; None: `workers`
     local processes) is opened and closed here. `budget` is what each score may spend, for candidates that
     name none (None: the fitness's `default_budget`); every history record says which budget it got.
@@ -158,8 +183,8 @@ def run_search(
         strategy.load_state_dict(state["strategy"])
         history = History(state["history"])
         cache.load_state_dict(state["cache"])
-        if default_budget(fitness) is not None:
-            cache.adopt_unbudgeted(default_budget(fitness))
+        if (unbudgeted := default_budget(fitness)) is not None:
+            cache.adopt_unbudgeted(unbudgeted)
         print(resumed_line(strategy, len(history), checkpoint_path), file=sys.stderr)
 
     own = scorer is None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, fields
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ctrnas.errors import ArchValidationError
 from ctrnas.space.ops import dense_reads_sparse, is_binary, op_spec
@@ -89,8 +89,8 @@ def _block_from_json(d, block: int) -> BlockChoice:
     if not isinstance(args, dict) or not all(isinstance(k, str) and (_is_int(v) or isinstance(v, str))
                                              for k, v in args.items()):
         raise ArchValidationError(block, "dense_args", args, "expected a mapping of names to integers or strings")
-    return BlockChoice(**{k: (tuple(d[k]) if k in _INT_LISTS else d[k]) for k in known},
-                       dense_args=tuple(sorted(args.items())))
+    values: dict[str, Any] = {k: (tuple(d[k]) if k in _INT_LISTS else d[k]) for k in known}
+    return BlockChoice(**values, dense_args=tuple(sorted(args.items())))
 
 
 class LiveParts(NamedTuple):
@@ -117,7 +117,7 @@ class Arch:
 
     def to_json(self) -> dict:
         """A JSON-ready dict (`json.dumps` it to write a file)."""
-        out = {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
+        out: dict[str, Any] = {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
         if self.emb_dim is not None:
             out["emb_dim"] = self.emb_dim
         return out
@@ -155,7 +155,7 @@ class Arch:
         parts = []
         for i, (need_d, need_s, merge) in self.live_parts().items():
             b = self.blocks[i - 1]
-            d = {}
+            d: dict[str, Any] = {}
             if need_d:
                 spec = op_spec(b.dense_op)
                 d.update(dense_op=b.dense_op, fm=b.fm)

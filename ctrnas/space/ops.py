@@ -35,9 +35,18 @@ class OpSpec:
     # Dense ops: the output keeps the op's input width (dense inputs, plus the tokens flattened for ops that
     # read them) instead of the block's `dense_dim`: always (True) or for some args (a rule over them).
     passthrough: bool | Callable[[dict], bool] = False
+    # Polynomial degree of the output in the stem's values (dense features, embeddings) with LayerNorm off,
+    # from its dense inputs' degrees (in `dense_idx` order; left, right for binary ops) and its tokens' degree
+    # (`ctrnas.train.normalise`). None: a degree-1 map (dense: the inputs' highest, sparse: the tokens').
+    degree: Callable[[tuple[int, ...], int], int] | None = None
 
     def arg_options(self, name: str) -> tuple:
         return dict(self.args)[name]
+
+    def output_degree(self, inputs: tuple[int, ...], tokens: int) -> int:
+        if self.degree is not None:
+            return self.degree(inputs, tokens)
+        return max(inputs) if self.kind == "dense" else tokens
 
     def keeps_width(self, args: dict) -> bool:
         """The dense output is as wide as the op's input (see `passthrough`), not the block's `dense_dim`."""
@@ -74,9 +83,13 @@ CROSS_EXPERTS = 4  # experts of the low-rank mixture (DCN-v2's DCN-Mix uses 4)
 _TABLE = (
     OpSpec("fc", "dense", 1, False, "fc", "Linear(dense_in -> d) + LN"),
     OpSpec("sum", "dense", 2, False, "sum", "Linear(max(left, right) -> d) + LN"),
-    OpSpec("gating", "dense", 2, False, "gating", "Linear(left -> w) gate, Linear(w -> d) + LN; w = max(left, right)"),
+    # Gating: sigmoid(left) in (0, 1) times right keeps the right input's degree.
+    OpSpec("gating", "dense", 2, False, "gating", "Linear(left -> w) gate, Linear(w -> d) + LN; w = max(left, right)",
+           degree=lambda ins, tokens: ins[1]),
+    # Dot-Product: pairwise products of its (projected) inputs double their degree.
     OpSpec("dot", "dense", 1, True, "dot",
-           "Linear(dense_in -> E), token Linear(tok_in -> K), pairwise dots of K+1, Linear(K(K+1)/2 -> d) + LN"),
+           "Linear(dense_in -> E), token Linear(tok_in -> K), pairwise dots of K+1, Linear(K(K+1)/2 -> d) + LN",
+           degree=lambda ins, tokens: 2 * max(max(ins), tokens)),
     # `out`: "proj" projects x_L to the block's width (DCN-v2's stacked form, the first deep layer), "raw"
     # keeps x_L itself (n wide), for a later `concat` beside a deep tower: DCN-v2's parallel form. Depth 0
     # is no cross layer (x_L = x0): projected, a deep layer over the dense inputs and the tokens flattened,
@@ -97,7 +110,9 @@ _TABLE = (
            "[Linear(dense_in -> E) unless dense_in = E], F+1 vectors: Linear(E + F(F+1)/2 -> d) + LN; "
            "bmm 2 (F+1)^2 E FLOPs", reads_raw=True),
     OpSpec("efc", "sparse", 1, True, "efc", "token Linear(tok_in -> s) + LN(E)"),
-    OpSpec("attention", "sparse", 1, True, "attention", "token Linear(tok_in -> s) + LN, MHA and FFN over E"),
+    # Attention ends in LayerNorms, kept even with LayerNorm off: they reset the degree.
+    OpSpec("attention", "sparse", 1, True, "attention", "token Linear(tok_in -> s) + LN, MHA and FFN over E",
+           degree=lambda ins, tokens: 1),
     # NASRec's zero op: a last block without a sparse output feeds only its dense output to the head, as a
     # DLRM or DCN-v2 top does (measured: `none` in earlier blocks leaves later ones without tokens, the worst
     # subnets of a small run). It reads the raw tokens only for their batch size.

@@ -51,7 +51,7 @@ class SearchSpace:
         options = {"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
                    "sparse_tokens": c.sparse_tokens, "dense_sparse_merge": c.dense_sparse_merge, "fm": c.fm}[name]
         if name in ("dense_op", "sparse_op") and i < c.num_blocks:
-            options = tuple(o for o in options if not op_spec(o).last_block_only) or options
+            options = tuple(o for o in options if not op_spec(str(o)).last_block_only) or options
         return options
 
     def _sample_args(self, block: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
@@ -78,8 +78,8 @@ class SearchSpace:
         blocks = []
         for i in range(1, self.config.num_blocks + 1):
             for _ in range(1000):
-                b = BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS})
-                b = self._sample_args(b, rng)
+                drawn = BlockChoice(**{f: self._sample_field(i, f, rng) for f in MACRO_FIELDS + MICRO_FIELDS})
+                b = self._sample_args(drawn, rng)
                 if b is not None:
                     break
             else:

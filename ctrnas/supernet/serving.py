@@ -21,6 +21,8 @@ import torch
 from torch import nn
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
+from ctrnas.files import atomic_path
+
 SERVING_FILE = "model.pt2"
 
 
@@ -74,7 +76,6 @@ def save_serving(model: nn.Module, schema, folder: str | Path) -> Path:
         for m, c in zip(capped, cap):
             m.row_cap = c
     path = Path(folder) / SERVING_FILE
-    tmp = path.with_name(f".{path.stem}.tmp.pt2")
-    torch.export.save(program, str(tmp))
-    tmp.replace(path)
+    with atomic_path(path, suffix=".pt2") as tmp:  # torch.export.save wants the .pt2 extension
+        torch.export.save(program, str(tmp))
     return path

@@ -13,14 +13,15 @@ DLRM baselines here, which the shipped `dcnv2-like` / `dlrm-like` archs must equ
 identity).
 
 `product_degree` is the degree of the logit in the stem's values (dense features, embeddings), following
-these rules over the live blocks; plain MLP-like subnets have 1, DLRM-like ones 2, products of products 4+.
+these rules over the live blocks (each op's rule is its `OpSpec.degree` in the op table); plain MLP-like
+subnets have 1, DLRM-like ones 2, products of products 4+.
 Trained as the Avazu recipe's final stage without LayerNorm, 15 of 17 random NASRec-Full subnets of degree
 2 and all 30 of degree 4+ diverged, 1 of 3 of degree 1; with LayerNorm none did (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
 
-from ctrnas.space import Arch
+from ctrnas.space import OPS, Arch
 
 # final.layernorm "auto": LayerNorm on from this degree up (any Dot-Product or FM term; measured to diverge
 # without it), off for plain MLP-like subnets as NASRec's stand-alone training
@@ -33,17 +34,13 @@ def product_degree(arch: Arch) -> int:
     for i, (need_d, need_s, merge) in arch.live_parts().items():
         b = arch.blocks[i - 1]
         s_in = max((sparse.get(j, 1) for j in b.sparse_idx), default=1)
-        s = 1 if b.sparse_op == "attention" else s_in
+        s = OPS[b.sparse_op].output_degree((), s_in)
         d = 1
         if need_d:
-            if b.dense_op == "dot":
-                d = 2 * max(max(dense[j] for j in b.dense_idx), s_in)
-            elif b.dense_op == "gating":
-                d = dense[b.dense_right_idx]
-            elif b.dense_op == "sum":
-                d = max(dense[b.dense_left_idx], dense[b.dense_right_idx])
-            else:  # fc
-                d = max(dense[j] for j in b.dense_idx)
+            op = OPS[b.dense_op]
+            ins = (dense[b.dense_left_idx], dense[b.dense_right_idx]) if op.arity == 2 else \
+                tuple(dense[j] for j in b.dense_idx)
+            d = op.output_degree(ins, s_in)  # each op's rule is in the op table (`OpSpec.degree`)
             if b.fm:
                 d = max(d, 2 * s)
         if merge:

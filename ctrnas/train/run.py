@@ -9,7 +9,8 @@ from pathlib import Path
 from torch import nn
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import atomic_write_text, read_meta, versions
+from ctrnas.data.dataset import read_meta, versions
+from ctrnas.files import atomic_write_text
 from ctrnas.safeload import save_weights_file
 from ctrnas.train.batches import dataset_batches, fraction_rows
 from ctrnas.train.config import TrainConfig

@@ -48,7 +48,5 @@ def proxy_for(name: str, warmup: float):
     if name == "frnorm":
         return FRNorms()
     lib, options = VISION_PROXIES.get(name, (name, {}))
-    options = dict(options)
-    if lib == "sigeo" and "preset" not in options:
-        options["preset"] = "zero_shot" if warmup == 0 else "warmup_cv"
-    return get_proxy(lib, **options)
+    cls = type(get_proxy(lib))  # an unknown name fails here, naming the known ones
+    return get_proxy(lib, **cls.warmup_options(dict(options), warmed_up=warmup != 0, domain="cv"))

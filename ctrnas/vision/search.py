@@ -88,11 +88,12 @@ def run_search(
     from ctrnas.search.random_search import RandomSearchConfig
 
     space = NB201Space()
-    evo = EvolutionConfig(population_size=population, generations=generations, tournament_size=tournament,
-                          children_per_generation=children) if strategy == "evolution" else EvolutionConfig()
+    # each strategy reads its own config (`ctrnas.search.strategies`); the others' are unused
     n = budget if budget is not None else population + generations * children
-    strat = build_strategy(strategy, space, seed=seed, maximize=True, evolution=evo,
-                           random=RandomSearchConfig(budget=n, batch_size=children), source="vision search")
+    configs = {"evolution": EvolutionConfig(population_size=population, generations=generations,
+                                            tournament_size=tournament, children_per_generation=children),
+               "random": RandomSearchConfig(budget=n, batch_size=children)}
+    strat = build_strategy(strategy, space, seed=seed, maximize=True, configs=configs, source="vision search")
     result = strat.run(fitness, cache=cache, progress=progress)
     best = result.best
     chosen = NB201Cell.from_str(best.key)

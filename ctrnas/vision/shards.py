@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import csv
 import multiprocessing as mp
-import os
 from pathlib import Path
 
 import torch
 
 from ctrnas.errors import CtrnasError
+from ctrnas.files import atomic_path
 from ctrnas.vision.correlate import COLUMNS, CorrelateConfig, read_rows, run_correlation
 from ctrnas.vision.space import NB201Table
 
@@ -41,12 +41,10 @@ def merge_shards(csv_path: str | Path) -> Path:
             if key not in seen:
                 seen.add(key)
                 rows.append(r)
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
+    with atomic_path(csv_path) as tmp, tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, csv_path)
     for path in parts:
         path.unlink()
     return csv_path
@@ -86,10 +84,9 @@ def run_sharded(
     # the parent for good if a worker died before reading them (and no shared-memory segment is needed).
     # A weights-only torch file (tensors and plain values), never a pickle: see ctrnas.safeload.
     inputs = csv_path.with_name(f".{csv_path.stem}.inputs.pt")
-    tmp = inputs.with_name(inputs.name + ".tmp")
-    torch.save({"images": images.contiguous(), "labels": labels.contiguous(), "table_path": table.path,
-                "table_rows": table.rows}, tmp)
-    os.replace(tmp, inputs)
+    with atomic_path(inputs) as tmp:
+        torch.save({"images": images.contiguous(), "labels": labels.contiguous(), "table_path": table.path,
+                    "table_rows": table.rows}, tmp)
     ctx = mp.get_context("spawn")  # CUDA cannot be used in forked children
     procs = [ctx.Process(target=_worker, args=(config, str(inputs), str(csv_path), i, workers, str(device),
                                                time_limit_s, state_dir, threads)) for i in range(workers)]

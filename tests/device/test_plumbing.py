@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from ctrnas.errors import DeviceError
-from ctrnas.proxies import ProxyResult, list_proxies
-from ctrnas.proxies.base import Proxy, get_proxy
+from ctrnas.proxies import ProxyResult, get_proxy, list_proxies
+from ctrnas.proxies.base import Proxy
 from ctrnas.vision import correlate
 from ctrnas.vision.correlate import CorrelateConfig, read_rows, run_correlation
 from ctrnas.vision.network import build_network

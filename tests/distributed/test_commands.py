@@ -56,8 +56,8 @@ def test_distributed_train_writes_a_model_folder_with_the_gathered_weights(tmp_p
     from ctrnas.api import predict
     from ctrnas.data import synthetic
     from ctrnas.distributed.launch import spawn
-    from ctrnas.pipeline.testing import train_model_ranks
-    from ctrnas.supernet import load_exported
+    from ctrnas.train.baselines.folder import load_baseline
+    from tests.helpers.distributed_run import train_model_ranks
 
     data, out = tmp_path / "data", tmp_path / "dist"
     synthetic.generate("criteo", 2000, 7, data, chunk_rows=10_000)
@@ -67,4 +67,4 @@ def test_distributed_train_writes_a_model_folder_with_the_gathered_weights(tmp_p
     metrics = json.loads((out / "metrics.json").read_text())
     s = predict(out, str(data), tmp_path / "p.parquet", split="test", progress=False)
     assert s["metrics"]["logloss"] == pytest.approx(metrics["test"]["logloss"], rel=1e-5)
-    assert sum(p.numel() for p in load_exported(out).parameters()) == metrics["params"]["total"]
+    assert sum(p.numel() for p in load_baseline(out).parameters()) == metrics["params"]["total"]

@@ -29,7 +29,7 @@ def _close(a, b, rel=1e-4, abs_=1e-6):
 def test_distributed_final_stage_equals_one_process_run(tmp_path):
     from ctrnas import api
     from ctrnas.distributed.launch import spawn
-    from ctrnas.pipeline.testing import run_recipe_ranks
+    from tests.helpers.distributed_run import run_recipe_ranks
     from ctrnas.supernet import load_exported
 
     # a moderate LR: at the recipe's 0.12 a LayerNorm-free Dot chain of the top-k trains chaotically on 2k
@@ -85,7 +85,7 @@ def test_rank_zero_failure_before_the_final_stage_reaches_the_other_ranks(tmp_pa
     """Ranks 1.. wait for rank 0's search on a long-timeout group; an error there must not leave them
     waiting: they raise a CtrnasError carrying rank 0's message (here within 60 s, not the 7 days)."""
     from ctrnas.distributed.launch import spawn
-    from ctrnas.pipeline.testing import run_recipe_ranks_recording_errors
+    from tests.helpers.distributed_run import run_recipe_ranks_recording_errors
 
     overrides = [f"data.path={tmp_path / 'missing'}", "data.synthetic=null", f"output={tmp_path / 'out'}"]
     spawn(run_recipe_ranks_recording_errors, 2, str(RECIPE), overrides, str(tmp_path), 60.0)

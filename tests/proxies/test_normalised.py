@@ -61,3 +61,41 @@ def test_unknown_normalise_is_a_recipe_error(ctr, h):
     model, batches, _ = ctr
     with pytest.raises(RecipeError, match="normalise"):
         get_proxy("zico", normalise="blocks").score(model, batches, h.bce)
+
+
+def test_a_proxy_declares_its_batch_count_and_its_warmup_options(monkeypatch):
+    """The search and the vision harness ask the proxy (`batch_option`, `warmup_options`), so a new proxy
+    with such rules needs no change in them."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    import torch
+
+    from ctrnas.pipeline.fitness.ctr_fitness import ProxyFitness, proxy_options
+    from ctrnas.proxies import base
+    from ctrnas.train.batches import TensorRows
+    from ctrnas.vision.proxies import proxy_for
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # registered for this test only
+
+    @base.register("toy_steps")
+    @dataclass(frozen=True)
+    class ToySteps(base.Proxy):
+        steps: int = 1
+        scale: str = "none"
+        batch_option: ClassVar[str | None] = "steps"
+
+        @classmethod
+        def warmup_options(cls, options, warmed_up, domain="ctr"):
+            return {"scale": f"{domain} {'warm' if warmed_up else 'cold'}", **options}
+
+        def _compute(self, model, batches, loss_fn):
+            return 0.0, {}, {}
+
+    assert proxy_options("toy_steps", {}, 0.0) == {"scale": "ctr cold"}
+    assert proxy_options("toy_steps", {"scale": "mine"}, None) == {"scale": "mine"}
+    assert proxy_for("toy_steps", 0.1) == ToySteps(scale="cv warm")
+    rows = TensorRows(torch.zeros(6, 1), torch.zeros(6, 1, dtype=torch.int64), torch.zeros(6), ("c",))
+    fitness = ProxyFitness(None, "toy_steps", proxy_options("toy_steps", {}, 0.5), rows, 2, 3)
+    assert fitness.proxy == ToySteps(steps=3, scale="ctr warm")  # its batch count follows the fitness's
+    assert "k" not in ProxyFitness(None, "params", {}, rows, 2, 3).options  # a proxy without one gets none

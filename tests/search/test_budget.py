@@ -12,8 +12,9 @@ from ctrnas.search.history import History
 from ctrnas.search.parallel import Scorer
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
 from ctrnas.search.runner import Candidate, _score_batch
-from ctrnas.search.toy import IntVector, IntVectorSpace
+
 from tests.helpers.fitness import BudgetNoise
+from tests.helpers.toy_search import IntVector, IntVectorSpace
 
 SPACE = IntVectorSpace(6, 3)
 CFG = RandomSearchConfig(budget=12, batch_size=4)

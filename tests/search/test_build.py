@@ -8,7 +8,8 @@ from ctrnas.errors import RecipeError
 from ctrnas.search.build import SearchConfig, make_strategy
 from ctrnas.search.evolution import RegularizedEvolution
 from ctrnas.search.random_search import RandomSearch
-from ctrnas.search.toy import IntVectorSpace, vector_sum
+
+from tests.helpers.toy_search import IntVectorSpace, vector_sum
 
 RECIPE = """
 strategy: evolution

@@ -9,7 +9,8 @@ from ctrnas.errors import RecipeError
 from ctrnas.search.constraints import ConstraintConfig, ConstraintError, Constraints, propose
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
-from ctrnas.search.toy import IntVector, IntVectorSpace, SeparableFitness, vector_sum
+
+from tests.helpers.toy_search import IntVector, IntVectorSpace, SeparableFitness, vector_sum
 
 SPACE = IntVectorSpace(6, 4)  # vector_sum in 0..18; a random vector averages 9
 FIT = SeparableFitness((3, 3, 3, 3, 3, 3))  # the unconstrained optimum (sum 18) is over budget

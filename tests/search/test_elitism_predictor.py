@@ -10,7 +10,7 @@ from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.multifidelity import MultiFidelity, RungConfig
 from ctrnas.search.predictor import Predictor, PredictorConfig
-from ctrnas.search.toy import IntVector, IntVectorSpace
+from tests.helpers.toy_search import IntVector, IntVectorSpace
 
 CFG = EvolutionConfig(population_size=8, generations=4, tournament_size=3, children_per_generation=2)
 

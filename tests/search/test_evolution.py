@@ -11,7 +11,8 @@ from ctrnas.errors import RecipeError
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution, mutations_at
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
-from ctrnas.search.toy import IntVector, IntVectorSpace, SeparableFitness
+
+from tests.helpers.toy_search import IntVector, IntVectorSpace, SeparableFitness
 
 # The paper's ratios at half size: tournament = population / 2, children = population / 16.
 SMALL = EvolutionConfig(population_size=64, generations=50, tournament_size=32, children_per_generation=8)

@@ -10,7 +10,8 @@ import pytest
 from ctrnas.search.fitness import FitnessResult, ScoreCache, as_result, candidate_seed, rank_value
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
-from ctrnas.search.toy import IntVectorSpace, SeparableFitness
+
+from tests.helpers.toy_search import IntVectorSpace, SeparableFitness
 
 
 def make_history(values):

@@ -10,7 +10,8 @@ from ctrnas.search.build import SearchConfig, make_strategy
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.fidelity import Ladder
 from ctrnas.search.multifidelity import MultiFidelity, RungConfig, survivors
-from ctrnas.search.toy import IntVector, IntVectorSpace, NoisyFidelityFitness
+
+from tests.helpers.toy_search import IntVector, IntVectorSpace, NoisyFidelityFitness
 
 SPACE = IntVectorSpace(4, 4)
 TARGET = (0, 1, 2, 3)

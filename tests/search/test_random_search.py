@@ -1,7 +1,8 @@
 """Random search: reproducible for a seed, distinct candidates, exact budget."""
 
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
-from ctrnas.search.toy import IntVectorSpace, NoisyFitness
+
+from tests.helpers.toy_search import IntVectorSpace, NoisyFitness
 
 SPACE = IntVectorSpace(8, 4)
 FIT = NoisyFitness((1,) * 8)

@@ -5,7 +5,8 @@ import pytest
 from ctrnas.search.checkpoint import CheckpointError
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
-from ctrnas.search.toy import IntVectorSpace, NoisyFitness
+
+from tests.helpers.toy_search import IntVectorSpace, NoisyFitness
 
 CFG = EvolutionConfig(population_size=16, generations=12, tournament_size=8, children_per_generation=4)
 SPACE = IntVectorSpace(8, 4)

@@ -7,7 +7,8 @@ import pytest
 
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.space_protocol import Arch, SearchSpace, arch_key, default_to_json
-from ctrnas.search.toy import IntVector, IntVectorSpace
+
+from tests.helpers.toy_search import IntVector, IntVectorSpace
 
 CFG = EvolutionConfig(population_size=12, generations=4, tournament_size=6, children_per_generation=4)
 

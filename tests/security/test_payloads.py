@@ -123,7 +123,7 @@ def test_final_stage_resume_checkpoints_are_never_unpickled(data_dir, plant, tmp
 def test_search_state_is_never_unpickled(plant, tmp_path, how):
     from ctrnas.search.checkpoint import CheckpointError
     from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
-    from ctrnas.search.toy import IntVectorSpace, SeparableFitness
+    from tests.helpers.toy_search import IntVectorSpace, SeparableFitness
 
     ckpt = tmp_path / "search" / "search.ckpt"
     (plant.raw_pickle if how == "pickle" else plant.torch_file)(ckpt, lambda p: {"format_version": 1, "x": p})
@@ -142,7 +142,7 @@ def test_search_state_fingerprint_is_checked_before_the_state_and_names_no_new_m
     ckpt.write_text(json.dumps({"format": FORMAT, "fingerprint": {"a": 2}, "state": hostile}))
     with pytest.raises(CheckpointError, match="different search setup"):
         load_checkpoint(ckpt, {"a": 1})
-    for name in ("antigravity:Thing", "subprocess:Popen", "os:system", "ctrnas.search.toy:__class__"):
+    for name in ("antigravity:Thing", "subprocess:Popen", "os:system", "ctrnas.search.evolution:__class__"):
         ckpt.write_text(json.dumps({"format": FORMAT, "fingerprint": {"a": 1},
                                     "state": {"x": {"~dataclass": name, "fields": {}}}}))
         with pytest.raises(CheckpointError, match="damaged search checkpoint"):

@@ -79,3 +79,24 @@ def test_an_op_without_a_block_class_is_caught():
     table = dict(ops.OPS, neg=OpSpec("neg", "dense", 1, False, "neg-block", ""))
     with pytest.raises(RuntimeError, match="no class for \\['neg-block'\\]"):
         blocks.check_blocks(table)
+
+
+def test_an_op_declares_its_product_degree_in_the_table(monkeypatch):
+    """`final.layernorm: auto` reads each op's degree from its OpSpec: a toy squaring op (declared degree 2 x
+    its input's) gives a chain of two of them degree 4, the same chain of FC ops degree 1."""
+    from ctrnas.space import BlockChoice
+    from ctrnas.train.normalise import product_degree
+
+    sq = OpSpec("sq", "dense", 1, False, "fc", "x^2", degree=lambda ins, tokens: 2 * max(ins))
+    monkeypatch.setitem(ops.OPS, "sq", sq)
+
+    def chain(op):
+        b = [BlockChoice(dense_op=op, sparse_op="efc", dense_idx=(i,), sparse_idx=(i,), dense_left_idx=0,
+                         dense_right_idx=0, dense_dim=4, sparse_tokens=2, fm=False, dense_sparse_merge=False)
+             for i in range(2)]
+        return Arch(tuple(b))
+
+    assert product_degree(chain("sq")) == 4 and product_degree(chain("fc")) == 1
+    assert ops.OPS["dot"].output_degree((1, 3), 2) == 6 and ops.OPS["gating"].output_degree((5, 2), 1) == 2
+    assert ops.OPS["sum"].output_degree((5, 2), 1) == 5 and ops.OPS["attention"].output_degree((), 4) == 1
+    assert ops.OPS["efc"].output_degree((), 4) == 4

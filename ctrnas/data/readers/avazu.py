@@ -13,6 +13,7 @@ import gzip
 
 import numpy as np
 
+from ctrnas.data.readers.records import first_line
 from ctrnas.data.readers.values import show
 from ctrnas.data.readers.rows import DelimitedReader, Problems
 from ctrnas.errors import DataFormatError
@@ -82,3 +83,8 @@ class AvazuReader(DelimitedReader):
     def describe(self) -> dict:
         return {"format": "avazu", "hour": self.cfg.avazu_hour, "drop_id": self.cfg.avazu_drop_id,
                 "pseudo_dense": self.cfg.avazu_pseudo_dense}
+
+
+def has_labels(cfg, path: str) -> bool:
+    """Whether an Avazu file holds the label column: its header names `click`."""
+    return "click" in [c.strip() for c in first_line(path).split(",")]

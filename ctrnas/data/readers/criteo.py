@@ -7,6 +7,7 @@ written as 8 hex digits, keyed by their integer value (so hash ids equal NASRec'
 
 from __future__ import annotations
 
+from ctrnas.data.readers.records import first_line
 from ctrnas.data.readers.rows import DelimitedReader
 
 DENSE = [f"I{i}" for i in range(1, 14)]
@@ -22,3 +23,8 @@ class CriteoReader(DelimitedReader):
 
     def describe(self) -> dict:
         return {"format": "criteo", "layout": "label, I1-I13 (counts), C1-C26 (8-hex-digit hashes), tab-separated"}
+
+
+def has_labels(cfg, path: str) -> bool:
+    """Whether a Criteo file holds the label column: its first line has 40 fields (39 without)."""
+    return first_line(path).count("\t") + 1 != 39

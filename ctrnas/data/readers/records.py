@@ -67,3 +67,15 @@ def open_input(path: str | Path) -> pa.NativeFile:
 def input_info(paths: list[str]) -> list[dict]:
     """Name, absolute path and size in bytes of each input file (for meta.json)."""
     return [{"name": Path(p).name, "path": str(Path(p).resolve()), "bytes": os.path.getsize(p)} for p in paths]
+
+
+def first_line(path: str) -> str:
+    """The first non-blank line of a raw file (gzip or not), without its line end ("" for an empty file)."""
+    data = b""
+    with open_input(path) as f:
+        while True:
+            chunk = f.read(1 << 16)
+            data += chunk
+            lines = [x for x in data.split(b"\n") if x.strip()]
+            if (lines and b"\n" in data) or not chunk:
+                return lines[0].decode("utf-8", "replace").rstrip("\r") if lines else ""

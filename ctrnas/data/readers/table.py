@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ctrnas.data.readers.base import LinedBatch
+from ctrnas.data.readers.records import first_line
 from ctrnas.data.readers.values import parse_numbers, show
 from ctrnas.data.readers.rows import DelimitedReader, Problems
 from ctrnas.errors import DataFormatError, RecipeError
@@ -100,6 +101,9 @@ class TableReader(DelimitedReader):
         return {"format": "table", "label": t.label, "dense": list(t.dense), "sparse": list(t.sparse)}
 
 
-def make_table_reader(paths: list[str], cfg) -> TableReader:
-    """The `table` reader over `paths` (CSV and Parquet may be mixed)."""
-    return TableReader(paths, cfg)
+def has_labels(cfg, path: str) -> bool:
+    """Whether a table file holds the label column: by its Parquet schema or its CSV header."""
+    t = cfg.table
+    if path.endswith(PARQUET_SUFFIXES):
+        return t.label in pq.ParquetFile(path).schema_arrow.names
+    return t.label in [c.strip().strip('"') for c in first_line(path).split(t.delimiter)]

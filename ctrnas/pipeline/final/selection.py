@@ -14,7 +14,7 @@ import math
 import time
 from pathlib import Path
 
-from ctrnas.data.dataset import atomic_write_text
+from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.train.metrics import strict_json
 

@@ -39,15 +39,14 @@ def default_init(fraction: float | None) -> str:
 
 
 def proxy_options(name: str, options: dict | None, fraction: float | None) -> dict:
-    """A proxy's options as the search uses them: SiGeo without a `preset` gets the one that fits the warm-up
-    (SiGeo App. E: the loss term only carries information once the supernet has been warmed up)."""
+    """A proxy's options as the search uses them: those that fit the warm-up (`Proxy.warmup_options`: SiGeo
+    without a `preset` gets the one for the warm-up); `fraction` None: warmed up by an unknown amount."""
     from ctrnas.proxies import get_proxy, list_proxies
-    from ctrnas.proxies.sigeo import SiGeo
 
     options = dict(options or {})
-    if "preset" not in options and name in list_proxies() and isinstance(get_proxy(name), SiGeo):  # variants too
-        options["preset"] = "zero_shot" if fraction == 0 else "warmup_recsys"
-    return options
+    if name not in list_proxies():
+        return options
+    return type(get_proxy(name)).warmup_options(options, warmed_up=fraction != 0, domain="ctr")
 
 
 def bce_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -86,8 +85,9 @@ class ProxyFitness(_Cached):
         self.supernet, self.proxy_name, self.options = supernet, proxy, dict(options or {})
         from ctrnas.proxies import get_proxy
 
-        if "k" in {f.name for f in dataclasses.fields(type(get_proxy(proxy)))}:
-            self.options.setdefault("k", num_batches)  # a proxy's own batch count follows the recipe's k
+        batch_option = type(get_proxy(proxy)).batch_option
+        if batch_option is not None:
+            self.options.setdefault(batch_option, num_batches)  # a proxy's own batch count follows the recipe's k
         self.rows, self.batch_size, self.num_batches, self.init = rows, batch_size, num_batches, init
         self._batches = self._proxy = self._proxies = None
         self.proxy  # fail early on an unknown proxy or option (RecipeError), not inside a worker

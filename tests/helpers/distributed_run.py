@@ -1,5 +1,5 @@
-"""Rank functions for the tests of `ctrnas run --distributed` (spawned ranks import them by module name,
-so they live in the package; the launcher is `ctrnas.distributed.launch`)."""
+"""Rank functions for the tests of `ctrnas run --distributed` (module-level: spawned ranks import them by
+module name; the launcher is `ctrnas.distributed.launch`)."""
 
 from __future__ import annotations
 

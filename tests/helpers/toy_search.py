@@ -1,6 +1,6 @@
-"""A toy integer-vector space with a separable fitness whose optimum is known: for tests, docs and demos.
+"""A toy integer-vector space with a separable fitness whose optimum is known, for the search tests.
 
-It lives in the package (not in tests/) so that spawned worker processes can unpickle it by module name.
+Module-level, so spawned scoring workers unpickle it by module name (they inherit the test's `sys.path`).
 """
 
 from __future__ import annotations
