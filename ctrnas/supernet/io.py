@@ -25,6 +25,7 @@ import torch
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text, versions
 from ctrnas.errors import CtrnasError
+from ctrnas.supernet.fresh import build_supernet  # noqa: F401 - the name callers import from here
 
 EXPORT_FORMAT = "ctrnas-export/2"
 SUPERNET_FORMAT = "ctrnas-supernet/1"
@@ -154,18 +155,6 @@ def load_exported(folder: str | Path):
     except (RuntimeError, TypeError, AttributeError) as e:
         raise CtrnasError(f"{folder}/model.pt: weights do not fit the model of arch.json: {one_line(e)}") from None
     return model
-
-
-def build_supernet(schema, space, seed: int | None, emb_dim: int | None = None, row_cap: int | None = None):
-    """A new supernet with weights drawn from `seed` (None: from the global RNG's current state); either way the
-    caller's global RNG is left as it was. Every fresh supernet of ctrnas is made here, so the same seed gives
-    the same weights in the pipeline, the CLI verbs and the final stage's export template."""
-    from ctrnas.supernet.supernet import Supernet
-
-    with torch.random.fork_rng(devices=[]):
-        if seed is not None:
-            torch.manual_seed(seed)
-        return Supernet(schema, space, emb_dim=emb_dim, row_cap=row_cap)
 
 
 def save_supernet(supernet, path: str | Path, extra: dict | None = None) -> None:

@@ -28,7 +28,7 @@ def _one_row(schema: DatasetSchema) -> DatasetSchema:
 def dense_at(supernet, dim: int):
     """The supernet's space at embedding width `dim` with one-row tables (built once per supernet and width;
     the global RNG is left as it was)."""
-    from ctrnas.supernet.io import build_supernet
+    from ctrnas.supernet.fresh import build_supernet
 
     cache = _DENSE.setdefault(supernet, {})
     if dim not in cache:
