@@ -29,14 +29,16 @@ def train_args(p: argparse.ArgumentParser) -> None:
     add_device_arg(p)
 
 
-def train_config(args, **more):
+def train_config(args, final: bool = False, eval_every: int | None = None, early_stop_patience: int | None = None,
+                 restore_best: bool | None = None):
     """The TrainConfig of --recipe with the flags given on top (shared with `ctrnas warmup`)."""
     from ctrnas import api
 
     return api.train_config(args.recipe, seed=args.seed, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs,
                             row_cap=args.row_cap, threads=args.threads, checkpoint_every=args.checkpoint_every,
                             progress=False if args.no_progress else None, device=args.device, default_threads=1,
-                            **more)
+                            final=final, eval_every=eval_every, early_stop_patience=early_stop_patience,
+                            restore_best=restore_best)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

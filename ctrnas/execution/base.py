@@ -22,7 +22,7 @@ def set_threads(threads: int | None) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
-def build_context(state: Any, setup: Callable | None, threads: int | None) -> Any:
+def build_context(state: Any, setup: Callable[..., Any] | None, threads: int | None) -> Any:
     set_threads(threads)
     context = setup(state) if setup is not None else state
     set_threads(threads)  # the setup may have imported torch
@@ -52,11 +52,11 @@ class Executor:
         self.fn, self.state, self.setup = fn, state, setup
         self.workers, self.threads, self.describe = int(workers), threads, describe
 
-    def imap(self, jobs: Iterable, ordered: bool = True) -> Iterator[tuple[int, Any]]:
+    def imap(self, jobs: Iterable[Any], ordered: bool = True) -> Iterator[tuple[int, Any]]:
         """(job index, result) pairs: in job order, or as jobs finish with `ordered=False`."""
         raise NotImplementedError
 
-    def map(self, jobs: Iterable) -> list:
+    def map(self, jobs: Iterable[Any]) -> list[Any]:
         """The results in job order."""
         return [r for _, r in self.imap(jobs)]
 
@@ -66,7 +66,7 @@ class Executor:
     def __enter__(self) -> "Executor":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
@@ -75,12 +75,13 @@ class SerialExecutor(Executor):
 
     backend = "serial"
 
-    def __init__(self, fn, state=None, *, setup=None, threads=None, describe=describe_job, workers: int = 1):
+    def __init__(self, fn: Callable[[Any, Any], Any], state: Any = None, *, setup: Callable[[Any], Any] | None = None,
+                 threads: int | None = None, describe: Callable[[Any], str] = describe_job, workers: int = 1):
         # threads None: this process keeps the thread count its caller chose
         super().__init__(fn, state, workers=1, setup=setup, threads=threads, describe=describe)
         self._context, self._ready = None, False
 
-    def imap(self, jobs, ordered=True):
+    def imap(self, jobs: Iterable[Any], ordered: bool = True) -> Iterator[tuple[int, Any]]:
         for i, job in enumerate(list(jobs)):
             if not self._ready:
                 self._context, self._ready = build_context(self.state, self.setup, self.threads), True

@@ -21,7 +21,7 @@ class ExecutionConfig:
     workers: int | None = None
     address: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.backend is not None and self.backend not in BACKENDS:
             raise RecipeError("recipe", "execution.backend",
                               f"expected one of {', '.join(BACKENDS)}, got {self.backend!r}")

@@ -9,8 +9,8 @@ from ctrnas.execution.base import Executor, SerialExecutor, describe_job
 from ctrnas.execution.config import ExecutionConfig
 
 
-def make_executor(config: ExecutionConfig | None, fn: Callable, state: Any = None, *, stage_workers: int = 1,
-                  setup: Callable | None = None, threads: int | None = 1,
+def make_executor(config: ExecutionConfig | None, fn: Callable[..., Any], state: Any = None, *, stage_workers: int = 1,
+                  setup: Callable[..., Any] | None = None, threads: int | None = 1,
                   describe: Callable[[Any], str] = describe_job, name: str = "worker") -> Executor:
     """The executor `config` names for a stage whose own worker count is `stage_workers`.
 

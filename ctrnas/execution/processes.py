@@ -18,7 +18,9 @@ import signal
 import threading
 import traceback
 from collections import deque
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
+from types import FrameType
+from typing import Any, Callable, Iterable, Iterator
 
 from ctrnas.errors import CtrnasError, Interrupted, WorkerDied
 from ctrnas.execution.base import Executor, build_context, portable_error as _portable
@@ -29,14 +31,15 @@ def _exit_with_parent() -> None:
     if parent is None:
         return
 
-    def watch():
+    def watch() -> None:
         wait([parent.sentinel])  # readable once the parent process has ended, however it ended
         os._exit(1)
 
     threading.Thread(target=watch, name="ctrnas-parent-watch", daemon=True).start()
 
 
-def _worker_main(conn, fn, setup, threads) -> None:
+def _worker_main(conn: Connection, fn: Callable[[Any, Any], Any], setup: Callable[[Any], Any] | None,
+                 threads: int | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited ignored from the start; kept so
     _exit_with_parent()
     failed: tuple[BaseException, str] | None
@@ -79,7 +82,9 @@ class ProcessExecutor(Executor):
 
     backend = "processes"
 
-    def __init__(self, fn, state=None, *, workers=2, setup=None, threads=1, describe=None, name="worker"):
+    def __init__(self, fn: Callable[[Any, Any], Any], state: Any = None, *, workers: int = 2,
+                 setup: Callable[[Any], Any] | None = None, threads: int | None = 1,
+                 describe: Callable[[Any], str] | None = None, name: str = "worker") -> None:
         if workers < 1:
             from ctrnas.errors import RecipeError
 
@@ -87,9 +92,9 @@ class ProcessExecutor(Executor):
         kwargs = {"describe": describe} if describe is not None else {}
         super().__init__(fn, state, workers=workers, setup=setup, threads=threads, **kwargs)
         self.name = name
-        self._procs: list = []
-        self._conns: list = []
-        self._old_term = None
+        self._procs: list[Any] = []
+        self._conns: list[Any] = []
+        self._old_term: Callable[[int, FrameType | None], Any] | int | None = None
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
@@ -119,7 +124,7 @@ class ProcessExecutor(Executor):
                 p.join(5)
                 raise WorkerDied("its start", p.exitcode, f"{self.name} process {p.pid}") from None
 
-    def imap(self, jobs, ordered=True):
+    def imap(self, jobs: Iterable[Any], ordered: bool = True) -> Iterator[tuple[int, Any]]:
         jobs = list(jobs)
         if not jobs:
             return
@@ -156,7 +161,7 @@ class ProcessExecutor(Executor):
             if not finished:  # an error, an interrupt or a caller that stopped early: drop the queued jobs
                 self.close(kill=True)
 
-    def _collect(self, busy: dict, done: dict, jobs: list) -> None:
+    def _collect(self, busy: dict[int, int], done: dict[int, Any], jobs: list[Any]) -> None:
         """Wait for at least one busy worker to answer (or die)."""
         by_conn = {self._conns[w]: w for w in busy}
         by_sentinel = {self._procs[w].sentinel: w for w in busy}
@@ -182,7 +187,7 @@ class ProcessExecutor(Executor):
                 raise payload
             done[i] = payload
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
         # leaving on an error or an interrupt: do not wait for the jobs the workers are still running
         self.close(kill=exc_type is not None)
 
@@ -209,6 +214,6 @@ class ProcessExecutor(Executor):
             self._old_term = None
 
 
-def _raise_interrupted(signum, frame) -> None:
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: further SIGTERMs must not cut the cleanup short
     raise Interrupted(signum)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Callable, Iterable, Iterator
 
 from ctrnas.errors import CtrnasError, RecipeError, WorkerDied
 from ctrnas.execution.base import Executor, build_context, portable_error
@@ -19,11 +20,12 @@ from ctrnas.execution.base import Executor, build_context, portable_error
 class _Actor:
     """One Ray worker holding the context; wrapped with `ray.remote` lazily (Ray is optional)."""
 
-    def __init__(self, fn, state, setup, threads):
+    def __init__(self, fn: Callable[[Any, Any], Any], state: Any, setup: Callable[[Any], Any] | None,
+                 threads: int | None) -> None:
         self.fn = fn
         self.context = build_context(state, setup, threads)
 
-    def run(self, i, job):
+    def run(self, i: int, job: Any) -> tuple[int, bool, Any]:
         # errors come back as values: Ray cannot rebuild errors whose __init__ takes other arguments
         try:
             return i, True, self.fn(self.context, job)
@@ -51,8 +53,10 @@ class RayExecutor(Executor):
 
     backend = "ray"
 
-    def __init__(self, fn, state=None, *, workers=2, setup=None, threads=1, describe=None, address=None,
-                 cpus_per_worker: float = 1.0, init_kwargs: dict | None = None):
+    def __init__(self, fn: Callable[[Any, Any], Any], state: Any = None, *, workers: int = 2,
+                 setup: Callable[[Any], Any] | None = None, threads: int | None = 1,
+                 describe: Callable[[Any], str] | None = None, address: str | None = None,
+                 cpus_per_worker: float = 1.0, init_kwargs: dict[str, Any] | None = None) -> None:
         if workers < 1:
             raise RecipeError("execution", "workers", f"expected >= 1, got {workers}")
         kwargs = {"describe": describe} if describe is not None else {}
@@ -60,7 +64,7 @@ class RayExecutor(Executor):
         self.address, self.cpus_per_worker = address, cpus_per_worker
         self.init_kwargs = dict(init_kwargs or {})
         self._owns_ray = False
-        self._actors: list = []
+        self._actors: list[Any] = []
 
     def _start(self) -> None:
         try:
@@ -82,7 +86,7 @@ class RayExecutor(Executor):
         self._actors = [actor.remote(self.fn, shared, self.setup, self.threads) for _ in range(self.workers)]
         ray.get([a.ready.remote() for a in self._actors])
 
-    def imap(self, jobs, ordered=True):
+    def imap(self, jobs: Iterable[Any], ordered: bool = True) -> Iterator[tuple[int, Any]]:
         jobs = list(jobs)
         if not jobs:
             return

@@ -11,6 +11,7 @@ from ctrnas.search.evolution import EvolutionConfig
 from ctrnas.search.multifidelity import MultiFidelityConfig, RungConfig
 from ctrnas.search.predictor import Predictor, PredictorConfig
 from ctrnas.search.random_search import RandomSearchConfig
+from ctrnas.search.runner import Strategy
 from ctrnas.search.space_protocol import SearchSpace
 from ctrnas.search.strategies import get_strategy, strategy_names
 
@@ -34,7 +35,7 @@ class SearchConfig:
     top_k: int = 15
     seed_population: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         get_strategy(self.strategy)  # an unknown name is an error naming the known ones
         if self.workers < 1:
             raise RecipeError("search", "workers", f"expected >= 1, got {self.workers}")
@@ -50,11 +51,11 @@ def make_strategy(
     maximize: bool,
     count_params: Callable[[Any], float] | None = None,
     count_flops: Callable[[Any], float] | None = None,
-    initial: tuple = (),
+    initial: tuple[Any, ...] = (),
     rungs: tuple[RungConfig, ...] = (),
     rung_maximize: list[bool] | None = None,
-    featurize: Callable[[Any], dict] | None = None,
-):
+    featurize: Callable[[Any], dict[str, Any]] | None = None,
+) -> Strategy:
     """The configured strategy; `maximize` comes from the fitness (proxy: True, validation log loss: False).
     `initial`: archs evolution's initial population starts with (used when `config.seed_population`).
     A strategy that scores by rungs: `rungs` (default `config.multifidelity.rungs`) and each rung's direction.
@@ -63,11 +64,11 @@ def make_strategy(
     constraints = Constraints(config.constraints, count_params, count_flops)
     initial = tuple(initial) if config.seed_population else ()
 
-    def settings(name: str):  # the recipe's section of that name, or the strategy's defaults
+    def settings(name: str) -> Any:  # the recipe's section of that name, or the strategy's defaults
         given = getattr(config, name, None)
         return given if given is not None else get_strategy(name).config()
 
-    strategy = get_strategy(config.strategy).build(space, settings, seed=seed, maximize=maximize,
+    strategy: Strategy = get_strategy(config.strategy).build(space, settings, seed=seed, maximize=maximize,
                                                    constraints=constraints, initial=initial, rungs=rungs,
                                                    rung_maximize=rung_maximize)
     evolution = getattr(strategy, "evolution", strategy)  # multi-fidelity runs an evolution underneath
@@ -88,8 +89,8 @@ def build_strategy(
     configs: dict[str, Any] | None = None,
     constraints: Constraints | None = None,
     source: str = "search",
-    initial: tuple = (),
-):
+    initial: tuple[Any, ...] = (),
+) -> Strategy:
     """The strategy called `name` with its config from `configs` (by strategy name; defaults otherwise),
     without a recipe (the vision harness comes here). `source` names where `name` came from in errors;
     `initial` seeds evolution's population. A strategy that scores by rungs needs them: `make_strategy`."""
@@ -99,11 +100,12 @@ def build_strategy(
                           f"{', '.join(map(repr, strategy_names(by_rungs=False)))}")
     configs = configs or {}
 
-    def settings(n: str):
+    def settings(n: str) -> Any:
         return configs[n] if n in configs else get_strategy(n).config()
 
-    return entry.build(space, settings, seed=seed, maximize=maximize, constraints=constraints, initial=initial,
-                       rungs=(), rung_maximize=None)
+    built: Strategy = entry.build(space, settings, seed=seed, maximize=maximize, constraints=constraints,
+                                  initial=initial, rungs=(), rung_maximize=None)
+    return built
 
 
 __all__ = ["SearchConfig", "MultiFidelityConfig", "make_strategy", "build_strategy", "strategy_names"]

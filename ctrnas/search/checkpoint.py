@@ -16,7 +16,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ctrnas.errors import CtrnasError
 from ctrnas.files import atomic_write_bytes
@@ -56,7 +56,7 @@ def _encode(x: Any) -> Any:
                           "sets and dataclasses only)")
 
 
-def _dataclass(name: str, modules: frozenset) -> type:
+def _dataclass(name: str, modules: frozenset[str]) -> type:
     """The dataclass `module:qualname`, only from ctrnas or `modules` and only if its module is already
     imported (a file never imports)."""
     module, _, qualname = name.partition(":")
@@ -70,7 +70,7 @@ def _dataclass(name: str, modules: frozenset) -> type:
     return obj
 
 
-def _decode(x: Any, modules: frozenset = frozenset()) -> Any:
+def _decode(x: Any, modules: frozenset[str] = frozenset()) -> Any:
     if isinstance(x, list):
         return [_decode(v, modules) for v in x]
     if not isinstance(x, dict):
@@ -97,7 +97,7 @@ def _decode(x: Any, modules: frozenset = frozenset()) -> Any:
     return {k: _decode(v, modules) for k, v in x.items()}
 
 
-def _bad(x):
+def _bad(x: Any) -> Any:
     raise ValueError(f"bad value {x!r}")
 
 
@@ -112,7 +112,8 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     atomic_write_bytes(path, json.dumps(doc).encode("utf-8"), fsync=True)
 
 
-def load_checkpoint(path: str | Path, fingerprint: dict[str, Any], modules=()) -> dict[str, Any]:
+def load_checkpoint(path: str | Path, fingerprint: dict[str, Any],
+                    modules: Iterable[str] = ()) -> dict[str, Any]:
     """Read a checkpoint written by `save_checkpoint` and check it was made by the same search setup before
     decoding its state; `modules`: modules besides ctrnas's whose dataclasses it may hold (the space's)."""
     path = Path(path)

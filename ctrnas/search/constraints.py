@@ -32,7 +32,7 @@ class ConstraintConfig:
     mode: Literal["reject", "repair"] = "reject"
     max_tries: int = 100
 
-    def __post_init__(self):  # checked when the recipe is read, not when the search starts
+    def __post_init__(self) -> None:  # checked when the recipe is read, not when the search starts
         if self.max_tries < 1:
             raise RecipeError("constraints", "max_tries", f"expected >= 1, got {self.max_tries}")
 

@@ -9,8 +9,9 @@ Defaults: population 128, 240 generations, tournament 64, 8 children -> 128 + 24
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from ctrnas.search.constraints import Constraints, propose
 from ctrnas.search.fitness import FitnessResult, rank_value
 from ctrnas.search.runner import Candidate, SearchResult, run_search
 from ctrnas.search.space_protocol import SearchSpace, arch_key
+
+if TYPE_CHECKING:
+    from ctrnas.search.predictor import Predictor
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class EvolutionConfig:
     # step, FM on/off) instead of `mutate`'s re-draw of any choice; 0 = NASRec's mutation only
     local_share: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
             if getattr(self, name) < 1:
                 raise RecipeError("EvolutionConfig", name, f"expected >= 1, got {getattr(self, name)}")
@@ -95,9 +99,9 @@ class RegularizedEvolution:
         *,
         seed: int = 0,
         constraints: Constraints | None = None,
-        initial: tuple = (),
-        predictor=None,
-    ):
+        initial: tuple[Any, ...] = (),
+        predictor: Predictor | None = None,
+    ) -> None:
         self.space, self.config, self.seed = space, config, int(seed)
         # a `search.predictor.Predictor` (or None): picks which of `pool` mutants per child get scored
         self.predictor = predictor
@@ -117,7 +121,8 @@ class RegularizedEvolution:
     def done(self) -> bool:
         return self.generation > self.config.generations
 
-    def _propose(self, draw, remutate=None, parent_key: str = "") -> Candidate:
+    def _propose(self, draw: Callable[[], Any], remutate: Callable[[Any], Any] | None = None,
+                 parent_key: str = "") -> Candidate:
         p = propose(draw, self.space, self.rng, self.constraints, self._seen.__contains__,
                     self.config.max_dedup_tries, remutate)
         self._seen.add(p.key)
@@ -143,7 +148,7 @@ class RegularizedEvolution:
         picks which are scored (until it has enough scores to fit, the first of each parent's are kept)."""
         pool = self.predictor.config.pool if self.predictor is not None else 0
         if pool < 2:
-            return [self._propose(lambda p=p: self._mutant(p.arch, n), lambda a: self._mutant(a, n), p.key)
+            return [self._propose(functools.partial(self._mutant, p.arch, n), lambda a: self._mutant(a, n), p.key)
                     for p in parents]
         proposals: list[Candidate] = []
         taken = set(self._seen)
@@ -206,7 +211,7 @@ class RegularizedEvolution:
         self._pending = out
         return out
 
-    def tell(self, candidates: list[Candidate], results: list[FitnessResult], ranks: list | None = None) -> None:
+    def tell(self, candidates: list[Candidate], results: list[FitnessResult], ranks: list[Any] | None = None) -> None:
         """Add the scored candidates as the youngest members; after generation 0 the oldest as many die.
 
         `ranks` (higher is better, any mutually comparable values) replaces the ranking of `results` by
@@ -230,7 +235,7 @@ class RegularizedEvolution:
         self.generation += 1
         self._pending = None
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         fp = {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
         if self.initial:
             fp["initial"] = [arch_key(a) for a in self.initial]
@@ -238,20 +243,20 @@ class RegularizedEvolution:
             fp["predictor"] = to_dict(self.predictor.config)
         return fp
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "generation": self.generation, "population": list(self.population), "seen": set(self._seen),
             "rng": self.rng.bit_generator.state,
             **({"predictor": self.predictor.state_dict()} if self.predictor is not None else {}),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generation, self.population = state["generation"], list(state["population"])
         self._seen, self._pending = set(state["seen"]), None
         self.rng.bit_generator.state = state["rng"]
         if self.predictor is not None and "predictor" in state:
             self.predictor.load_state_dict(state["predictor"])
 
-    def run(self, fitness, **options) -> SearchResult:
+    def run(self, fitness: Callable[..., Any], **options: Any) -> SearchResult:
         """Search to the end (see `runner.run_search` for workers, cache, checkpoint_path, progress)."""
         return run_search(self, fitness, **options)

@@ -26,7 +26,7 @@ class Fidelity:
 class Ladder:
     """fitness(arch, seed, Fidelity(r, b)) = fitnesses[r](arch, seed, b): one fitness per rung."""
 
-    fitnesses: tuple[Callable, ...]
+    fitnesses: tuple[Callable[..., Any], ...]
 
     def __call__(self, arch: Any, seed: int, budget: Fidelity) -> FitnessResult:
         if not isinstance(budget, Fidelity) or not 0 <= budget.rung < len(self.fitnesses):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, ItemsView, Protocol
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class BudgetedFitness(Protocol):
     def __call__(self, arch: Any, seed: int, budget: int | None = None) -> FitnessResult | float: ...
 
 
-def default_budget(fitness: Callable) -> int | None:
+def default_budget(fitness: Callable[..., Any]) -> int | None:
     """What one call of `fitness` spends when given no budget (None: it takes no budget)."""
     return getattr(fitness, "default_budget", None)
 
@@ -93,7 +93,7 @@ class ScoreCache:
     Counts hits and misses so callers can see what was saved. `entries` may use bare architecture keys,
     which mean budget None (a fitness that takes no budget)."""
 
-    def __init__(self, entries: dict | None = None):
+    def __init__(self, entries: dict[str, Any] | None = None):
         self._entries: dict[CacheKey, FitnessResult] = {_cache_key(k): v for k, v in (entries or {}).items()}
         self.hits = 0
         self.misses = 0
@@ -104,7 +104,7 @@ class ScoreCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def items(self):
+    def items(self) -> ItemsView[tuple[str, int | None], FitnessResult]:
         """((architecture key, budget), result) pairs, without counting hits."""
         return self._entries.items()
 
@@ -127,15 +127,15 @@ class ScoreCache:
                 self._entries.setdefault((key, budget), result)
                 del self._entries[(key, None)]
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"entries": dict(self._entries), "hits": self.hits, "misses": self.misses}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self._entries = {_cache_key(k): v for k, v in state["entries"].items()}
         self.hits, self.misses = state["hits"], state["misses"]
 
 
-def call_fitness(fitness: Callable, arch: Any, seed: int, budget: int | None = None) -> FitnessResult:
+def call_fitness(fitness: Callable[..., Any], arch: Any, seed: int, budget: int | None = None) -> FitnessResult:
     """Call `fitness(arch, seed)`, or `fitness(arch, seed, budget)` when a budget is given, and normalise
     its return value."""
     return as_result(fitness(arch, seed) if budget is None else fitness(arch, seed, budget))

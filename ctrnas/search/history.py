@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -70,8 +70,9 @@ def non_finite_reason(record: HistoryRecord) -> str:
     return why + (f"; {record.meta['error']}" if record.meta.get("error") else "")
 
 
-def _plain(record: HistoryRecord) -> dict:
-    return _json_safe({f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+def _plain(record: HistoryRecord) -> dict[str, Any]:
+    plain: dict[str, Any] = _json_safe({f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+    return plain
 
 
 class History:
@@ -83,7 +84,7 @@ class History:
     def __len__(self) -> int:
         return len(self.records)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[HistoryRecord]:
         return iter(self.records)
 
     def __getitem__(self, i: int) -> HistoryRecord:
@@ -133,7 +134,7 @@ class History:
     def from_json(cls, path: str | Path) -> "History":
         """Read a file written by `to_json` (null and "inf"/"-inf" become floats again)."""
 
-        def num(v):
+        def num(v: Any) -> float:
             return math.nan if v is None else float(v)
 
         records = []

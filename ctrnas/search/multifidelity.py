@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ctrnas.errors import RecipeError
 from ctrnas.search.evolution import RegularizedEvolution
@@ -46,7 +46,7 @@ class RungConfig:
     keep: float = 1 / 3
     fraction: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not 0 < self.keep <= 1:
             raise RecipeError("search.multifidelity.rungs", "keep", f"expected in (0, 1], got {self.keep}")
         if self.budget is not None and self.budget < 0:
@@ -157,28 +157,28 @@ class MultiFidelity:
                                                                                    self.rung_maximize)), r.index))
         return ranked[:k]
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         return {"evolution": self.evolution.fingerprint(),
                 "rungs": [[r.fitness, r.budget, r.keep] for r in self.rungs], "maximize": self.rung_maximize}
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"evolution": self.evolution.state_dict(), "batch": self.batch, "rung": self.rung,
                 "alive": list(self.alive), "reached": dict(self.reached),
                 "evolution_pending": self.evolution._pending}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.evolution.load_state_dict(state["evolution"])
         self.evolution._pending = state["evolution_pending"]
         self.batch, self.rung = state["batch"], state["rung"]
         self.alive, self.reached = list(state["alive"]), dict(state["reached"])
         self._pending = None
 
-    def run(self, fitness: Any, **options) -> SearchResult:
+    def run(self, fitness: Callable[..., Any], **options: Any) -> SearchResult:
         """Search to the end with `runner.run_search` (workers, execution, checkpoint_path, progress)."""
         return run_search(self, fitness, **options)
 
 
-def ladder_agreement(history: History, maximize: list[bool]) -> list[dict]:
+def ladder_agreement(history: History, maximize: list[bool]) -> list[dict[str, Any]]:
     """The ladder's self-check: Kendall's tau between consecutive rungs' values, over the candidates scored
     at both (each rung's values turned so that higher is better, so tau > 0 means rung r+1 agrees with the
     order rung r promoted by). A tau near 0 or below says the cheap rung cannot be trusted on this data."""
@@ -190,10 +190,10 @@ def ladder_agreement(history: History, maximize: list[bool]) -> list[dict]:
             v = rank_value(r.value, maximize[r.rung])
             by_rung.setdefault(r.rung, {})[r.key] = v
     out = []
-    for r in sorted(by_rung):
-        if r + 1 not in by_rung:
+    for lo in sorted(by_rung):
+        if lo + 1 not in by_rung:
             continue
-        keys = [k for k in by_rung[r + 1] if k in by_rung[r]]
-        a, b = [by_rung[r][k] for k in keys], [by_rung[r + 1][k] for k in keys]
-        out.append({"from": r, "to": r + 1, "n": len(keys), "tau": kendall_tau(a, b)})
+        keys = [k for k in by_rung[lo + 1] if k in by_rung[lo]]
+        a, b = [by_rung[lo][k] for k in keys], [by_rung[lo + 1][k] for k in keys]
+        out.append({"from": lo, "to": lo + 1, "n": len(keys), "tau": kendall_tau(a, b)})
     return out

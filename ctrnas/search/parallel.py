@@ -14,21 +14,23 @@ from typing import Any, Callable, Sequence
 from ctrnas.execution import ExecutionConfig, make_executor
 from ctrnas.search.fitness import FitnessResult, call_fitness
 
-Job = tuple  # (arch, seed) or (arch, seed, budget)
+Job = tuple[Any, ...]  # (arch, seed) or (arch, seed, budget)
 
 
-def timed_call(fitness: Callable, arch: Any, seed: int, budget: int | None = None) -> tuple[FitnessResult, float]:
+def timed_call(fitness: Callable[..., Any], arch: Any, seed: int,
+               budget: int | None = None) -> tuple[FitnessResult, float]:
     start = time.perf_counter()
     result = call_fitness(fitness, arch, seed, budget)
     return result, time.perf_counter() - start
 
 
-def score_job(fitness: Callable, job: Job) -> tuple[FitnessResult, float]:
+def score_job(fitness: Callable[..., Any], job: Job) -> tuple[FitnessResult, float]:
     """One scoring job on an executor whose context is the fitness."""
     return timed_call(fitness, *job)
 
 
-def _setup(state: tuple) -> Callable:
+def _setup(state: tuple[Any, ...]) -> Callable[..., Any]:
+    fitness: Callable[..., Any]
     fitness, user_init, user_args = state
     if user_init is not None:
         user_init(*user_args)
@@ -52,11 +54,11 @@ class Scorer:
 
     def __init__(
         self,
-        fitness: Callable,
+        fitness: Callable[..., Any],
         workers: int = 1,
         threads_per_worker: int | None = 1,
-        initializer: Callable | None = None,
-        initargs: tuple = (),
+        initializer: Callable[..., Any] | None = None,
+        initargs: tuple[Any, ...] = (),
         execution: ExecutionConfig | None = None,
     ):
         self.fitness = fitness
@@ -74,5 +76,5 @@ class Scorer:
     def __enter__(self) -> "Scorer":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.executor.__exit__(*exc)  # on an error: stop the workers without waiting for their jobs

@@ -8,19 +8,19 @@ or display backend is touched (safe in worker processes and on headless machines
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ctrnas.search.history import History
 
 
-def _figure(width: float = 5.0, height: float = 3.6):
+def _figure(width: float = 5.0, height: float = 3.6) -> tuple[Any, Any]:
     fig, axes = _figures(1, width, height)
     return fig, axes[0]
 
 
-def _figures(n: int, width: float = 5.0, height: float = 3.6):
+def _figures(n: int, width: float = 5.0, height: float = 3.6) -> tuple[Any, list[Any]]:
     """A figure of `n` panels stacked over one shared x axis."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -30,7 +30,7 @@ def _figures(n: int, width: float = 5.0, height: float = 3.6):
     return fig, list(fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0])
 
 
-def _save(fig, path: str | Path) -> Path:
+def _save(fig: Any, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -38,7 +38,7 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def _hlines(ax, lines: Mapping[str, float] | None) -> None:
+def _hlines(ax: Any, lines: Mapping[str, float] | None) -> None:
     """Dashed horizontal reference lines (e.g. the baselines' test log loss), one legend entry each."""
     for k, (label, y) in enumerate((lines or {}).items()):
         ax.axhline(y, linestyle="--", linewidth=1, color=f"C{k + 1}", label=label)
@@ -74,7 +74,7 @@ def best_so_far_by_rung(
     if not rungs:
         curve = history.best_so_far(maximize)
         return {None: (np.arange(1, len(curve) + 1), curve)}
-    out = {}
+    out: dict[int | None, tuple[np.ndarray, np.ndarray]] = {}
     for rung in rungs if rung_maximize is not None else rungs[-1:]:
         at = [i for i, r in enumerate(history) if r.rung == rung]
         direction = rung_maximize[rung] if rung_maximize is not None else maximize

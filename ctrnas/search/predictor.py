@@ -44,7 +44,7 @@ class PredictorConfig:
     # supernet); empty: the architecture's own features, parameters and FLOPs only
     proxies: tuple[str, ...] = ("sigeo", "zico", "naswot")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.pool < 0 or self.pool == 1:
             raise RecipeError("search.predictor", "pool", f"expected 0 (off) or >= 2, got {self.pool}")
         if self.kappa < 0:
@@ -72,9 +72,9 @@ class Predictor:
                  maximize: list[bool], seed: int = 0):
         self.config, self.featurize, self.maximize, self.seed = config, featurize, list(maximize), int(seed)
         self.features: dict[str, dict[str, float]] = {}   # key -> features
-        self.scores: list[list] = []                      # [key, rung, utility]
-        self.pending: dict[str, list] = {}                # "key|rung" -> [predicted utility, spread]
-        self.checked: list[list] = []                     # [key, rung, predicted, actual]: unseen before scoring
+        self.scores: list[list[Any]] = []                      # [key, rung, utility]
+        self.pending: dict[str, list[Any]] = {}                # "key|rung" -> [predicted utility, spread]
+        self.checked: list[list[Any]] = []                     # [key, rung, predicted, actual]: unseen before scoring
         self.importances: dict[str, float] = {}
 
     # -- data ---------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ class Predictor:
         ready = [r for r, n in counts.items() if n >= self.config.min_train]
         return max(ready) if ready else None
 
-    def _fit(self):
+    def _fit(self) -> tuple[int, Any, list[str]] | None:
         """(rung, forest, feature names) fitted on the deepest ready rung, or None."""
         from sklearn.ensemble import RandomForestRegressor
 
@@ -142,7 +142,7 @@ class Predictor:
             self.pending[f"{proposals[i][0]}|{rung}"] = [float(mean[i]), float(spread[i])]
         return order
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """Kendall's tau of the predictions made before scoring against the scores (per rung, and their
         count-weighted mean), how many, and the last model's feature importances."""
         per_rung = {}
@@ -157,11 +157,11 @@ class Predictor:
                 "scored": len(self.scores), "importances": dict(self.importances)}
 
     # -- checkpoints (plain data: JSON-ready) --------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"features": self.features, "scores": self.scores, "pending": self.pending,
                 "checked": self.checked, "importances": self.importances}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.features = {k: dict(v) for k, v in state["features"].items()}
         self.scores = [list(s) for s in state["scores"]]
         self.pending = {k: list(v) for k, v in state["pending"].items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,7 +25,7 @@ class RandomSearchConfig:
     max_dedup_tries: int = 100
     maximize: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("budget", "batch_size", "max_dedup_tries"):
             if getattr(self, name) < 1:
                 raise RecipeError("RandomSearchConfig", name, f"expected >= 1, got {getattr(self, name)}")
@@ -79,17 +80,17 @@ class RandomSearch:
         self.batch += 1
         self._pending = None
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         return {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {"evaluated": self.evaluated, "batch": self.batch, "seen": set(self._seen),
                 "rng": self.rng.bit_generator.state}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.evaluated, self.batch = state["evaluated"], state["batch"]
         self._seen, self._pending = set(state["seen"]), None
         self.rng.bit_generator.state = state["rng"]
 
-    def run(self, fitness, **options) -> SearchResult:
+    def run(self, fitness: Callable[..., Any], **options: Any) -> SearchResult:
         return run_search(self, fitness, **options)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence, Union
+from typing import Any, Literal, Sequence, Union
 
 import numpy as np
 from scipy import stats
@@ -50,7 +50,7 @@ def rank_last(values: Sequence[float]) -> np.ndarray:
     return v
 
 
-def _check(scores, metrics) -> tuple[np.ndarray, np.ndarray]:
+def _check(scores: Any, metrics: Any) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(scores, dtype=float), np.asarray(metrics, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"scores and metrics must be 1-D of equal length, got shapes {x.shape} and {y.shape}")
@@ -141,7 +141,7 @@ def rank_correlations(
 
 
 def feature_correlations(names: Sequence[str], matrix: Sequence[Sequence[float]],
-                         targets: dict[str, Sequence[float]]) -> list[dict]:
+                         targets: dict[str, Sequence[float]]) -> list[dict[str, Any]]:
     """Spearman rho (with its p-value) of every feature column of `matrix` (one row per item) against every
     target (a metric or a proxy score per item): what the targets follow. Constant features are left out."""
     x = np.asarray(matrix, dtype=float).reshape(len(matrix), len(names))

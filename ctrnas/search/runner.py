@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ctrnas.execution import ExecutionConfig
 from ctrnas.search.fidelity import Fidelity
 from ctrnas.search.checkpoint import load_checkpoint, save_checkpoint
 from ctrnas.search.fitness import FitnessResult, ScoreCache, candidate_seed, default_budget, warn_non_finite
@@ -71,15 +72,15 @@ class Strategy(Protocol):
         """
         ...
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         """Its settings as JSON-able data: a checkpoint resumes only a strategy with the same fingerprint."""
         ...
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue (RNG included), picklable."""
         ...
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from `state_dict()`: the rest of the search equals an uninterrupted one."""
         ...
 
@@ -115,9 +116,9 @@ def _score_batch(
     seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
     given = [c.budget if c.budget is not None else budget for c in candidates]
     budgets: list[Any] = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, given)]
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     jobs, job_pos = [], []
-    known: dict[tuple, FitnessResult] = {}
+    known: dict[tuple[Any, ...], FitnessResult] = {}
     for i, c in enumerate(candidates):
         k = (c.key, budgets[i])
         if k in seen:
@@ -147,17 +148,17 @@ def _score_batch(
 
 def run_search(
     strategy: Strategy,
-    fitness: Callable,
+    fitness: Callable[..., Any],
     *,
     workers: int = 1,
     cache: ScoreCache | None = None,
     to_json: Callable[[Any], Any] = default_to_json,
     checkpoint_path: str | Path | None = None,
     progress: bool = False,
-    scorer_options: dict | None = None,
-    scorer=None,
+    scorer_options: dict[str, Any] | None = None,
+    scorer: Scorer | None = None,
     budget: int | None = None,
-    execution=None,
+    execution: ExecutionConfig | None = None,
 ) -> SearchResult:
     """Run `strategy` to completion, scoring with `fitness(arch, seed[, budget])`; resume from
     `checkpoint_path` if it exists.
@@ -188,10 +189,10 @@ def run_search(
         print(resumed_line(strategy, len(history), checkpoint_path), file=sys.stderr)
 
     own = scorer is None
-    if own:
+    if scorer is None:
         scorer = Scorer(fitness, workers, execution=execution, **(scorer_options or {}))
     budget = budget if budget is not None else default_budget(fitness)
-    with (scorer if own else contextlib.nullcontext(scorer)) as scorer, tqdm(
+    with (scorer if own else contextlib.nullcontext(scorer)), tqdm(  # Scorer.__enter__ returns itself
         total=strategy.total_evaluations, initial=len(history), disable=not progress, desc="search", unit="arch"
     ) as bar:
         while not strategy.done:
@@ -219,7 +220,7 @@ def run_search(
     return SearchResult(history, strategy.maximize, cache, getattr(strategy, "ranker", None))
 
 
-def resumed_line(strategy, evaluations: int, path) -> str:
+def resumed_line(strategy: Strategy, evaluations: int, path: str | Path) -> str:
     """What a search resumed from its checkpoint had done, in one line (generations where it has them)."""
     done = f"{evaluations} of {strategy.total_evaluations} evaluations done"
     generations = getattr(getattr(strategy, "config", None), "generations", None)

@@ -17,8 +17,10 @@ from typing import Any, Callable
 
 from ctrnas.errors import RecipeError
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
-from ctrnas.search.multifidelity import MultiFidelity, MultiFidelityConfig
+from ctrnas.search.constraints import Constraints
+from ctrnas.search.multifidelity import MultiFidelity, MultiFidelityConfig, RungConfig
 from ctrnas.search.random_search import RandomSearch, RandomSearchConfig
+from ctrnas.search.space_protocol import SearchSpace
 
 
 @dataclass(frozen=True)
@@ -53,17 +55,21 @@ def get_strategy(name: str, source: str = "search") -> StrategyEntry:
     return _STRATEGIES[name]
 
 
-def _evolution(space, settings, *, seed, maximize, constraints, initial, **_):
+def _evolution(space: SearchSpace, settings: Callable[[str], Any], *, seed: int, maximize: bool,
+               constraints: Constraints | None, initial: tuple[Any, ...], **_: Any) -> RegularizedEvolution:
     return RegularizedEvolution(space, dataclasses.replace(settings("evolution"), maximize=maximize), seed=seed,
                                 constraints=constraints, initial=initial)
 
 
-def _random(space, settings, *, seed, maximize, constraints, **_):
+def _random(space: SearchSpace, settings: Callable[[str], Any], *, seed: int, maximize: bool,
+            constraints: Constraints | None, **_: Any) -> RandomSearch:
     return RandomSearch(space, dataclasses.replace(settings("random"), maximize=maximize), seed=seed,
                         constraints=constraints)
 
 
-def _multifidelity(space, settings, *, seed, maximize, constraints, initial, rungs, rung_maximize, **_):
+def _multifidelity(space: SearchSpace, settings: Callable[[str], Any], *, seed: int, maximize: bool,
+                   constraints: Constraints | None, initial: tuple[Any, ...], rungs: tuple[RungConfig, ...],
+                   rung_maximize: list[bool] | None, **_: Any) -> MultiFidelity:
     rungs = rungs or settings("multifidelity").rungs
     evolution = _evolution(space, settings, seed=seed, maximize=maximize, constraints=constraints, initial=initial)
     return MultiFidelity(evolution, rungs, rung_maximize if rung_maximize is not None else [maximize] * len(rungs))

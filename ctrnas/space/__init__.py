@@ -14,7 +14,8 @@ Public API (stable):
 
 from ctrnas.space.arch import Arch, BlockChoice, LiveParts
 from ctrnas.space.ops import OPS, OpSpec, dense_reads_sparse, is_binary, op_spec, ops_of_kind, reads_raw
-from ctrnas.space.space import MACRO_FIELDS, MICRO_FIELDS, PRESETS, SearchSpace, SpaceConfig, get_space
+from ctrnas.space.config import MACRO_FIELDS, MICRO_FIELDS, PRESETS, SpaceConfig
+from ctrnas.space.space import SearchSpace, get_space
 
 __all__ = ["Arch", "BlockChoice", "LiveParts", "SpaceConfig", "SearchSpace", "get_space", "PRESETS", "OPS", "OpSpec",
            "op_spec", "ops_of_kind", "is_binary", "dense_reads_sparse", "reads_raw", "MACRO_FIELDS", "MICRO_FIELDS"]

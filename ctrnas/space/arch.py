@@ -40,11 +40,11 @@ class BlockChoice:
     # without any, and then left out of the JSON so archs of the paper's spaces read as before.
     dense_args: tuple[tuple[str, object], ...] = ()
 
-    def arg(self, name: str):
+    def arg(self, name: str) -> Any:
         """The dense op's choice `name` (KeyError if the op has none of that name)."""
         return dict(self.dense_args)[name]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
                if f.name != "dense_args"}
         if self.dense_args:
@@ -58,11 +58,11 @@ _STRS = ("dense_op", "sparse_op")
 _BOOLS = ("dense_sparse_merge", "fm")
 
 
-def _is_int(v) -> bool:
+def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _block_from_json(d, block: int) -> BlockChoice:
+def _block_from_json(d: Any, block: int) -> BlockChoice:
     if not isinstance(d, dict):
         raise ArchValidationError(block, "<block>", d, "expected a mapping of choices")
     known = _INT_LISTS + _INTS + _STRS + _BOOLS
@@ -115,7 +115,7 @@ class Arch:
     def num_blocks(self) -> int:
         return len(self.blocks)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (`json.dumps` it to write a file)."""
         out: dict[str, Any] = {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
         if self.emb_dim is not None:
@@ -127,7 +127,7 @@ class Arch:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, data: dict | str) -> "Arch":
+    def from_json(cls, data: dict[str, Any] | str) -> "Arch":
         """Parse a dict (or JSON text); a malformed block raises ArchValidationError naming block and field."""
         if isinstance(data, str):
             try:

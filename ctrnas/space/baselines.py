@@ -12,9 +12,13 @@ tower), n = dense features + fields x E parameters fewer. All fit `ctrnas-small`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctrnas.errors import ArchValidationError, CtrnasError
 from ctrnas.space.arch import Arch
+
+if TYPE_CHECKING:
+    from ctrnas.space.space import SearchSpace
 
 ARCH_DIR = Path(__file__).with_name("archs")
 BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")  # the seeded population: what a user would build by hand
@@ -60,7 +64,7 @@ def load_arch(spec: str | Path) -> Arch:
         raise CtrnasError(f"{spec}: {e}") from None
 
 
-def initial_population(space, names: tuple[str, ...] = BASELINE_ARCHS) -> list[Arch]:
+def initial_population(space: SearchSpace, names: tuple[str, ...] = BASELINE_ARCHS) -> list[Arch]:
     """The shipped archs that fit `space` (a SearchSpace), in `names` order, to seed a search's population.
 
     An arch that does not fit (e.g. a 3-block space, or one without the Cross op) is left out; the caller

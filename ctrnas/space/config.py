@@ -4,7 +4,7 @@ paper, and ctrnas-small / ctrnas-full which add DCN-v2's Cross and DLRM's intera
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ctrnas.errors import RecipeError
 from ctrnas.space.ops import ops_of_kind
@@ -43,10 +43,10 @@ class SpaceConfig:
     # arch uses the run's width. See docs/multifidelity.md ("Searching the embedding width").
     emb_dims: tuple[int, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         src = f"space {self.name!r}"
 
-        def need(ok: bool, key: str, why: str):
+        def need(ok: bool, key: str, why: str) -> None:
             if not ok:
                 raise RecipeError(src, key, why)
 
@@ -95,7 +95,7 @@ PRESETS = {
 }
 
 
-def space_record(config: SpaceConfig) -> dict:
+def space_record(config: SpaceConfig) -> dict[str, Any]:
     """`config` as a plain dict for fingerprints, without `emb_dims` while it is empty: a fingerprint written
     before the field existed (a warm-up, a final-stage job) still matches, so those runs resume."""
     from ctrnas.config import to_dict

@@ -8,7 +8,7 @@ A preset lists its ops by name, so adding an op here changes no existing preset.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,8 @@ class OpSpec:
     reads_sparse: bool  # reads the `sparse_idx` tokens (EFC, Attention; Dot-Product and Cross among dense ops)
     block: str  # key of its supernet class in `ctrnas.supernet.blocks.BLOCKS`
     cost: str  # parameters and FLOPs in words; the block class's `cost(dims, io)` computes them
-    args: tuple[tuple[str, tuple], ...] = ()  # op-specific choices (name, options) kept in `BlockChoice.dense_args`
+    # op-specific choices (name, options) kept in `BlockChoice.dense_args`
+    args: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     # Optional rule over a block's choices (a `BlockChoice`): the reason they do not fit the op, or None.
     check: Callable[[object], str | None] | None = None
     # Reads the raw embeddings (the stem's tokens) whatever `sparse_idx` says, as DLRM's interaction does.
@@ -31,16 +32,16 @@ class OpSpec:
     # Allowed in the last block only (the head's input): `none` anywhere else starves later blocks of tokens.
     last_block_only: bool = False
     # Optional: the args that shape the network (e.g. a full-rank cross has no rank), for `Arch.key`.
-    shaping: Callable[[dict], dict] | None = None
+    shaping: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # Dense ops: the output keeps the op's input width (dense inputs, plus the tokens flattened for ops that
     # read them) instead of the block's `dense_dim`: always (True) or for some args (a rule over them).
-    passthrough: bool | Callable[[dict], bool] = False
+    passthrough: bool | Callable[[dict[str, Any]], bool] = False
     # Polynomial degree of the output in the stem's values (dense features, embeddings) with LayerNorm off,
     # from its dense inputs' degrees (in `dense_idx` order; left, right for binary ops) and its tokens' degree
     # (`ctrnas.train.normalise`). None: a degree-1 map (dense: the inputs' highest, sparse: the tokens').
     degree: Callable[[tuple[int, ...], int], int] | None = None
 
-    def arg_options(self, name: str) -> tuple:
+    def arg_options(self, name: str) -> tuple[Any, ...]:
         return dict(self.args)[name]
 
     def output_degree(self, inputs: tuple[int, ...], tokens: int) -> int:
@@ -48,12 +49,12 @@ class OpSpec:
             return self.degree(inputs, tokens)
         return max(inputs) if self.kind == "dense" else tokens
 
-    def keeps_width(self, args: dict) -> bool:
+    def keeps_width(self, args: dict[str, Any]) -> bool:
         """The dense output is as wide as the op's input (see `passthrough`), not the block's `dense_dim`."""
         return self.passthrough(args) if callable(self.passthrough) else self.passthrough
 
 
-def _cross_check(block) -> str | None:
+def _cross_check(block: Any) -> str | None:  # a BlockChoice (arch.py imports this module)
     # A full-rank W over a block's max-size input would be n_max^2 weights per layer (about 545M over 3
     # layers at block 7 of NASRec-Full), so full rank is the DCN-v2 setting only: over the raw inputs.
     raw = block.dense_idx == (0,) and block.sparse_idx == (0,)
@@ -66,13 +67,13 @@ def _cross_check(block) -> str | None:
     return None
 
 
-def _cross_shaping(args: dict) -> dict:
+def _cross_shaping(args: dict[str, Any]) -> dict[str, Any]:
     if args.get("depth") == 0:  # no cross layer: form and rank shape nothing
         return {k: v for k, v in args.items() if k not in ("form", "rank")}
     return {k: v for k, v in args.items() if not (k == "rank" and args.get("form") == "full")}
 
 
-def _concat_check(block) -> str | None:
+def _concat_check(block: Any) -> str | None:
     if block.fm or block.dense_sparse_merge:
         return "concat has no width of its own for FM or merge to take"
     return None

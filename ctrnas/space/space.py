@@ -4,6 +4,7 @@ are in ctrnas.space.config, re-exported here). Ops come from the op table."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class SearchSpace:
             n = 1 + int(rng.binomial(min(i - 1, c.max_inputs - 1), 0.5))
         return tuple(sorted(int(x) for x in rng.choice(i, size=n, replace=False)))
 
-    def _sample_field(self, i: int, name: str, rng: np.random.Generator):
+    def _sample_field(self, i: int, name: str, rng: np.random.Generator) -> Any:
         if name in ("dense_idx", "sparse_idx"):
             return self._sample_sources(i, rng)
         if name in ("dense_left_idx", "dense_right_idx"):
@@ -45,7 +46,7 @@ class SearchSpace:
         options = self._options(i, name)
         return options[int(rng.integers(len(options)))]  # a Python value from the config, never a numpy scalar
 
-    def _options(self, i: int, name: str) -> tuple:
+    def _options(self, i: int, name: str) -> tuple[Any, ...]:
         """The values micro field `name` may take in block i (ops meant for the last block only leave the others)."""
         c = self.config
         options = {"dense_op": c.dense_ops, "sparse_op": c.sparse_ops, "dense_dim": c.dense_dims,
@@ -156,7 +157,7 @@ class SearchSpace:
         self.validate(arch)
         c = self.config
         live = sorted(i for i, p in arch.live_parts().items() if p.dense or p.sparse)
-        moves: list[tuple] = []
+        moves: list[tuple[Any, ...]] = []
         for i in live:
             b, parts = arch.blocks[i - 1], arch.live_parts()[i]
             if parts.dense and not op_spec(b.dense_op).keeps_width(dict(b.dense_args)):
@@ -170,7 +171,7 @@ class SearchSpace:
         if len(c.emb_dims) > 1:
             moves.append((None, "emb_dim"))
 
-        def step(options: tuple, now):
+        def step(options: tuple[Any, ...], now: Any) -> Any:
             """A neighbour of `now` in `options` (ordered as the config lists them), or None."""
             if now not in options:
                 return None
@@ -285,7 +286,7 @@ class SearchSpace:
             raise ArchValidationError(i, "dense_args", args, reason)
 
 
-def get_space(spec: str | SpaceConfig | dict | SearchSpace) -> SearchSpace:
+def get_space(spec: str | SpaceConfig | dict[str, Any] | SearchSpace) -> SearchSpace:
     """A space from a preset name ('nasrec-full', 'nasrec-small'), a SpaceConfig, or a recipe mapping.
 
     A mapping may name a preset in `base:` and override any SpaceConfig field.

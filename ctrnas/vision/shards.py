@@ -11,7 +11,6 @@ run (any number of workers) counts as done and merges.
 from __future__ import annotations
 
 import csv
-import multiprocessing as mp
 from pathlib import Path
 
 import torch
@@ -50,19 +49,29 @@ def merge_shards(csv_path: str | Path) -> Path:
     return csv_path
 
 
-def _worker(config, inputs, csv_path, index, count, device, time_limit_s, state_dir, threads):
-    torch.set_num_threads(threads)
+def _load_inputs(inputs: str) -> dict:
+    """A worker's context: the images, labels and table, read once from the inputs file."""
     from ctrnas.safeload import load_weights_file
 
     saved = load_weights_file(inputs, "correlation inputs")
-    images, labels = saved["images"], saved["labels"]
-    table = NB201Table(saved["table_path"], saved["table_rows"])
+    return {"images": saved["images"], "labels": saved["labels"],
+            "table": NB201Table(saved["table_path"], saved["table_rows"])}
+
+
+def _score_shard(context: dict, job: tuple) -> str | None:
+    """Score shard `index` of `count` into its worker CSV; the error's one line if it failed (so the other
+    shards still finish and are merged, as a re-run would need them)."""
+    config, csv_path, index, count, device, time_limit_s, state_dir = job
     path = Path(csv_path)
     others = [path, *(p for p in shard_csvs(path) if p.name != f"{path.stem}.worker{index}.csv")]
-    run_correlation(config, images, labels, table,
-                    path.with_name(f"{path.stem}.worker{index}.csv"), progress=index == 0,
-                    time_limit_s=time_limit_s, state_dir=state_dir, done_csvs=tuple(others), device=device,
-                    shard=(index, count))
+    try:
+        run_correlation(config, context["images"], context["labels"], context["table"],
+                        path.with_name(f"{path.stem}.worker{index}.csv"), progress=index == 0,
+                        time_limit_s=time_limit_s, state_dir=state_dir, done_csvs=tuple(others), device=device,
+                        shard=(index, count))
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def run_sharded(
@@ -70,8 +79,10 @@ def run_sharded(
     csv_path: str | Path, workers: int, device: str = "cpu", time_limit_s: float | None = None,
     state_dir: str | Path | None = None, threads: int = 1,
 ) -> Path:
-    """`run_correlation` over `workers` spawned processes on `device` (a setting string, resolved in each
-    worker); returns the merged CSV. Worker 0 shows the progress bar of its share."""
+    """`run_correlation` over `workers` spawned processes (`ctrnas.execution`) on `device` (a setting string,
+    resolved in each worker); returns the merged CSV. Worker 0 shows the progress bar of its share."""
+    from ctrnas.execution import ExecutionConfig, make_executor
+
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     if workers < 1:
@@ -80,26 +91,24 @@ def run_sharded(
         run_correlation(config, images, labels, table, csv_path, time_limit_s=time_limit_s, state_dir=state_dir,
                         done_csvs=tuple(shard_csvs(csv_path)), device=device)
         return merge_shards(csv_path)
-    # The inputs go through a file that each worker reads: arguments larger than a pipe's buffer would block
-    # the parent for good if a worker died before reading them (and no shared-memory segment is needed).
-    # A weights-only torch file (tensors and plain values), never a pickle: see ctrnas.safeload.
+    # The inputs go through a file that each worker reads (its state is the file's name): no large tensors on
+    # the pipes, and no shared-memory segment is needed. A weights-only torch file (tensors and plain
+    # values), never a pickle: see ctrnas.safeload.
     inputs = csv_path.with_name(f".{csv_path.stem}.inputs.pt")
     with atomic_path(inputs) as tmp:
         torch.save({"images": images.contiguous(), "labels": labels.contiguous(), "table_path": table.path,
                     "table_rows": table.rows}, tmp)
-    ctx = mp.get_context("spawn")  # CUDA cannot be used in forked children
-    procs = [ctx.Process(target=_worker, args=(config, str(inputs), str(csv_path), i, workers, str(device),
-                                               time_limit_s, state_dir, threads)) for i in range(workers)]
+    jobs = [(config, str(csv_path), i, workers, str(device), time_limit_s, state_dir) for i in range(workers)]
     try:
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join()
+        with make_executor(ExecutionConfig("processes", workers), _score_shard, state=str(inputs),
+                           setup=_load_inputs, threads=threads, name="correlate worker") as ex:
+            errors = ex.map(jobs)
     finally:
         inputs.unlink(missing_ok=True)
-    merge_shards(csv_path)  # what the workers wrote is kept even when one of them failed
-    failed = [i for i, p in enumerate(procs) if p.exitcode != 0]
+        merge_shards(csv_path)  # what the workers wrote is kept even when one of them failed or died
+    failed = {i: e for i, e in enumerate(errors) if e is not None}
     if failed:
-        raise CtrnasError(f"vision correlate: worker(s) {failed} failed (exit codes "
-                          f"{[procs[i].exitcode for i in failed]}); re-run the same command to finish")
+        raise CtrnasError(f"vision correlate: worker(s) {sorted(failed)} failed ("
+                          + "; ".join(f"{i}: {e}" for i, e in failed.items())
+                          + "); re-run the same command to finish")
     return csv_path

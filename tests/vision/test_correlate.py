@@ -191,3 +191,16 @@ def test_two_worker_processes_score_the_rows_of_one(tmp_path, param_table):
     one, two = sorted(read_rows(tmp_path / "one.csv"), key=key), sorted(read_rows(tmp_path / "two.csv"), key=key)
     assert [(r["arch"], r["value"]) for r in one] == [(r["arch"], r["value"]) for r in two]
     assert not list(tmp_path.glob(".*inputs*"))  # the inputs file is removed
+
+
+def test_a_failing_worker_is_named_in_one_line_and_its_inputs_file_removed(tmp_path, param_table):
+    """Each worker's error comes back as one line naming the worker (the others finish first), on the
+    execution layer's processes."""
+    from ctrnas.errors import CtrnasError
+    from ctrnas.vision.shards import run_sharded
+
+    x, y = _images()
+    cfg = CorrelateConfig(archs=2, proxies=("params",), batch_size=4, k=2, seed=0)
+    with pytest.raises(CtrnasError, match=r"worker\(s\) \[0, 1\] failed \(0: .*bogus.*; 1: .*re-run"):
+        run_sharded(cfg, x, y, param_table, tmp_path / "two.csv", workers=2, device="bogus")
+    assert not list(tmp_path.glob(".*inputs*")) and not list(tmp_path.glob("two.worker*.csv"))
