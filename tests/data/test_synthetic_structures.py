@@ -127,6 +127,12 @@ def test_unknown_structure_is_a_one_line_error_listing_the_names(tmp_path, capsy
     assert "\n" not in msg and "data.synthetic.structure" in msg and all(n in msg for n in STRUCTURES)
 
 
+def test_bad_structure_settings_are_named(tmp_path):
+    for key, value in (("signal_fraction", 0.0), ("noise_fields", -1), ("num_gates", 0)):
+        with pytest.raises(RecipeError, match=key):
+            generate("kdd2012", 10, seed=0, out=tmp_path / key, **{key: value})
+
+
 def test_structure_from_the_cli_and_the_recipe_make_the_same_folder(tmp_path, capsys):
     assert main(["prepare", "synthetic", "--profile", "kdd2012", "--structure", "deep", "--rows", "800",
                  "--out", str(tmp_path / "cli")]) == 0
