@@ -46,8 +46,8 @@ PROFILES = {
     "criteo-dense-gates": ("criteo", "dense-gates"),
     "kdd2012-deep": ("kdd2012", "deep"),
     "kdd2012-sparse-noise": ("kdd2012", "sparse-noise"),
-    "kdd2012-pairwise": ("kdd2012", "pairwise"),
     "kdd2012-dense-gates": ("kdd2012", "dense-gates"),
+    "kdd2012-dense-by-category": ("kdd2012", "dense-by-category"),
     "kdd2012-crosses": ("kdd2012", "crosses"),
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
@@ -280,6 +280,10 @@ def report(args) -> str:
             lines.append(f"| {profile} | {method} | {_f(mean)} | {_f(sd)} | "
                          f"{'-' if gap is None else f'{gap:.1f}%'} | {statistics.fmean(r['fte'] for r in v):.2f} | "
                          f"{statistics.fmean(r['seconds'] for r in v):.0f} |")
+    missing = [m for m in ("search", "random") if not any(m in res for _, res, _ in summary)]
+    if missing:
+        lines += ["", f"Not run for this table: {' and '.join(missing)} (`--methods search,random` adds them; the "
+                  "demo recipe's search costs about 3.5 FTE per seed)."]
     extra = "".join(f" --set {x}" for x in args.set)
     lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
               f"--profiles {','.join(args.profiles)} --methods {','.join(args.methods)}{extra}`", ""]

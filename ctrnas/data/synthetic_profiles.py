@@ -131,6 +131,10 @@ STRUCTURES: dict[str, Structure] = {s.name: s for s in (
               "dense-by-categorical terms: the inner product of a non-linear function of the counts with each "
               "field's vector (DLRM's bottom MLP dotted with the embeddings), 4 count-driven gates, products of "
               "counts"),
+    Structure("dense-by-category", _s(_QUIET, first_order=0.6, dense=0.5, pairwise=0.0, dense_cat=2.5), "DLRM",
+              "mostly one part: the inner product of a non-linear function of the counts with each field's vector, "
+              "which is DLRM's bottom MLP dotted with the embeddings (as `dense-gates` without its gates and "
+              "products of counts)"),
     Structure("deep", _s(triple=0.0, gate=0.0, first_order=0.4, dense=0.2, pairwise=0.2, mlp=2.0, mlp_fields=3,
                          mlp_hidden=32), "an MLP (DeepFM / AutoInt+ / xDeepFM deep parts)",
               "a deep non-linear mixture of 3 fields and the counts (a saturated tanh network) over a weak "

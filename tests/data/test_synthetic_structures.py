@@ -67,6 +67,7 @@ def test_each_structure_mixes_what_it_names(folder):
     _, meta, name = folder
     share = meta["click_model"]["variance_share"]
     main_part = {"pairwise": "pairwise", "crosses": "bilinear", "dense-gates": "dense_cat", "deep": "mlp",
+                 "dense-by-category": "dense_cat",
                  "sparse-noise": "first_order"}.get(name)
     if main_part:
         assert max(share, key=share.get) == main_part
