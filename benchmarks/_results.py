@@ -16,9 +16,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # pipeline order: data preparation, loading, training, the supernet and its space, proxies, search (the
-# fidelity of each rung, the multi-fidelity search against the baselines, and the structure suite), using
-# the found model, vision,
-# scale-out
+# fidelity of each rung, the multi-fidelity search against the baselines, the structure suite), using the
+# found model, vision, scale-out
 SECTIONS = ("prep", "loader", "train", "supernet", "space", "space-archs", "proxies", "search", "rungs", "mfsearch",
             "suite", "numerics", "predict", "nb201", "scale")
 

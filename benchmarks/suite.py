@@ -46,6 +46,9 @@ PROFILES = {
     "criteo-dense-gates": ("criteo", "dense-gates"),
     "kdd2012-deep": ("kdd2012", "deep"),
     "kdd2012-sparse-noise": ("kdd2012", "sparse-noise"),
+    "kdd2012-dense-gates": ("kdd2012", "dense-gates"),
+    "kdd2012-dense-by-category": ("kdd2012", "dense-by-category"),
+    "kdd2012-crosses": ("kdd2012", "crosses"),
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
 METHODS = ("baselines", "search", "random")
@@ -62,7 +65,7 @@ def recipe_for(args, profile: str, seed: int = 0):
 
     shape, structure = PROFILES[profile]
     out = Path(args.out)
-    return api.load_recipe(ROOT / RECIPE, *[
+    return api.load_recipe(ROOT / args.recipe, *[
         f"name={profile}-s{seed}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
         f"data.synthetic.profile={shape}", f"data.synthetic.structure={structure}", f"data.synthetic.rows={args.rows}",
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
@@ -90,7 +93,7 @@ def _settings(recipe, data) -> dict:
 
     train = {k: v for k, v in to_dict(recipe.final_train).items() if k not in ("seed", "progress")}
     rows = {k: getattr(recipe.final, k, None) for k in ("train_rows", "val_rows", "test_rows")}
-    return {"train": train, "rows": rows, "source": data.meta.get("source")}
+    return {"train": train, "rows": rows, "source": data.meta.get("source"), "data": data.meta.get("settings")}
 
 
 def run_baselines(args, profile: str, cache: Cache) -> None:
@@ -123,7 +126,7 @@ def run_search(args, profile: str, cache: Cache) -> None:
 
     for seed in range(args.seeds):
         recipe = recipe_for(args, profile, seed)
-        key = f"search@{seed}:{_key([args.rows, args.set, profile])}"
+        key = f"search@{seed}:{_key([args.rows, args.set, args.recipe, profile])}"
         if cache.get(key):
             continue
         t0 = time.perf_counter()
@@ -146,10 +149,10 @@ def run_random(args, profile: str, cache: Cache) -> None:
     from ctrnas.space import get_space
 
     for seed in range(args.seeds):
-        key = f"random@{seed}:{_key([args.rows, args.set, profile])}"
+        key = f"random@{seed}:{_key([args.rows, args.set, args.recipe, profile])}"
         if cache.get(key):
             continue
-        search = cache.get(f"search@{seed}:{_key([args.rows, args.set, profile])}")
+        search = cache.get(f"search@{seed}:{_key([args.rows, args.set, args.recipe, profile])}")
         if search is None:
             print(f"{profile} random seed {seed}: skipped (its FTE is the search's: run --methods search first)")
             continue
@@ -184,20 +187,36 @@ def run_random(args, profile: str, cache: Cache) -> None:
 def collect(args, profile: str) -> dict:
     """method -> list of per-seed results found in the cache for these rows and settings."""
     cache = Cache(args, profile)
-    out: dict[str, list] = {}
+    found: dict[tuple[str, int], dict] = {}  # (method, seed) -> the latest result (older settings come first)
     for key, r in cache.data.items():
         kind = key.split(":", 1)[0]
-        if "#" in key:
+        if "#" in key or r["seed"] >= args.seeds:
             continue
         if kind.startswith("baseline"):
-            name = r["model"]
-            if name in BASELINES and r["seed"] < args.seeds:
-                out.setdefault(name, []).append(r)
-        elif key.endswith(_key([args.rows, args.set, profile])) and r["seed"] < args.seeds:
-            out.setdefault(kind.split("@")[0], []).append(r)
-    for v in out.values():
-        v.sort(key=lambda r: r["seed"])
+            if r["model"] in BASELINES:
+                found[r["model"], r["seed"]] = r
+        elif key.endswith(_key([args.rows, args.set, args.recipe, profile])):
+            found[kind.split("@")[0], r["seed"]] = r
+    out: dict[str, list] = {}
+    for (method, _), r in sorted(found.items(), key=lambda kv: kv[0][1]):
+        out.setdefault(method, []).append(r)
     return out
+
+
+def _truth(args, profile: str) -> dict:
+    """The profile's test Bayes optimum and best constant predictor's log loss (from its data's meta.json)."""
+    import numpy as np
+
+    from ctrnas.data.dataset import read_meta
+
+    try:
+        meta = read_meta(Path(args.out) / "data" / profile)
+    except Exception:  # not generated yet (a report of an empty folder)
+        return {"bayes": None, "constant": None}
+    ctr = meta["splits"]["train"]["ctr"]  # the constant predictor: the training CTR, scored on test labels
+    q = meta["splits"]["test"]["ctr"]
+    return {"bayes": meta["bayes_logloss"]["test"],
+            "constant": float(-(q * np.log(ctr) + (1 - q) * np.log1p(-ctr)))}
 
 
 def _f(x, d=4) -> str:
@@ -212,7 +231,7 @@ def best_two(res: dict, seed: int) -> list[str]:
 def report(args) -> str:
     lines = ["## Structure suite (issue 29): which baseline wins which click model", "",
              f"Synthetic structure profiles at {args.rows:,} rows (data seed 0, split 8/1/1), each model trained "
-             f"like the demo's final stage (`{RECIPE}`: 2 epochs ending on the better val epoch, Adagrad lr 0.12, "
+             f"like the demo's final stage (`{args.recipe}`: 2 epochs ending on the better val epoch, Adagrad lr 0.12, "
              f"batch 512, embedding dim 16); {platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. "
              f"{args.machine}", ""]
     if args.rows < 1_000_000:
@@ -226,19 +245,20 @@ def report(args) -> str:
     winners, summary = {}, []
     for profile in args.profiles:
         res = collect(args, profile)
+        truth = _truth(args, profile)
+        if res:
+            summary.append((profile, res, truth))
         if not any(k in res for k in BASELINES):
             continue
-        any_r = next(r for k in BASELINES for r in res.get(k, []))
         cells = [" / ".join(_f(r["test"]) for r in res.get(k, [])) or "-" for k in BASELINES]
         tops = [best_two(res, s) for s in seeds]
         same = len(tops) > 1 and all(t == tops[0] and len(t) == 2 for t in tops)
         if tops and tops[0]:
             winners[profile] = (tops[0][0], same)
         shape, structure = PROFILES[profile]
-        lines.append(f"| {profile} ({shape}/{structure}) | {_f(any_r['bayes'])} | {_f(any_r['constant'])} | "
+        lines.append(f"| {profile} ({shape}/{structure}) | {_f(truth['bayes'])} | {_f(truth['constant'])} | "
                      + " | ".join(cells) + " | " + " / ".join(" > ".join(t) for t in tops) + " (best first) | "
                      + ("yes" if same else "no") + " |")
-        summary.append((profile, res, any_r))
     lines.append("")
     stable = {w for w, same in winners.values() if same}
     lines += [f"Goal (at least 3 profiles whose best baseline differs, each with the same order of its best two "
@@ -247,9 +267,9 @@ def report(args) -> str:
     lines += ["Per method (mean and sd over seeds: training seeds for the baselines, search seeds for the search "
               "and random search); gap closed = (LR - x) / (LR - Bayes); wall = seconds per seed:", "",
               "| profile | method | test log loss | sd | gap closed | FTE | wall s |", "|---|---|---|---|---|---|---|"]
-    for profile, res, any_r in summary:
+    for profile, res, truth in summary:
         lr = statistics.fmean(r["test"] for r in res["lr"]) if res.get("lr") else None
-        bayes = any_r["bayes"]
+        bayes = truth["bayes"]
         for method in [*BASELINES, "search", "random"]:
             v = [r for r in res.get(method, []) if r.get("test") is not None]
             if not v:
@@ -260,6 +280,10 @@ def report(args) -> str:
             lines.append(f"| {profile} | {method} | {_f(mean)} | {_f(sd)} | "
                          f"{'-' if gap is None else f'{gap:.1f}%'} | {statistics.fmean(r['fte'] for r in v):.2f} | "
                          f"{statistics.fmean(r['seconds'] for r in v):.0f} |")
+    missing = [m for m in ("search", "random") if not any(m in res for _, res, _ in summary)]
+    if missing:
+        lines += ["", f"Not run for this table: {' and '.join(missing)} (`--methods search,random` adds them; the "
+                  "demo recipe's search costs about 3.5 FTE per seed)."]
     extra = "".join(f" --set {x}" for x in args.set)
     lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
               f"--profiles {','.join(args.profiles)} --methods {','.join(args.methods)}{extra}`", ""]
@@ -274,6 +298,7 @@ def main(argv=None) -> int:
     ap.add_argument("--baselines", default=",".join(BASELINES), help="which baselines (default: all seven)")
     ap.add_argument("--seeds", type=int, default=2, help="training seeds (baselines) and search seeds")
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
+    ap.add_argument("--recipe", default=RECIPE, help="the search's recipe (its final stage trains every model)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/suite-<rows/1000>k)")
     ap.add_argument("--section", default=None, help="markdown section (default benchmarks/sections/suite.md)")

@@ -109,6 +109,11 @@ def make_settings(**overrides) -> SyntheticSettings:
     s = dataclasses.replace(base, **{k: (tuple(v) if k == "split" else v) for k, v in overrides.items()})
     if len(s.split) != 3 or abs(sum(s.split) - 1) > 1e-9 or min(s.split) < 0:
         raise RecipeError("synthetic", "split", f"expected 3 non-negative fractions summing to 1, got {s.split}")
+    for k, ok, want in (("noise_fields", s.noise_fields >= 0, ">= 0"), ("num_gates", s.num_gates >= 1, ">= 1"),
+                        ("signal_fraction", 0 < s.signal_fraction <= 1, "in (0, 1]"),
+                        ("high_order_terms", s.high_order_terms >= 1, ">= 1")):
+        if not ok:
+            raise RecipeError("synthetic", k, f"expected {want}, got {getattr(s, k)!r}")
     return s
 
 
@@ -167,11 +172,11 @@ class ClickModel:
         self.t_mean = calib_dense.mean(0).astype(np.float64)
         std = calib_dense.std(0).astype(np.float64)
         self.t_std = np.where(std > 0, std, 1.0)  # a constant (pseudo) dense feature carries no signal
-        shrink = []
+        shrink, carries = [], set(signal.tolist())
         for f, c in enumerate(cards):
             sh = np.ones(c)  # the missing id 0 is frequent: full scale
             sh[features.rank_to_id[f]] = (1 + np.arange(c - 1) / s.tail_head) ** -s.tail_decay
-            shrink.append(sh if f in set(signal.tolist()) else np.zeros(c))  # noise fields: no effect
+            shrink.append(sh if f in carries else np.zeros(c))  # noise fields: no effect
         self.w = [rng.standard_normal(c) * shrink[f] for f, c in enumerate(cards)]
         self.ridge_a = rng.standard_normal((D, 3))
         self.ridge_s = rng.uniform(1, 3, (D, 3)) * rng.choice([-1, 1], (D, 3))  # slopes in std units of t

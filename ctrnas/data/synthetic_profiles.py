@@ -117,8 +117,10 @@ STRUCTURES: dict[str, Structure] = {s.name: s for s in (
     Structure("default", (), "DCN-v2",
               "every component at the demo's scales (first order, dense ridges, pairwise on 30% of the pairs, "
               "4 three-way products, a small MLP of 4 fields, one gate): the data the demo and benchmarks use"),
-    Structure("pairwise", _s(_QUIET, first_order=0.6, dense=0.3, pairwise=2.0, pair_fraction=1.0), "FM / DeepFM",
-              "FM's own model: first order plus a rank-4 inner product on every pair of fields, little else"),
+    Structure("pairwise", _s(_QUIET, first_order=0.6, dense=0.3, pairwise=2.0, pair_fraction=1.0, mlp=0.8),
+              "DeepFM, then FM",
+              "FM's own model (first order plus a rank-4 inner product on every pair of fields) and a small MLP "
+              "part of 4 fields that only the models with a deep part can fit (without it FM and DeepFM tie)"),
     Structure("crosses", _s(_QUIET, first_order=0.6, dense=0.3, pairwise=0.3, bilinear=1.5, bilinear_fraction=0.5,
                             high_order=1.0, triple=0.8, num_triples=8), "DCN-v2",
               "high-order multiplicative crosses: a different bilinear map per field pair (no shared embedding "
@@ -129,6 +131,10 @@ STRUCTURES: dict[str, Structure] = {s.name: s for s in (
               "dense-by-categorical terms: the inner product of a non-linear function of the counts with each "
               "field's vector (DLRM's bottom MLP dotted with the embeddings), 4 count-driven gates, products of "
               "counts"),
+    Structure("dense-by-category", _s(_QUIET, first_order=0.6, dense=0.5, pairwise=0.0, dense_cat=2.5), "DLRM",
+              "mostly one part: the inner product of a non-linear function of the counts with each field's vector, "
+              "which is DLRM's bottom MLP dotted with the embeddings (as `dense-gates` without its gates and "
+              "products of counts)"),
     Structure("deep", _s(triple=0.0, gate=0.0, first_order=0.4, dense=0.2, pairwise=0.2, mlp=2.0, mlp_fields=3,
                          mlp_hidden=32), "an MLP (DeepFM / AutoInt+ / xDeepFM deep parts)",
               "a deep non-linear mixture of 3 fields and the counts (a saturated tanh network) over a weak "

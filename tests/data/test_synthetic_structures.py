@@ -67,6 +67,7 @@ def test_each_structure_mixes_what_it_names(folder):
     _, meta, name = folder
     share = meta["click_model"]["variance_share"]
     main_part = {"pairwise": "pairwise", "crosses": "bilinear", "dense-gates": "dense_cat", "deep": "mlp",
+                 "dense-by-category": "dense_cat",
                  "sparse-noise": "first_order"}.get(name)
     if main_part:
         assert max(share, key=share.get) == main_part
@@ -125,6 +126,12 @@ def test_unknown_structure_is_a_one_line_error_listing_the_names(tmp_path, capsy
         load_recipe(recipe)
     msg = str(e.value)
     assert "\n" not in msg and "data.synthetic.structure" in msg and all(n in msg for n in STRUCTURES)
+
+
+def test_bad_structure_settings_are_named(tmp_path):
+    for key, value in (("signal_fraction", 0.0), ("noise_fields", -1), ("num_gates", 0)):
+        with pytest.raises(RecipeError, match=key):
+            generate("kdd2012", 10, seed=0, out=tmp_path / key, **{key: value})
 
 
 def test_structure_from_the_cli_and_the_recipe_make_the_same_folder(tmp_path, capsys):
