@@ -166,8 +166,6 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             job.drop_checkpoint()
         del model, trainer
         bar.update(1)
-    if best_model is None and distributed is None:  # the best finished before an interruption
-        best_model = reload_job(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     if distributed is not None and main:
         best_model = arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
         best_model.load_state_dict(best_state)
@@ -197,6 +195,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                 base_models.pop(kept, None)
                 if jobs[len(top) + kept] is not None:
                     jobs[len(top) + kept].drop_checkpoint()
+            elif jobs[best_rank] is not None:  # the best candidate's weights will not be exported
+                jobs[best_rank].drop_checkpoint()
             kept = len(baselines) - 1
             if distributed is None:
                 base_models[kept] = model if model is not None else \
@@ -214,5 +214,9 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         del model, trainer
         bar.update(1)
     bar.close()
+    if kept is not None:  # a baseline is exported: the best candidate's weights are not needed
+        best_model = None
+    elif best_model is None and distributed is None:  # the best finished before an interruption
+        best_model = reload_job(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     return dataclasses.replace(finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir,
                                       main, t0, distributed, search.history), continued=continued)

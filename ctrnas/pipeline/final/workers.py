@@ -141,6 +141,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 if kept is not None:
                     base_models.pop(kept)
                     drop(folders[len(top) + kept])
+                else:  # the best candidate's weights will not be exported
+                    drop(folders[best_rank])
                 kept = len(baselines) - 1
                 model = job_model(quiet, data, template, ("baseline", name))
                 model.load_state_dict(_state(r, folders[len(top) + kept]))
@@ -148,11 +150,13 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
             else:
                 drop(folders[len(top) + len(baselines) - 1])
         bar.close()
-    best_model = arch_model(recipe, template, candidates[best_rank].arch)
-    best_model.load_state_dict(_state(best_result, folders[best_rank]))
+    best_model = None
+    if kept is None:  # a candidate is exported (a baseline that beat it is in base_models otherwise)
+        best_model = arch_model(recipe, template, candidates[best_rank].arch)
+        best_model.load_state_dict(_state(best_result, folders[best_rank]))
+        # as the serial trainer leaves it, so model.pt is the same object either way
+        best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     del best_result
-    # as the serial trainer leaves it, so model.pt is the same object either way
-    best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None,
                   history)
 
