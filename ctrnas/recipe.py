@@ -157,6 +157,10 @@ class FinalConfig:
     val_rows: int | None = None
     test_rows: int | None = None
     baselines: tuple[str, ...] = ()
+    # what the export is chosen from: "all" (the retrained top-k and the baselines: the export is never worse
+    # on validation than a baseline the run trained) or "candidates" (the searched archs; a baseline only when
+    # none is usable, as before session 10)
+    choose_from: Literal["all", "candidates"] = "all"
     export: bool = True
     # "auto": each op's LayerNorm on only in models whose logit holds a product (product degree >= 2: a
     # Dot-Product or FM term), which mostly diverge without it (ctrnas.train.normalise, benchmarks/RESULTS.md);

@@ -19,7 +19,7 @@ from tests.helpers.chains import chain_arch, search_of
 def _recipe(tests_recipe_path, data_dir, lr: float, top_k: int, layernorm="false"):
     return load_recipe(tests_recipe_path, [
         f"data.path={data_dir}", "space.num_blocks=3", "space.dense_ops=[fc,dot,gating,sum]",
-        f"final.layernorm={layernorm}", f"final.train={{lr: {lr}}}", f"final.top_k={top_k}",
+        f"final.layernorm={layernorm}", f"final.train={{lr: {lr}}}", f"final.top_k={top_k}", "final.choose_from=all",
         # NASRec's Xavier init: the chains that must (and must not) diverge at these learning rates were
         # chosen with it
         "final.dense_init=nasrec"])
@@ -129,7 +129,7 @@ def test_a_baseline_better_on_validation_than_every_candidate_is_exported(tests_
     # at 2048 training rows the three-layer FC chain (no FM) trails logistic regression on validation
     recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}", "space.num_blocks=3",
                                              "space.dense_ops=[fc,dot,gating,sum]", "final.top_k=1",
-                                             "final.baselines=[dlrm,lr]"])
+                                             "final.baselines=[dlrm,lr]", "final.choose_from=all"])
     search = search_of([chain_arch("fc", 3, fm=False)])
     final = final_stage(recipe, tests_data, search, None, tmp_path, progress=False)
     (cand,), (dlrm, lr) = final.candidates, final.baselines
@@ -158,3 +158,15 @@ def test_a_baseline_better_on_validation_than_every_candidate_is_exported(tests_
     m = _report(tmp_path, recipe, tests_data, search, final)
     assert m["origin"]["kind"] == "baseline" and m["best"]["label"] == "lr"
     assert (tmp_path / "summary.md").read_text().splitlines()[2] == f"**{line}**"
+
+
+def test_choose_from_candidates_exports_the_searched_arch_even_when_a_baseline_is_better(tests_data,
+                                                                                       tests_recipe_path, data_dir):
+    # the same chain and baselines as above: LR is better on validation, but only a fallback may export it
+    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}", "space.num_blocks=3",
+                                             "space.dense_ops=[fc,dot,gating,sum]", "final.top_k=1",
+                                             "final.baselines=[lr]", "final.choose_from=candidates"])
+    final = final_stage(recipe, tests_data, search_of([chain_arch("fc", 3, fm=False)]), None, None, progress=False)
+    (cand,), (lr,) = final.candidates, final.baselines
+    assert lr.val["logloss"] < cand.val["logloss"] and final.best is cand and final.fallback is None
+    assert final.origin["kind"] == "random" and final.origin["vs_best_baseline"]["val"] > 0

@@ -32,7 +32,7 @@ def fingerprint(recipe, data) -> dict:
 
     final = to_dict(recipe.final)
     # where and how many at once, and which extra widths are tried, not what one job trains
-    for key in ("workers", "memory_limit_gb", "emb_dims"):
+    for key in ("workers", "memory_limit_gb", "emb_dims", "choose_from"):
         final.pop(key, None)
     if final.get("dense_init") == "nasrec":  # the only init before the key existed: older folders stay valid
         final.pop("dense_init")

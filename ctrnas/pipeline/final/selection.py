@@ -59,6 +59,12 @@ def beats(baseline: TrainedModel, candidate: TrainedModel, kept: TrainedModel | 
     return math.isfinite(x) and x < rank_key(candidate) and (kept is None or x < rank_key(kept))
 
 
+def may_win(recipe, candidate: TrainedModel) -> bool:
+    """Whether a baseline may be the export instead of the best `candidate`: always with `final.choose_from:
+    all`, only when the candidate is unusable (the fallback) with `candidates`."""
+    return recipe.final.choose_from == "all" or candidate.status != OK
+
+
 def best_index(models: list[TrainedModel]) -> int | None:
     """Index of the eligible model with the lowest validation log loss (ties: the first), None if none."""
     best = None
@@ -104,7 +110,7 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
             best, best_model = baselines[b], base_models.get(b)
         else:
             best_model = None
-    elif b is not None and rank_key(baselines[b]) < rank_key(best):
+    elif b is not None and may_win(recipe, best) and rank_key(baselines[b]) < rank_key(best):
         # the export is never worse on validation than anything the stage trained, a baseline included
         note = (f"the {baselines[b].label} baseline had the lowest validation log loss of everything the final "
                 f"stage trained ({rank_key(baselines[b]):.5f} against the best candidate's {rank_key(best):.5f})")

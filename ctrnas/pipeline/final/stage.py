@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.memory import workers_that_fit
 from ctrnas.pipeline.final.resume import jobs_for, say_resumed
-from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
+from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
 from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
@@ -190,7 +190,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
                                emb_params=float(done.get("embedding_params", math.nan))), data, has_val)
         baselines.append(m)
         # the export may need it when it beats every candidate and baseline so far (every rank decides alike)
-        if beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):
+        if may_win(recipe, candidates[best_rank]) and \
+                beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):
             if kept is not None:
                 base_models.pop(kept, None)
                 if jobs[len(top) + kept] is not None:

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.resume import drop
-from ctrnas.pipeline.final.selection import beats, finish, judge, rank_key
+from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
 from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
                                              embedding_params, job_model, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
@@ -137,7 +137,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                                                 emb_params=float(r.get("embedding_params", math.nan))),
                                    data, has_val))
             # held only while it beats every candidate and baseline so far: the export may need it
-            if beats(baselines[-1], candidates[best_rank], baselines[kept] if kept is not None else None):
+            if may_win(recipe, candidates[best_rank]) and \
+                    beats(baselines[-1], candidates[best_rank], baselines[kept] if kept is not None else None):
                 if kept is not None:
                     base_models.pop(kept)
                     drop(folders[len(top) + kept])
