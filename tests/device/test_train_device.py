@@ -80,7 +80,10 @@ def test_recipe_device_reaches_every_training():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
 def test_cli_device_cuda_without_a_gpu_is_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "ctrnas", "train", "--data", str(tmp_path), "--baseline", "lr",
+    from ctrnas.data import synthetic
+
+    synthetic.generate("criteo", 500, 0, tmp_path / "data")  # a prepared folder: the data is checked first
+    r = subprocess.run([sys.executable, "-m", "ctrnas", "train", "--data", str(tmp_path / "data"), "--baseline", "lr",
                         "--device", "cuda"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 1, r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip()]

@@ -62,7 +62,8 @@ def _final_model(final: dict, **inits):
 
 def test_final_models_draw_tables_as_final_embedding_init_says():
     for init in ("torchrec", "nasrec"):
-        recipe, _ = _final_model({"embedding_init": init} if init == "nasrec" else {}, embedding_init=init)
+        recipe, _ = _final_model({"embedding_init": init} if init == "nasrec" else {}, embedding_init=init,
+                                 dense_init="torchrec")
         assert recipe.final.embedding_init == init  # torchrec is the default
 
 
@@ -99,5 +100,6 @@ def test_default_auto_gives_layernorm_to_models_with_products_only():
     for arch, ln in ((plain, False), (products, True)):
         got = job_model(recipe, data, template, ("arch", arch))
         assert (_layernorms(got) > 0) is ln and got.space_config.layernorm is ln
-        want = export(template[ln], arch, init="fresh", seed=recipe.final_train.seed, embedding_init="torchrec")
+        want = export(template[ln], arch, init="fresh", seed=recipe.final_train.seed, embedding_init="torchrec",
+                      dense_init="torchrec")
         assert all(torch.equal(a, b) for a, b in zip(got.state_dict().values(), want.state_dict().values()))

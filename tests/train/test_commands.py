@@ -11,7 +11,7 @@ from sklearn.metrics import log_loss, roc_auc_score
 
 from ctrnas import cli
 from ctrnas.data.dataset import load_schema, read_meta
-from ctrnas.supernet import load_exported
+from ctrnas.train.baselines.folder import load_baseline
 from ctrnas.train.baselines import build_baseline
 from ctrnas.train.batches import dataset_batches
 
@@ -34,7 +34,7 @@ def test_train_baseline_writes_metrics_that_match_an_independent_evaluation(ctrn
     assert m["train_rows_used"] == m["train"]["rows"] == -(-meta["splits"]["train"]["rows"] // 2)
     # re-evaluate the saved weights on the test split with scikit-learn
     model = build_baseline("fm", load_schema(synthetic_dir), seed=0)
-    model.load_state_dict(load_exported(out).state_dict())  # the folder is a model folder (ctrnas predict)
+    model.load_state_dict(load_baseline(out).state_dict())  # the folder is a model folder (ctrnas predict)
     model.eval()
     z, y = [], []
     with torch.no_grad():

@@ -129,92 +129,94 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     # one bar for every training of the stage: the top-k, then the baselines
     bar = tqdm(total=len(top) + len(baseline_jobs(recipe)), desc="final stage (top-k + baselines)", unit="model",
                disable=not progress)
-    for rank, rec in enumerate(top):
-        arch, job = archs[rank], jobs[rank]
-        done = job.result() if job is not None else None
-        if done is None:
-            model = arch_model(recipe, template, arch)
-            val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
-            diverged, params, emb = trainer.diverged, float(dense_params(model)), float(embedding_params(model))
-            if job is not None:
-                job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params,
-                            "embedding_params": emb})
-        else:  # finished before an interruption: its numbers; its weights are re-loaded if it is exported
-            model = trainer = None
-            val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
-            params = float(done.get("dense_params", rec.params))
-            emb = float(done.get("embedding_params", math.nan))
-        # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
-        cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec,
-                                  score=rec.value, history_index=rec.index, diverged=diverged, emb_params=emb),
-                     data, has_val)
-        candidates.append(cand)
-        # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
-        # held; with `distributed` every rank decides alike, since the validation metrics are computed from
-        # logits gathered over all ranks and are the same everywhere
-        if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
-            if job is not None and best_rank is not None:
-                jobs[best_rank].drop_checkpoint()
-            best_rank = rank
-            if distributed is None:
-                best_model = model
+    try:
+        for rank, rec in enumerate(top):
+            arch, job = archs[rank], jobs[rank]
+            done = job.result() if job is not None else None
+            if done is None:
+                model = arch_model(recipe, template, arch)
+                val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
+                diverged, params, emb = trainer.diverged, float(dense_params(model)), float(embedding_params(model))
+                if job is not None:
+                    job.finish({"val": val, "test": test, "seconds": sec, "diverged": diverged, "dense_params": params,
+                                "embedding_params": emb})
+            else:  # finished before an interruption: its numbers; its weights are re-loaded if it is exported
+                model = trainer = None
+                val, test, sec, diverged = done["val"], done["test"], done["seconds"], done["diverged"]
+                params = float(done.get("dense_params", rec.params))
+                emb = float(done.get("embedding_params", math.nan))
+            # params: the trained model's own count (the search's analytic count assumes the supernet's LayerNorms)
+            cand = judge(TrainedModel(candidate_label(rank, rec), arch, val, test, params, rec.flops, sec,
+                                      score=rec.value, history_index=rec.index, diverged=diverged, emb_params=emb),
+                         data, has_val)
+            candidates.append(cand)
+            # keep only the best usable one so far (ties: the earlier one), so at most one trained model is
+            # held; with `distributed` every rank decides alike, since the validation metrics are computed from
+            # logits gathered over all ranks and are the same everywhere
+            if best_rank is None or rank_key(cand) < rank_key(candidates[best_rank]):
+                if job is not None and best_rank is not None:
+                    jobs[best_rank].drop_checkpoint()
+                best_rank = rank
+                if distributed is None:
+                    best_model = model
+                else:
+                    from ctrnas.distributed.checkpoint import gather_state_dict
+
+                    best_state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
+            elif job is not None:
+                job.drop_checkpoint()
+            del model, trainer
+            bar.update(1)
+        if distributed is not None and main:
+            best_model = arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
+            best_model.load_state_dict(best_state)
+            del best_state
+
+        baselines, base_models = [], {}
+        kept = None  # the baseline whose model is held: the best so far that beats the best candidate on validation
+        for i, name in enumerate(baseline_jobs(recipe)):
+            job = jobs[len(top) + i]
+            done = job.result() if job is not None else None
+            if done is None:
+                model = job_model(recipe, data, template, ("baseline", name))
+                val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
+                done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
+                        "dense_params": dense_params(model), "embedding_params": embedding_params(model)}
+                if job is not None:
+                    job.finish(done)
             else:
-                from ctrnas.distributed.checkpoint import gather_state_dict
+                model = trainer = None
+            m = judge(TrainedModel(baseline_label(name), None, done["val"], done["test"], float(done["dense_params"]),
+                                   math.nan, done["seconds"], diverged=done["diverged"],
+                                   emb_params=float(done.get("embedding_params", math.nan))), data, has_val)
+            baselines.append(m)
+            # the export may need it when it beats every candidate and baseline so far (every rank decides alike)
+            if may_win(recipe, candidates[best_rank]) and \
+                    beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):
+                if kept is not None:
+                    base_models.pop(kept, None)
+                    if jobs[len(top) + kept] is not None:
+                        jobs[len(top) + kept].drop_checkpoint()
+                elif jobs[best_rank] is not None:  # the best candidate's weights will not be exported
+                    jobs[best_rank].drop_checkpoint()
+                kept = len(baselines) - 1
+                if distributed is None:
+                    base_models[kept] = model if model is not None else \
+                        reload_job(recipe, quiet, data, template, ("baseline", name), job)
+                else:
+                    from ctrnas.distributed.checkpoint import gather_state_dict
 
-                best_state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
-        elif job is not None:
-            job.drop_checkpoint()
-        del model, trainer
-        bar.update(1)
-    if distributed is not None and main:
-        best_model = arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
-        best_model.load_state_dict(best_state)
-        del best_state
-
-    baselines, base_models = [], {}
-    kept = None  # the baseline whose model is held: the best so far that beats the best candidate on validation
-    for i, name in enumerate(baseline_jobs(recipe)):
-        job = jobs[len(top) + i]
-        done = job.result() if job is not None else None
-        if done is None:
-            model = job_model(recipe, data, template, ("baseline", name))
-            val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
-            done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
-                    "dense_params": dense_params(model), "embedding_params": embedding_params(model)}
-            if job is not None:
-                job.finish(done)
-        else:
-            model = trainer = None
-        m = judge(TrainedModel(baseline_label(name), None, done["val"], done["test"], float(done["dense_params"]),
-                               math.nan, done["seconds"], diverged=done["diverged"],
-                               emb_params=float(done.get("embedding_params", math.nan))), data, has_val)
-        baselines.append(m)
-        # the export may need it when it beats every candidate and baseline so far (every rank decides alike)
-        if may_win(recipe, candidates[best_rank]) and \
-                beats(m, candidates[best_rank], baselines[kept] if kept is not None else None):
-            if kept is not None:
-                base_models.pop(kept, None)
-                if jobs[len(top) + kept] is not None:
-                    jobs[len(top) + kept].drop_checkpoint()
-            elif jobs[best_rank] is not None:  # the best candidate's weights will not be exported
-                jobs[best_rank].drop_checkpoint()
-            kept = len(baselines) - 1
-            if distributed is None:
-                base_models[kept] = model if model is not None else \
-                    reload_job(recipe, quiet, data, template, ("baseline", name), job)
-            else:
-                from ctrnas.distributed.checkpoint import gather_state_dict
-
-                state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
-                if main:
-                    base_models[kept] = job_model(recipe, data, template, ("baseline", name))
-                    base_models[kept].load_state_dict(state)
-                del state
-        elif job is not None:
-            job.drop_checkpoint()
-        del model, trainer
-        bar.update(1)
-    bar.close()
+                    state = gather_state_dict(trainer.model)  # collective; full tensors on rank 0 only
+                    if main:
+                        base_models[kept] = job_model(recipe, data, template, ("baseline", name))
+                        base_models[kept].load_state_dict(state)
+                    del state
+            elif job is not None:
+                job.drop_checkpoint()
+            del model, trainer
+            bar.update(1)
+    finally:  # ends the bar's line on an interruption too, so the stop message gets its own
+        bar.close()
     if kept is not None:  # a baseline is exported: the best candidate's weights are not needed
         best_model = None
     elif best_model is None and distributed is None:  # the best finished before an interruption

@@ -104,13 +104,14 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     # baselines keep their weights too: one is exported when no candidate is usable
     jobs += [(("baseline", n), True, f"baseline {baseline_label(n)}") for n in baseline_jobs(recipe)]
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
-    with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex:
+    # one bar for every training of the stage (they run side by side): the top-k, then the baselines; closed
+    # (its line ended) on an interruption too, so the stop message gets a line of its own
+    with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex, \
+            tqdm(total=len(jobs), desc="final stage (top-k + baselines)", unit="model", disable=not progress) as bar:
         results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
         # the best so far keeps its worker's result; its weights are unpacked only once it is the final choice
         # (a training finished in an earlier run sends none when that run dropped them as not needed)
         candidates, best_rank, best_result = [], None, None
-        # one bar for every training of the stage (they run side by side): the top-k, then the baselines
-        bar = tqdm(total=len(jobs), desc="final stage (top-k + baselines)", unit="model", disable=not progress)
         for rank in range(len(top)):
             _, r = next(results)  # only the best model's weights are held, as the serial path does
             rec = top[rank]
@@ -150,7 +151,6 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 base_models[kept] = model
             else:
                 drop(folders[len(top) + len(baselines) - 1])
-        bar.close()
     best_model = None
     if kept is None:  # a candidate is exported (a baseline that beat it is in base_models otherwise)
         best_model = arch_model(recipe, template, candidates[best_rank].arch)
