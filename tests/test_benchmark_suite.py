@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 def _suite():
-    sys.path.insert(0, str(BENCH))  # the script imports its sibling _results
-    try:
-        spec = importlib.util.spec_from_file_location("bench_suite", BENCH / "suite.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(BENCH))
+    from tests.helpers.bench_scripts import load_script
+
+    return load_script("suite")
 
 
 def test_suite_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch, capsys):

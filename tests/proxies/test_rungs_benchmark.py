@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 def _rungs():
-    sys.path.insert(0, str(BENCH))  # the script imports its sibling _results
-    try:
-        spec = importlib.util.spec_from_file_location("bench_rungs", BENCH / "rungs.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(BENCH))
+    from tests.helpers.bench_scripts import load_script
+
+    return load_script("rungs")
 
 
 def test_halving_follows_each_rung_and_picks_by_final_val():
