@@ -242,6 +242,10 @@ class Recipe:
         if self.threads is not None and self.threads < 1:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
         self._check_emb_dims()
+        if self.space.table_dims and max(self.space.table_dims) > self.train.embedding_dim:
+            raise RecipeError(self.source or "recipe", "space.table_dims",
+                              f"{list(self.space.table_dims)} holds widths above train.embedding_dim "
+                              f"{self.train.embedding_dim}, the common width narrower tables are zero-padded to")
         widths = {self.train.embedding_dim, *self.space.emb_dims}
         if not set(self.final.emb_dims) <= widths:
             raise RecipeError(self.source or "recipe", "final.emb_dims",
@@ -267,6 +271,13 @@ class Recipe:
             if r.fitness in ("proxy", "oneshot"):
                 raise RecipeError(self.source or "recipe", f"search.multifidelity.rungs[{i}].fitness",
                                   f"{why}; got {r.fitness!r}")
+
+    def search_space(self, schema):
+        """The recipe's space for data of `schema` (`SearchSpace.for_fields`: the sparse fields whose table
+        widths are searched and the common width, `train.embedding_dim`)."""
+        from ctrnas.space import get_space
+
+        return get_space(self.space).for_fields(schema.sparse_names, self.train.embedding_dim)
 
     @property
     def output_dir(self) -> Path:

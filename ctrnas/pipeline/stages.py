@@ -90,7 +90,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     recipe = resolve_warmup(recipe, data)
     t0 = time.perf_counter()
     kind = recipe.fitness_kind
-    space = get_space(recipe.space)
+    space = recipe.search_space(data.schema)
     initial = tuple(initial_population(space)) if recipe.search.seed_population else ()
     count_params, count_flops = resource_counters(recipe, data)
     fp = {"warmup": warmup_fingerprint(recipe, data), "kind": kind, "proxy": to_dict(recipe.proxy),

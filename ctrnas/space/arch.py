@@ -110,16 +110,26 @@ class Arch:
     # the run's (the recipe's `train.embedding_dim`, the supernet's). Left out of the JSON and of `key()`
     # when None, so archs of spaces without `emb_dims` read and hash as before.
     emb_dim: int | None = None
+    # Width of single tables, as sorted (sparse field name, width) pairs; 0 drops the field (no table, its
+    # token is zeros). A field not listed has the common width above. Narrower tables are zero-padded to the
+    # common width for the ops (docs/embedding-search.md). Left out of the JSON and of `key()` when empty.
+    table_dims: tuple[tuple[str, int], ...] = ()
 
     @property
     def num_blocks(self) -> int:
         return len(self.blocks)
+
+    def table_width(self, name: str, common: int) -> int:
+        """Width of field `name`'s table when the common width is `common` (0: the field is dropped)."""
+        return dict(self.table_dims).get(name, common)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (`json.dumps` it to write a file)."""
         out: dict[str, Any] = {"format": FORMAT, "blocks": [b.to_json() for b in self.blocks]}
         if self.emb_dim is not None:
             out["emb_dim"] = self.emb_dim
+        if self.table_dims:
+            out["table_dims"] = dict(self.table_dims)
         return out
 
     def dumps(self) -> str:
@@ -144,7 +154,13 @@ class Arch:
         emb_dim = data.get("emb_dim")
         if emb_dim is not None and not (_is_int(emb_dim) and emb_dim > 0):
             raise ArchValidationError(None, "emb_dim", emb_dim, "expected a positive integer or no key")
-        return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)), emb_dim)
+        tables = data.get("table_dims", {})
+        if not isinstance(tables, dict) or not all(isinstance(k, str) and _is_int(v) and v >= 0
+                                                   for k, v in tables.items()):
+            raise ArchValidationError(None, "table_dims", tables,
+                                      "expected a mapping of sparse field names to widths >= 0 (0 drops the field)")
+        return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)), emb_dim,
+                   tuple(sorted(tables.items())))
 
     def key(self) -> str:
         """Stable de-duplication hash (sha1, 16 hex digits) of the choices that shape the network.
@@ -179,6 +195,8 @@ class Arch:
             d.update(merge=merge)
             parts.append([i, d])
         top = [self.num_blocks, parts] + ([{"emb_dim": self.emb_dim}] if self.emb_dim is not None else [])
+        if self.table_dims:
+            top.append({"table_dims": dict(self.table_dims)})
         text = json.dumps(top, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 

@@ -42,6 +42,13 @@ class SpaceConfig:
     # Embedding widths an arch may choose (`Arch.emb_dim`, one for all tables); empty: no choice, every
     # arch uses the run's width. See docs/multifidelity.md ("Searching the embedding width").
     emb_dims: tuple[int, ...] = ()
+    # Widths a single table may take (`Arch.table_dims`; 0 drops the field), e.g. (0, 4, 8, 16, 32); empty:
+    # every table has the arch's width. Each must be at most the common width, the run's `train.embedding_dim`
+    # or the arch's `emb_dim` (docs/embedding-search.md).
+    table_dims: tuple[int, ...] = ()
+    # The sparse fields whose widths are searched; empty: all of the data's (filled from the schema by
+    # `SearchSpace.for_fields`, which the supernet and the search call).
+    tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         src = f"space {self.name!r}"
@@ -70,6 +77,15 @@ class SpaceConfig:
         need("attention" not in self.sparse_ops or all(d % self.attention_heads == 0 for d in self.emb_dims),
              "emb_dims", f"each must be divisible by attention_heads={self.attention_heads}")
 
+        need(len(set(self.table_dims)) == len(self.table_dims) and all(d >= 0 for d in self.table_dims)
+             and (not self.table_dims or max(self.table_dims) > 0), "table_dims",
+             "must be widths >= 0 without repeats, at least one of them > 0 (0 drops a field)")
+        need(len(set(self.tables)) == len(self.tables) and all(isinstance(t, str) and t for t in self.tables),
+             "tables", "must be sparse field names without repeats")
+        need(not (self.table_dims and self.emb_dims) or max(self.table_dims) <= min(self.emb_dims), "table_dims",
+             "widths must be at most the smallest of emb_dims (the common width: narrower tables are zero-padded "
+             "to it)")
+
     @property
     def max_dense_dim(self) -> int:
         return max(self.dense_dims)
@@ -96,12 +112,13 @@ PRESETS = {
 
 
 def space_record(config: SpaceConfig) -> dict[str, Any]:
-    """`config` as a plain dict for fingerprints, without `emb_dims` while it is empty: a fingerprint written
+    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices) while empty: a fingerprint written
     before the field existed (a warm-up, a final-stage job) still matches, so those runs resume."""
     from ctrnas.config import to_dict
 
     out = to_dict(config)
-    if not config.emb_dims:
-        out.pop("emb_dims", None)
+    for key in ("emb_dims", "table_dims", "tables"):
+        if not getattr(config, key):
+            out.pop(key, None)
     return out
 

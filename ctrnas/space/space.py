@@ -4,7 +4,7 @@ are in ctrnas.space.config, re-exported here). Ops come from the op table."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from ctrnas.space.arch import Arch, BlockChoice
 from ctrnas.space.ops import op_spec
 from ctrnas.space.config import (CTRNAS_DENSE_DIMS, MACRO_FIELDS, MICRO_FIELDS, NASREC_FULL_DENSE_OPS,  # noqa: F401
                                   NASREC_FULL_SPARSE_OPS, PRESETS, SpaceConfig)
+
+
+TABLE_MOVES = 0.25  # share of `mutate`'s edits that move a table width, in spaces that search them
 
 
 class SearchSpace:
@@ -88,7 +91,71 @@ class SearchSpace:
             blocks.append(b)
         emb = self.config.emb_dims
         # drawn after the blocks and only with a choice, so spaces without one sample exactly as before
-        return Arch(tuple(blocks), emb[int(rng.integers(len(emb)))] if emb else None)
+        arch = Arch(tuple(blocks), emb[int(rng.integers(len(emb)))] if emb else None)
+        if not self.config.table_dims:
+            return arch
+        self._need_tables()
+        options = self._table_options(arch)
+        for _ in range(1000):
+            widths = {n: options[int(rng.integers(len(options)))] for n in self.config.tables}
+            if any(widths.values()):  # at least one searched field keeps a table
+                return self._with_tables(arch, widths)
+        raise ArchValidationError(None, "table_dims", list(self.config.table_dims), "no draw keeps a table")
+
+    # -- per-table widths (Arch.table_dims; docs/embedding-search.md) --------------------------------
+    def for_fields(self, names: Sequence[str], emb_dim: int) -> "SearchSpace":
+        """This space for data with sparse fields `names` at the run's embedding width `emb_dim`: a space that
+        searches table widths gets the fields to search (`tables`, all of them unless the recipe names some)
+        and the common width (`emb_dim`); other spaces are returned unchanged."""
+        c = self.config
+        if not c.table_dims:
+            return self
+        unknown = [t for t in c.tables if t not in names]
+        if unknown:
+            raise RecipeError("space", "tables", f"{unknown} are not sparse fields of the data (it has "
+                              f"{list(names)})")
+        if max(c.table_dims) > emb_dim:
+            raise RecipeError("space", "table_dims", f"{list(c.table_dims)} holds widths above the common width "
+                              f"{emb_dim} (train.embedding_dim): narrower tables are zero-padded to it, never cut")
+        return SearchSpace(dataclasses.replace(c, tables=c.tables or tuple(names), emb_dim=emb_dim))
+
+    def _need_tables(self) -> None:
+        if not self.config.tables:
+            raise ArchValidationError(None, "table_dims", list(self.config.table_dims), "the space does not know "
+                                      "the data's sparse fields: use SearchSpace.for_fields(schema.sparse_names, width)")
+
+    def common_width(self, arch: Arch) -> int:
+        """The width every table of `arch` has unless `table_dims` says otherwise."""
+        return self.config.emb_dim if arch.emb_dim is None else arch.emb_dim
+
+    def _table_options(self, arch: Arch) -> tuple[int, ...]:
+        """Widths a table of `arch` may take: the space's choices up to the common width, and that width."""
+        common = self.common_width(arch)
+        return tuple(sorted({d for d in self.config.table_dims if d <= common} | {common}))
+
+    def _with_tables(self, arch: Arch, widths: dict[str, int]) -> Arch:
+        """`arch` with the given table widths; a width equal to the common one is left out (one form per net)."""
+        common = self.common_width(arch)
+        merged = {**dict(arch.table_dims), **widths}
+        return dataclasses.replace(arch, table_dims=tuple(sorted((n, w) for n, w in merged.items() if w != common)))
+
+    def _table_step(self, arch: Arch, rng: np.random.Generator) -> Arch | None:
+        """`arch` with one searched field's table one step narrower or wider in the choices (None: no move keeps
+        a table)."""
+        self._need_tables()
+        options = self._table_options(arch)
+        common = self.common_width(arch)
+        for _ in range(100):
+            name = self.config.tables[int(rng.integers(len(self.config.tables)))]
+            now = arch.table_width(name, common)
+            j = options.index(now) if now in options else 0
+            near = [options[k] for k in (j - 1, j + 1) if 0 <= k < len(options)]
+            if not near:
+                return None
+            out = self._with_tables(arch, {name: near[int(rng.integers(len(near)))]})
+            if any(out.table_width(n, common) for n in self.config.tables):
+                return out
+        return None
 
     @property
     def _micro_fields(self) -> tuple[str, ...]:
@@ -118,6 +185,9 @@ class SearchSpace:
         now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
         if c.emb_dims and rng.random() < 0.5 / len(micro) and (others := [d for d in c.emb_dims if d != now]):
             return dataclasses.replace(arch, emb_dim=others[int(rng.integers(len(others)))])
+        # a table width moves one step, in a quarter of the mutations of a space that searches them
+        if c.table_dims and rng.random() < TABLE_MOVES and (out := self._table_step(arch, rng)) is not None:
+            return out
         for _ in range(1000):
             i = int(rng.integers(1, c.num_blocks + 1))
             group = MACRO_FIELDS if rng.random() < 0.5 else micro
@@ -156,6 +226,9 @@ class SearchSpace:
         Falls back to `mutate` when no local edit fits (e.g. every live field has one option)."""
         self.validate(arch)
         c = self.config
+        # half the local edits of a space that searches table widths move one table a step
+        if c.table_dims and rng.random() < 0.5 and (out := self._table_step(arch, rng)) is not None:
+            return out
         live = sorted(i for i, p in arch.live_parts().items() if p.dense or p.sparse)
         moves: list[tuple[Any, ...]] = []
         for i in live:
@@ -250,6 +323,7 @@ class SearchSpace:
         if arch.emb_dim is not None and arch.emb_dim not in c.emb_dims:
             raise ArchValidationError(None, "emb_dim", arch.emb_dim, f"space {c.name!r} allows " + (
                 f"one of {list(c.emb_dims)}" if c.emb_dims else "none (no space.emb_dims): leave the key out"))
+        self._validate_tables(arch)
         for i, b in enumerate(arch.blocks, start=1):
             for name in ("dense_idx", "sparse_idx"):
                 v = getattr(b, name)
@@ -270,6 +344,22 @@ class SearchSpace:
                     raise ArchValidationError(i, name, v, f"expected one of {list(options)}")
             self._validate_args(i, b)
         return arch
+
+    def _validate_tables(self, arch: Arch) -> None:
+        c = self.config
+        if not arch.table_dims:
+            return
+        if not c.table_dims:
+            raise ArchValidationError(None, "table_dims", dict(arch.table_dims), f"space {c.name!r} searches no table "
+                                      "widths (no space.table_dims): leave the key out")
+        common = self.common_width(arch)
+        for name, w in arch.table_dims:
+            if w not in c.table_dims and w != common:
+                raise ArchValidationError(None, f"table_dims.{name}", w, f"expected one of {list(c.table_dims)}")
+            if w > common:
+                raise ArchValidationError(None, f"table_dims.{name}", w, f"wider than the common width {common}")
+            if c.tables and name not in c.tables:
+                raise ArchValidationError(None, f"table_dims.{name}", w, f"not a searched field ({list(c.tables)})")
 
     @staticmethod
     def _validate_args(i: int, b: BlockChoice) -> None:

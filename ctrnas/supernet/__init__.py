@@ -12,14 +12,15 @@ Public API (stable):
       carries schema + space; load_supernet also reads a bare state_dict given schema= and space=
   count_params(schema, space, arch, include_embeddings=False)   embeddings excluded by default
   count_flops(schema, space, arch)   per example, 2 x MACs of matmuls; embedding lookups excluded
+  embedding_bytes(schema, arch, emb_dim, row_cap=None)   float32 bytes of the tables (per-table widths)
   EmbeddingStem (ctrnas.supernet.stem)
 """
 
-from ctrnas.supernet.counting import count_flops, count_params
+from ctrnas.supernet.counting import count_flops, count_params, embedding_bytes
 from ctrnas.supernet.export import DenseNet, ExportedModel, export
 from ctrnas.supernet.io import load_exported, load_supernet, save_exported, save_supernet
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.supernet.supernet import SubnetView, Supernet
 
-__all__ = ["Supernet", "SubnetView", "export", "ExportedModel", "DenseNet", "count_params", "count_flops",
+__all__ = ["Supernet", "SubnetView", "export", "ExportedModel", "DenseNet", "count_params", "count_flops", "embedding_bytes",
            "EmbeddingStem", "save_exported", "load_exported", "save_supernet", "load_supernet"]

@@ -12,6 +12,7 @@ from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
 from ctrnas.supernet.blocks import FM, Merge, op_class
 from ctrnas.supernet.elastic import linear_cost
 from ctrnas.supernet.layout import Dims, resolve
+from ctrnas.supernet.supernet import table_widths
 
 
 def _costs(schema: DatasetSchema, space, arch: Arch, emb_dim: int | None) -> tuple[int, int, Dims]:
@@ -38,8 +39,19 @@ def count_params(schema: DatasetSchema, space: str | SpaceConfig | SearchSpace, 
     (rows capped at `row_cap` as in the stem). `emb_dim` is the run's width, for archs without their own."""
     params, _, dims = _costs(schema, space, arch, emb_dim)
     if include_embeddings:
-        params += sum(max(min(c, row_cap) if row_cap else c, 1) for c in schema.cardinalities) * dims.emb
+        params += _table_cells(schema, arch, dims.emb, row_cap)
     return params
+
+
+def _table_cells(schema: DatasetSchema, arch: Arch, common: int, row_cap: int | None) -> int:
+    widths = table_widths(arch, schema.sparse_names, common)
+    return sum(max(min(c, row_cap) if row_cap else c, 1) * w for c, w in zip(schema.cardinalities, widths))
+
+
+def embedding_bytes(schema: DatasetSchema, arch: Arch, emb_dim: int, row_cap: int | None = None) -> int:
+    """Bytes of the subnet's embedding tables: rows (the data's cardinality, capped at `row_cap` as in the
+    stem) x its width (`Arch.table_dims`, else the arch's or the run's `emb_dim`) x 4 (float32)."""
+    return 4 * _table_cells(schema, arch, arch.emb_dim or emb_dim, row_cap)
 
 
 def count_flops(schema: DatasetSchema, space: str | SpaceConfig | SearchSpace, arch: Arch,

@@ -17,6 +17,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from ctrnas.space import Arch, is_binary, reads_raw
 from ctrnas.supernet.blocks.base import as_index
 from ctrnas.supernet.stem import EmbeddingStem
+from ctrnas.supernet.supernet import table_widths
 
 
 class FixedBlock(nn.Module):
@@ -91,6 +92,17 @@ class ExportedModel(nn.Module):
 
 def _copy_stem(stem: EmbeddingStem) -> EmbeddingStem:
     return copy.deepcopy(stem)  # faster than building a new EmbeddingBagCollection
+
+
+@torch.no_grad()
+def narrow_stem(stem: EmbeddingStem, widths: list[int]) -> EmbeddingStem:
+    """A stem of per-field `widths` holding the first columns of `stem`'s tables (the supernet path's mask)."""
+    out = EmbeddingStem(stem.schema, stem.dim, stem.row_cap, widths).to(stem.embedding_parameters()[0].device)
+    for n, w in zip(stem.names, widths):
+        if w:
+            out.ebc.embedding_bags[f"t_{n}"].weight.copy_(stem.ebc.embedding_bags[f"t_{n}"].weight[:, :w])
+    out.use_sparse_gradients(stem.sparse_gradients)
+    return out
 
 
 EMBEDDING_INITS = ("torchrec", "nasrec")
@@ -183,7 +195,11 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
             dense_raw=bool(io.dense_ops) and reads_raw(io.dense_ops[0]),
             sparse_raw=bool(io.sparse_ops) and reads_raw(io.sparse_ops[0])))
     head = supernet.head.extract(None, as_index(ix.plan.head_cols, device))
-    stem = _copy_stem(supernet.stem) if copy_stem else supernet.stem
+    widths = table_widths(arch, supernet.schema.sparse_names, supernet.emb_dim)
+    if any(w != supernet.emb_dim for w in widths):
+        stem = narrow_stem(supernet.stem, widths)
+    else:
+        stem = _copy_stem(supernet.stem) if copy_stem else supernet.stem
     model = ExportedModel(stem, DenseNet(blocks, head), arch, supernet.space.config,
                           supernet.schema)
     if init == "fresh":

@@ -48,6 +48,9 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
         "row_cap": model.stem.row_cap,
         "params_dense": dense_params,
         "params_embedding": emb_params,
+        "embedding_bytes": model.stem.embedding_bytes(),
+        # fields of width 0 (Arch.table_dims): no table; model.pt2 still takes their ids and ignores them
+        "dropped_fields": [n for n, w in zip(model.stem.names, model.stem.widths) if w == 0],
         "params_analytic": count_params(model.schema, space, model.arch, emb_dim=model.stem.dim),
         "flops_per_example": count_flops(model.schema, space, model.arch, emb_dim=model.stem.dim),
         "live_blocks": list(model.arch.live_blocks()),
@@ -66,6 +69,8 @@ def _card_markdown(card: dict) -> str:
              f"- space: `{card['space']['name']}` ({card['space']['num_blocks']} blocks), live blocks "
              f"{card['live_blocks']}",
              f"- parameters: {card['params_dense']:,} dense + {card['params_embedding']:,} embedding",
+             *([f"- fields dropped by the arch (ids read and ignored): {', '.join(card['dropped_fields'])}"]
+               if card.get("dropped_fields") else []),
              f"- FLOPs per example (embedding lookups excluded): {card['flops_per_example']:,}",
              f"- weights: {card['init']}" + (f" from `{card['source']}`" if card["source"] else ""), ""]
     if card["metrics"]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torchrec.modules.embedding_configs import EmbeddingBagConfig, PoolingType
 from torchrec.modules.embedding_modules import EmbeddingBagCollection
@@ -20,17 +23,27 @@ class EmbeddingStem(nn.Module):
     `embedding_parameters()` so they get their own (sparse) optimizer.
     """
 
-    def __init__(self, schema: DatasetSchema, dim: int = 16, row_cap: int | None = None):
+    def __init__(self, schema: DatasetSchema, dim: int = 16, row_cap: int | None = None,
+                 widths: Sequence[int] | None = None):
         super().__init__()
         self.schema, self.dim, self.row_cap = schema, dim, row_cap
         self.names = list(schema.sparse_names)
         self.rows = [min(c, row_cap) if row_cap else c for c in schema.cardinalities]
+        # Per-field table widths (Arch.table_dims): a narrower table's vectors are zero-padded to `dim`, a
+        # field of width 0 has no table and a zero token; its ids are still accepted and ignored.
+        self.widths = [dim] * len(self.names) if widths is None else [int(w) for w in widths]
+        if len(self.widths) != len(self.names) or not all(0 <= w <= dim for w in self.widths):
+            raise ValueError(f"widths {self.widths} must give each of the {len(self.names)} sparse fields a width "
+                             f"in 0..{dim}")
+        if not any(self.widths):
+            raise ValueError("every sparse field has width 0: a model needs at least one embedding table")
         tables = [
-            EmbeddingBagConfig(name=f"t_{n}", embedding_dim=dim, num_embeddings=max(r, 1), feature_names=[n],
+            EmbeddingBagConfig(name=f"t_{n}", embedding_dim=w, num_embeddings=max(r, 1), feature_names=[n],
                                pooling=PoolingType.SUM)
-            for n, r in zip(self.names, self.rows)
+            for n, r, w in zip(self.names, self.rows, self.widths) if w
         ]
         self.ebc = EmbeddingBagCollection(tables=tables, device=torch.device("cpu"))
+        self.mixed = any(w != dim for w in self.widths)
 
     def use_sparse_gradients(self, enabled: bool = True) -> None:
         """Make backward produce row-sparse gradients (only the looked-up rows) for every table."""
@@ -42,7 +55,7 @@ class EmbeddingStem(nn.Module):
         return all(bag.sparse for bag in self.ebc.embedding_bags.values())
 
     def embedding_parameters(self) -> list[nn.Parameter]:
-        """The embedding tables, in feature order."""
+        """The embedding tables, in feature order (fields of width 0 have none)."""
         return [bag.weight for bag in self.ebc.embedding_bags.values()]
 
     @property
@@ -53,7 +66,16 @@ class EmbeddingStem(nn.Module):
         if self.row_cap:
             kjt = KeyedJaggedTensor(keys=kjt.keys(), values=self._fold(kjt), lengths=kjt.lengths())
         kt = self.ebc(kjt).to_dict()
-        return torch.stack([kt[n] for n in self.names], dim=1)
+        if not self.mixed:
+            return torch.stack([kt[n] for n in self.names], dim=1)
+        some = next(iter(kt.values()))
+        zero = some.new_zeros(some.shape[0], self.dim)
+        return torch.stack([zero if w == 0 else F.pad(kt[n], (0, self.dim - w)) if w < self.dim else kt[n]
+                            for n, w in zip(self.names, self.widths)], dim=1)
+
+    def embedding_bytes(self) -> int:
+        """Bytes of the tables (float32), as `ctrnas.supernet.counting.embedding_bytes` counts them."""
+        return 4 * sum(max(r, 1) * w for r, w in zip(self.rows, self.widths))
 
     def _fold(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
         caps = torch.tensor(self.rows, dtype=kjt.values().dtype)

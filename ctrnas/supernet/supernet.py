@@ -48,10 +48,34 @@ class SuperBlock(nn.Module):
 class _Indexed:
     """A resolved plan plus its index tensors (on the weights' device), cached per (arch, device)."""
 
-    def __init__(self, plan: Plan, device: torch.device):
+    def __init__(self, plan: Plan, device: torch.device, mask: torch.Tensor | None = None):
         self.plan = plan
         self.cols = [(as_index(io.dense_cols, device), as_index(io.tok_cols, device)) for io in plan.blocks]
         self.head_cols = as_index(plan.head_cols, device)
+        self.mask = mask  # [F, E] of 0/1 for archs with narrower tables (`table_mask`), else None
+
+
+def table_widths(arch: Arch, names, common: int) -> list[int]:
+    """Each sparse field's table width in `arch` (in `names` order), checked against the data's fields."""
+    known = set(names)
+    for name, w in arch.table_dims:
+        if name not in known:
+            raise ArchValidationError(None, f"table_dims.{name}", w, f"no sparse field of that name in the data "
+                                      f"(it has {len(names)}: {', '.join(list(names)[:8])}...)")
+        if w > common:
+            raise ArchValidationError(None, f"table_dims.{name}", w, f"wider than the common width {common}")
+    widths = [arch.table_width(n, common) for n in names]
+    if not any(widths):
+        raise ArchValidationError(None, "table_dims", dict(arch.table_dims), "drops every sparse field: keep one")
+    return widths
+
+
+def table_mask(widths: list[int], common: int, device: torch.device) -> torch.Tensor | None:
+    """[F, E] mask keeping the first `widths[f]` columns of field f's token: the supernet's full-width tables
+    then give exactly the tokens of the arch's narrower (zero-padded) ones (as OptEmbed masks dimensions)."""
+    if all(w == common for w in widths):
+        return None
+    return (torch.arange(common).unsqueeze(0) < torch.tensor(widths).unsqueeze(1)).float().to(device)
 
 
 class Supernet(nn.Module):
@@ -60,7 +84,9 @@ class Supernet(nn.Module):
     def __init__(self, schema: DatasetSchema, space: str | SpaceConfig | SearchSpace = "nasrec-full",
                  emb_dim: int | None = None, row_cap: int | None = None):
         super().__init__()
-        self.schema, self.space, self.row_cap = schema, get_space(space), row_cap
+        space = get_space(space)
+        self.space = space.for_fields(schema.sparse_names, emb_dim or space.config.emb_dim)
+        self.schema, self.row_cap = schema, row_cap
         self.dims = Dims.of(schema, self.space.config, emb_dim)
         self.stem = EmbeddingStem(schema, self.dims.emb, row_cap)
         self.blocks = nn.ModuleList(SuperBlock(self.dims, self.space.config, i)
@@ -86,7 +112,9 @@ class Supernet(nn.Module):
             if full:
                 hit = _Indexed(resolve_full(self.dims, self.space.config), device)
             else:
-                hit = _Indexed(resolve(self.dims, self.space.validate(arch)), device)
+                plan = resolve(self.dims, self.space.validate(arch))
+                widths = table_widths(arch, self.schema.sparse_names, self.dims.emb)
+                hit = _Indexed(plan, device, table_mask(widths, self.dims.emb, device))
             self._plans[key] = hit
             if len(self._plans) > 256:
                 self._plans.popitem(last=False)
@@ -100,7 +128,10 @@ class Supernet(nn.Module):
         return self.forward_tokens(dense, self.stem(kjt), self.indexed(arch, full))
 
     def forward_tokens(self, dense: torch.Tensor, sparse: torch.Tensor, ix: _Indexed) -> torch.Tensor:
-        """The part after the embedding lookup: dense [B, n_dense], sparse tokens [B, F, E] -> logits [B]."""
+        """The part after the embedding lookup: dense [B, n_dense], sparse tokens [B, F, E] -> logits [B]
+        (the tokens of the supernet's full-width tables; an arch's narrower tables are masked here)."""
+        if ix.mask is not None:
+            sparse = sparse * ix.mask
         dense_outs, sparse_outs = {0: dense}, {0: sparse}
         d = s = None
         for io, (dcols, tcols) in zip(ix.plan.blocks, ix.cols):

@@ -42,9 +42,9 @@ def resource_counters(recipe: Recipe, data: DataResult):
     """(count_params, count_flops) of an arch, picklable, analytic (no model is built)."""
     from ctrnas.supernet import count_flops, count_params
 
-    emb = recipe.train.embedding_dim
-    return (partial(_count, count_params, data.schema, recipe.space, emb),
-            partial(_count, count_flops, data.schema, recipe.space, emb))
+    emb, space = recipe.train.embedding_dim, recipe.search_space(data.schema).config
+    return (partial(_count, count_params, data.schema, space, emb),
+            partial(_count, count_flops, data.schema, space, emb))
 
 
 def make_fitness(recipe: Recipe, data: DataResult, supernet, kind: str | None = None,
