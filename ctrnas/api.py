@@ -395,6 +395,14 @@ def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
     return _export(folder, out_dir, torch_export=torch_export)
 
 
+def export_pick(run_dir: str | Path, pick: int, out_dir: str | Path, torch_export: bool = False) -> dict:
+    """Model `pick` of a run's front (its `front.json`: validation log loss against embedding bytes) as a
+    model folder; the model card. The run must have kept the weights (`search.evolution.objective: front`)."""
+    from ctrnas.pipeline.tasks import export_pick as _export
+
+    return _export(run_dir, pick, out_dir, torch_export=torch_export)
+
+
 def predict(model_dir: str | Path, data: Any, out: str | Path | None = None, *, kind: str | None = None,
             split: str = "test", data_dir: str | Path | None = None, batch_rows: int = 8192,
             overwrite: bool = False, progress: bool = True, max_rejects: int = 100,

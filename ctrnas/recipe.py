@@ -247,10 +247,12 @@ class Recipe:
                               f"{list(self.space.table_dims)} holds widths above train.embedding_dim "
                               f"{self.train.embedding_dim}, the common width narrower tables are zero-padded to")
         widths = {self.train.embedding_dim, *self.space.emb_dims}
+        if self.space.table_dims:  # the best arch retrained with every table that wide (`at_table_width`)
+            widths |= {w for w in self.space.table_dims if 0 < w}
         if not set(self.final.emb_dims) <= widths:
             raise RecipeError(self.source or "recipe", "final.emb_dims",
                               f"{list(self.final.emb_dims)} holds widths the space does not: it has "
-                              f"{sorted(widths)} (space.emb_dims and train.embedding_dim)")
+                              f"{sorted(widths)} (space.emb_dims, space.table_dims and train.embedding_dim)")
 
     def _check_emb_dims(self) -> None:
         """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's

@@ -13,12 +13,16 @@ def register(sub: argparse._SubParsersAction) -> None:
              "with a model card",
         description="Export one architecture as a standalone model: model.pt, model.pt2 (loads with torch alone), "
         "TorchScript dense_part.pt, arch.json and a model card (params, FLOPs, metrics when given); or, with "
-        "--trained, the model a `ctrnas train --out FOLDER` trained.",
+        "--trained, the model a `ctrnas train --out FOLDER` trained; or, with --run and --pick, a model of a run's "
+        "front (log loss against embedding bytes).",
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--arch", help="architecture JSON file (as written by search or export)")
     what.add_argument("--trained", metavar="FOLDER", help="the --out folder of `ctrnas train` (a baseline or an "
                       "architecture with its trained weights)")
+    what.add_argument("--run", metavar="FOLDER", help="a run's folder: export model --pick of its front (front.json)")
+    p.add_argument("--pick", type=int, default=None, help="with --run: the front's model number (front.json, "
+                   "summary.md; 0 = the fewest embedding bytes)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--supernet", help="supernet checkpoint to inherit weights from: a ctrnas-supernet/1 file, "
                    "or a bare state_dict (then --data and --space say its shapes)")
@@ -39,10 +43,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args) -> int:
     from ctrnas.cli.common import check_exist, check_prepared
 
-    check_exist(args.trained, args.supernet, args.metrics)
+    from ctrnas.errors import CtrnasError
+
+    check_exist(args.trained, args.supernet, args.metrics, args.run)
     check_prepared(args.data)
     from ctrnas import api
 
+    if args.run:
+        if args.pick is None:
+            raise CtrnasError("--run needs --pick N (the front's model numbers are in front.json)")
+        card = api.export_pick(args.run, args.pick, args.out, torch_export=args.torch_export)
+        print(f"exported front pick {args.pick} ({card.get('arch_key') or card.get('baseline')}) to {args.out}: "
+              f"{card['params_embedding'] * 4 / 1e6:.2f} MB of embedding tables")
+        return 0
+    if args.pick is not None:
+        raise CtrnasError("--pick goes with --run")
     if args.trained:
         card = api.export_trained(args.trained, args.out, torch_export=args.torch_export)
         what = card.get("arch_key") or card.get("baseline")

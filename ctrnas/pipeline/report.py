@@ -8,6 +8,7 @@
     metrics.json       everything below as data
     summary.md         the tables
     plots/best_so_far.png, plots/score_vs_test.png, plots/pareto.png
+    front.json, plots/front.png   with per-table widths or a front search: log loss against embedding bytes
 """
 
 from __future__ import annotations
@@ -203,6 +204,10 @@ def summary_markdown(metrics: dict) -> str:
         lines.append(f"| {r['label']}{mark} | {_fmt(r['fitness'], 4)} | {params_text(r)} | "
                      f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
                      f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} | {r['status']} |")
+    if metrics.get("front"):
+        from ctrnas.pipeline.front import front_lines
+
+        lines += front_lines(metrics["front"])
     cpu = metrics.get("cpu_seconds") or {}
     lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (with joined workers) |", "|---|---|---|"]
     lines += [f"| {k} | {v:.1f} | {_fmt(cpu.get(k), 1)} |" for k, v in metrics["timings"].items()]
@@ -379,6 +384,11 @@ def write_report(out: Path, recipe: Recipe, run_parts: dict) -> dict:
         write_json(out / "best_arch.json", final.best.arch.to_json())
     write_candidates_csv(out / "final" / "models.csv", metrics["candidates"] + metrics["baselines"])
     metrics["plots"] = write_plots(out / "plots", metrics, search, recipe, run_parts.get("data"))
+    if recipe.space.table_dims or recipe.search.evolution.objective == "front":
+        from ctrnas.pipeline.front import write_front
+
+        metrics["front"] = write_front(out, recipe, final, run_parts["data"])
+        metrics["plots"]["front"] = str(out / "plots" / "front.png")
     metrics["export_dir"] = str(final.export_dir) if final.export_dir is not None else None
     write_json(out / "metrics.json", metrics)
     atomic_write_text(out / "summary.md", summary_markdown(metrics))

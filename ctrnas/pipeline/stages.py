@@ -11,8 +11,8 @@ from pathlib import Path
 from ctrnas.config import to_dict
 from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.data import warmup_rows
-from ctrnas.pipeline.fitness.build import (make_fitness, resolve_warmup, resource_counters, short_training_fingerprint,
-                                           warmup_fingerprint)
+from ctrnas.pipeline.fitness.build import (bytes_counter, make_fitness, resolve_warmup, resource_counters,
+                                           short_training_fingerprint, warmup_fingerprint)
 from ctrnas.pipeline.results import DataResult, SearchStageResult, WarmupResult
 from ctrnas.recipe import Recipe
 from ctrnas.space import get_space
@@ -92,7 +92,11 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     kind = recipe.fitness_kind
     space = recipe.search_space(data.schema)
     initial = tuple(initial_population(space)) if recipe.search.seed_population else ()
+    if space.config.table_dims:  # the seeds at each narrower table width too, so the front starts spread
+        initial += tuple(space.at_table_width(a, w) for w in sorted(space.config.table_dims, reverse=True)
+                         for a in initial if 0 < w < space.common_width(a))
     count_params, count_flops = resource_counters(recipe, data)
+    count_bytes = bytes_counter(recipe, data)
     fp = {"warmup": warmup_fingerprint(recipe, data), "kind": kind, "proxy": to_dict(recipe.proxy),
           "oneshot": to_dict(recipe.oneshot)}
     featurize = None
@@ -104,7 +108,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         fitness, rungs, directions, note = build_ladder(recipe, data, warm.supernet, out_dir)
         kind, name, maximize = "multifidelity", " > ".join(r.fitness for r in rungs), directions[-1]
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
-                                 count_params=count_params, count_flops=count_flops, initial=initial,
+                                 count_params=count_params, count_flops=count_flops, count_bytes=count_bytes, initial=initial,
                                  rungs=rungs, rung_maximize=directions, featurize=featurize)
         fp.update(short_training_fingerprint(recipe))
         if any(r.fitness == "prefix" for r in rungs):  # prefix rungs are the final stage's own trainings
@@ -113,7 +117,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         fitness, note = make_fitness(recipe, data, warm.supernet, kind)
         name, maximize = {"proxy": recipe.proxy.name}.get(kind, kind), fitness.maximize
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
-                                 count_params=count_params, count_flops=count_flops, initial=initial,
+                                 count_params=count_params, count_flops=count_flops, count_bytes=count_bytes, initial=initial,
                                  featurize=featurize)
     ckpt = None
     if out_dir is not None:

@@ -51,6 +51,7 @@ def make_strategy(
     maximize: bool,
     count_params: Callable[[Any], float] | None = None,
     count_flops: Callable[[Any], float] | None = None,
+    count_bytes: Callable[[Any], float] | None = None,
     initial: tuple[Any, ...] = (),
     rungs: tuple[RungConfig, ...] = (),
     rung_maximize: list[bool] | None = None,
@@ -60,8 +61,9 @@ def make_strategy(
     `initial`: archs evolution's initial population starts with (used when `config.seed_population`).
     A strategy that scores by rungs: `rungs` (default `config.multifidelity.rungs`) and each rung's direction.
     `featurize(arch) -> {name: value}`: the predictor's inputs (needed when `config.predictor.pool` is set);
-    the predictor picks the children of an evolution (alone or under multi-fidelity)."""
-    constraints = Constraints(config.constraints, count_params, count_flops)
+    the predictor picks the children of an evolution (alone or under multi-fidelity). `count_bytes(arch)`:
+    its embedding tables' bytes, for a memory budget and evolution's `objective: front`."""
+    constraints = Constraints(config.constraints, count_params, count_flops, count_bytes)
     initial = tuple(initial) if config.seed_population else ()
 
     def settings(name: str) -> Any:  # the recipe's section of that name, or the strategy's defaults

@@ -29,6 +29,8 @@ class ConstraintConfig:
 
     max_params: float | None = None
     max_flops: float | None = None
+    # embedding tables' bytes (float32; per-table widths, `ctrnas.supernet.embedding_bytes`), e.g. 4e6
+    max_embedding_bytes: float | None = None
     mode: Literal["reject", "repair"] = "reject"
     max_tries: int = 100
 
@@ -45,7 +47,10 @@ class Constraints:
         config: ConstraintConfig = ConstraintConfig(),
         count_params: Callable[[Any], float] | None = None,
         count_flops: Callable[[Any], float] | None = None,
+        count_bytes: Callable[[Any], float] | None = None,
     ):
+        if config.max_embedding_bytes is not None and count_bytes is None:
+            raise RecipeError("constraints", "max_embedding_bytes", "a memory budget needs a count_bytes counter")
         if config.max_params is not None and count_params is None:
             raise RecipeError("constraints", "max_params", "a parameter budget needs a count_params counter")
         if config.max_flops is not None and count_flops is None:
@@ -53,8 +58,9 @@ class Constraints:
         if config.mode not in ("reject", "repair"):
             raise RecipeError("constraints", "mode", f"expected 'reject' or 'repair', got {config.mode!r}")
         self.config = config
-        self._count_params, self._count_flops = count_params, count_flops
+        self._count_params, self._count_flops, self._count_bytes = count_params, count_flops, count_bytes
         self._counts: dict[str, tuple[float, float]] = {}
+        self._bytes: dict[str, float] = {}
 
     def measure(self, arch: Any) -> tuple[float, float]:
         """(params, FLOPs) of `arch`; NaN where no counter was given."""
@@ -65,10 +71,22 @@ class Constraints:
             self._counts[key] = (params, flops)
         return self._counts[key]
 
+    @property
+    def counts_bytes(self) -> bool:
+        return self._count_bytes is not None
+
+    def embedding_bytes(self, arch: Any) -> float:
+        """Bytes of `arch`'s embedding tables; NaN without a counter."""
+        key = arch_key(arch)
+        if key not in self._bytes:
+            self._bytes[key] = float(self._count_bytes(arch)) if self._count_bytes else math.nan
+        return self._bytes[key]
+
     def satisfied(self, arch: Any) -> bool:
         params, flops = self.measure(arch)
         cfg = self.config
-        return (cfg.max_params is None or params <= cfg.max_params) and (cfg.max_flops is None or flops <= cfg.max_flops)
+        return ((cfg.max_params is None or params <= cfg.max_params) and (cfg.max_flops is None or flops <= cfg.max_flops)
+                and (cfg.max_embedding_bytes is None or self.embedding_bytes(arch) <= cfg.max_embedding_bytes))
 
 
 @dataclass(frozen=True)
@@ -107,8 +125,10 @@ def propose(
                 params, flops = constraints.measure(arch)
                 raise ConstraintError(
                     f"no architecture within max_params={constraints.config.max_params}, "
-                    f"max_flops={constraints.config.max_flops} after {constraints.config.max_tries} tries "
-                    f"(mode {constraints.config.mode}; last had params={params}, flops={flops})"
+                    f"max_flops={constraints.config.max_flops}, max_embedding_bytes="
+                    f"{constraints.config.max_embedding_bytes} after {constraints.config.max_tries} tries "
+                    f"(mode {constraints.config.mode}; last had params={params}, flops={flops}, embedding bytes="
+                    f"{constraints.embedding_bytes(arch)})"
                 )
             arch = space.mutate(arch, rng) if constraints.config.mode == "repair" else draw()
             continue

@@ -10,8 +10,9 @@ Defaults: population 128, 240 generations, tournament 64, 8 children -> 128 + 24
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 
@@ -50,6 +51,10 @@ class EvolutionConfig:
     # share of children made by a small step of the space's `mutate_local` (a width, depth or rank one
     # step, FM on/off) instead of `mutate`'s re-draw of any choice; 0 = NASRec's mutation only
     local_share: float = 0.0
+    # "value": parents and survivors by score alone. "front": by score and embedding bytes together (the
+    # search is asked for a Pareto front, issue 30): a tournament's parent is drawn from its members that no
+    # other member beats on both, and the population's front never dies of age (see `pareto_front`)
+    objective: Literal["value", "front"] = "value"
 
     def __post_init__(self) -> None:
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
@@ -65,6 +70,8 @@ class EvolutionConfig:
         if not 0 <= self.elitism < self.population_size:
             raise RecipeError("EvolutionConfig", "elitism",
                               f"expected 0 <= elitism < population_size {self.population_size}, got {self.elitism}")
+        if self.objective not in ("value", "front"):
+            raise RecipeError("EvolutionConfig", "objective", f"expected 'value' or 'front', got {self.objective!r}")
         if not 0.0 <= self.local_share <= 1.0:
             raise RecipeError("EvolutionConfig", "local_share", f"expected in [0, 1], got {self.local_share}")
         if self.mutation_period is not None and self.mutation_period < 1:
@@ -87,6 +94,16 @@ class _Member:
     arch: Any
     key: str
     rank: Any  # rank_value (higher is better, non-finite is -inf), or the caller's comparable rank
+    bytes: float = math.nan  # embedding bytes (objective "front" only)
+
+
+def pareto_front(members: list[Any]) -> list[int]:
+    """Indices of the members no other member dominates: at least as good a rank (higher is better) and
+    at most as many bytes, better in one of the two (NSGA-II's first front)."""
+    def dominates(a: Any, b: Any) -> bool:
+        return bool(a.rank >= b.rank and a.bytes <= b.bytes and (a.rank > b.rank or a.bytes < b.bytes))
+
+    return [i for i, m in enumerate(members) if not any(dominates(o, m) for o in members if o is not m)]
 
 
 class RegularizedEvolution:
@@ -106,6 +123,9 @@ class RegularizedEvolution:
         # a `search.predictor.Predictor` (or None): picks which of `pool` mutants per child get scored
         self.predictor = predictor
         self.constraints = constraints if constraints is not None else Constraints()
+        if config.objective == "front" and not self.constraints.counts_bytes:
+            raise RecipeError("EvolutionConfig", "objective", "'front' needs the archs' embedding bytes: a "
+                              "count_bytes counter (the pipeline gives one)")
         # archs the initial population starts with (e.g. the space's hand-designed baselines), so the
         # search has to beat what a user would have built; the rest of it is sampled
         self.initial = tuple(initial)
@@ -130,6 +150,10 @@ class RegularizedEvolution:
 
     def _tournament_parent(self) -> _Member:
         idx = self.rng.choice(len(self.population), size=self.config.tournament_size, replace=False)
+        if self.config.objective == "front":  # any member of the tournament's own front
+            sample: list[_Member] = [self.population[i] for i in idx]
+            front = pareto_front(sample)
+            return sample[front[int(self.rng.integers(len(front)))]]
         # Ties go to the younger member (larger index), which keeps the population moving.
         return self.population[max(idx, key=lambda i: (self.population[i].rank, i))]
 
@@ -225,11 +249,20 @@ class RegularizedEvolution:
         if ranks is None:
             self.observe(candidates, results)
             ranks = [rank_value(r.value, self.maximize) for r in results]
-        self.population += [_Member(c.arch, c.key, rank) for c, rank in zip(candidates, ranks)]
+        front = self.config.objective == "front"
+        self.population += [_Member(c.arch, c.key, rank, self.constraints.embedding_bytes(c.arch) if front else math.nan)
+                            for c, rank in zip(candidates, ranks)]
         if self.generation > 0:
             pop = self.population
             # ties among the best go to the younger member, as in the tournament
             elite = set(sorted(range(len(pop)), key=lambda i: (pop[i].rank, i), reverse=True)[: self.config.elitism])
+            if front:  # the front survives too (the oldest of the others die); a front larger than the
+                # population keeps both ends and members evenly spread between them by bytes
+                ends = sorted(pareto_front(pop), key=lambda i: (pop[i].bytes, i))
+                room = self.config.population_size
+                if len(ends) > room:
+                    ends = [ends[round(k * (len(ends) - 1) / max(room - 1, 1))] for k in range(room)]
+                elite |= set(ends)
             dying = [i for i in range(len(pop)) if i not in elite][: len(candidates)]
             self.population = [m for i, m in enumerate(pop) if i not in set(dying)]
         self.generation += 1

@@ -119,6 +119,11 @@ class SearchSpace:
                               f"{emb_dim} (train.embedding_dim): narrower tables are zero-padded to it, never cut")
         return SearchSpace(dataclasses.replace(c, tables=c.tables or tuple(names), emb_dim=emb_dim))
 
+    def at_table_width(self, arch: Arch, width: int) -> Arch:
+        """`arch` with every searched field's table `width` wide (a seed at a narrower uniform width)."""
+        self._need_tables()
+        return self._with_tables(arch, {n: width for n in self.config.tables})
+
     def _need_tables(self) -> None:
         if not self.config.tables:
             raise ArchValidationError(None, "table_dims", list(self.config.table_dims), "the space does not know "

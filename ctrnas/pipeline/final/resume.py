@@ -6,7 +6,8 @@ A re-run skips the jobs with a result and resumes the others from their checkpoi
 same batches from the checkpointed step, so every number equals an uninterrupted run's. A job whose settings
 changed (recipe, data, arch) starts over. To bound the disk used (a checkpoint holds the embedding tables and
 their optimizer state), a finished job keeps its checkpoint only while its weights may still be exported: the
-best candidate so far, and the baselines when no candidate is usable.
+best candidate so far, and the baselines when no candidate is usable; with `search.evolution.objective: front`
+every one (`ctrnas export --pick` exports any model of the front).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Job:
         if kind == "arch" and x.emb_dim is not None:  # the arch's own width, not the run's
             self.spec["embedding_dim"] = x.emb_dim
         self._checked = False
+        self.keep = False  # every finished job keeps its weights (a front: `ctrnas export --pick` may want any)
 
     def check(self) -> None:
         """Drop what an earlier run with other settings left here; record this job's settings."""
@@ -111,8 +113,9 @@ class Job:
         return self.checkpoint_step()
 
     def drop_checkpoint(self) -> None:
-        """Its weights are no longer needed (it is finished and will not be exported)."""
-        (self.dir / CHECKPOINT).unlink(missing_ok=True)
+        """Its weights are no longer needed (it is finished and will not be exported), unless `keep`."""
+        if not self.keep:
+            (self.dir / CHECKPOINT).unlink(missing_ok=True)
 
     def checkpoint_step(self) -> int | None:
         """The step of an unfinished training's checkpoint (read lazily: the tables are not loaded)."""
@@ -131,7 +134,10 @@ def jobs_for(recipe, data, out_dir, labelled: list[tuple[str, tuple]]) -> list[J
     if out_dir is None:
         return [None] * len(labelled)
     fp = fingerprint(recipe, data)
-    return [Job(out_dir, label, what, fp) for label, what in labelled]
+    jobs = [Job(out_dir, label, what, fp) for label, what in labelled]
+    for job in jobs:  # a front's models may each be exported later (`ctrnas export --pick`)
+        job.keep = recipe.search.evolution.objective == "front"
+    return jobs
 
 
 def say_resumed(jobs, steps_per_epoch: int, epochs: int) -> None:

@@ -47,14 +47,17 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
     if not recipe.final.emb_dims or not top:
         return []
     run = recipe.train.embedding_dim
+    space = recipe.search_space(data.schema) if recipe.space.table_dims else None
 
     def at(arch: Arch, dim: int | None) -> Arch:
         dim = dim or run
+        if space is not None:  # per-table widths: every searched table at `dim`
+            return space.at_table_width(arch, dim)
         return dataclasses.replace(arch, emb_dim=None if dim == run else dim)
 
     count_params, count_flops = resource_counters(recipe, data)
     best, out = top[0], []
-    keys = {at(a, a.emb_dim).key() for a in (Arch.from_json(rec.arch) for rec in top)}
+    keys = {(a if space is not None else at(a, a.emb_dim)).key() for a in (Arch.from_json(rec.arch) for rec in top)}
     arch = Arch.from_json(best.arch)
     for dim in recipe.final.emb_dims:
         variant = at(arch, dim)
@@ -65,6 +68,38 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
         out.append(dataclasses.replace(best, key=variant.key(), arch=variant.to_json(), meta=meta,
                                        params=count_params(variant), flops=count_flops(variant)))
     return out
+
+
+def front_top(recipe: Recipe, data, search: SearchStageResult, k: int) -> list:
+    """With `search.evolution.objective: front`, the k candidates the final stage retrains are drawn from the
+    search's Pareto front of rank (best first) against embedding bytes: a candidate joins when it has fewer
+    bytes than every better-ranked one. More than k on the front: the best and k - 1 spread evenly over the
+    rest (by bytes); fewer: the best-ranked others fill up to k."""
+    from ctrnas.pipeline.fitness.build import bytes_counter
+    from ctrnas.space import Arch
+
+    ranked = search.result.top_k(len(search.history))
+    count = bytes_counter(recipe, data)
+    front, others, least = [], [], math.inf
+    for rec in ranked:
+        b = count(Arch.from_json(rec.arch))
+        (front if b < least else others).append(rec)
+        least = min(least, b)
+    if len(front) > k:
+        step = (len(front) - 1) / max(k - 1, 1)
+        front = [front[round(i * step)] for i in range(k)] if k > 1 else front[:1]
+    return front + others[: max(k - len(front), 0)]
+
+
+def quiet_recipe(recipe: Recipe) -> Recipe:
+    """`recipe` with the final trainings' own progress bars off (the stage shows one bar for all)."""
+    return dataclasses.replace(recipe, final=dataclasses.replace(
+        recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
+
+
+def wants_front(recipe: Recipe) -> bool:
+    """The search is asked for a front of log loss against embedding bytes (issue 30)."""
+    return recipe.search.evolution.objective == "front"
 
 
 def continue_prefixes(jobs, archs, top, out_dir) -> dict[str, int]:
@@ -99,12 +134,11 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     t0 = time.perf_counter()
     main = distributed is None or distributed.env.is_main
     progress = progress and main
-    top = search.result.top_k(recipe.top_k)
+    top = front_top(recipe, data, search, recipe.top_k) if wants_front(recipe) else search.result.top_k(recipe.top_k)
     if not top:
         raise CtrnasError("the search returned no candidates to retrain")
     top = top + width_variants(recipe, data, top)
-    quiet = dataclasses.replace(recipe, final=dataclasses.replace(
-        recipe.final, train=dataclasses.replace(recipe.final_train, progress=False)))
+    quiet = quiet_recipe(recipe)
     template = final_template(recipe, data, supernet)
     has_val = bool(split_rows(data, "val"))
     candidates: list[TrainedModel] = []

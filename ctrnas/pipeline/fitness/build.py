@@ -38,6 +38,17 @@ def _count(counter, schema, space_config, emb_dim, arch) -> float:
     return float(counter(schema, space_config, arch, emb_dim=emb_dim))
 
 
+def _bytes(schema, emb_dim, row_cap, arch) -> float:
+    from ctrnas.supernet import embedding_bytes
+
+    return float(embedding_bytes(schema, arch, emb_dim, row_cap))
+
+
+def bytes_counter(recipe: Recipe, data: DataResult):
+    """embedding bytes of an arch as the final stage builds it (its row cap), picklable, analytic."""
+    return partial(_bytes, data.schema, recipe.train.embedding_dim, recipe.final_train.row_cap)
+
+
 def resource_counters(recipe: Recipe, data: DataResult):
     """(count_params, count_flops) of an arch, picklable, analytic (no model is built)."""
     from ctrnas.supernet import count_flops, count_params

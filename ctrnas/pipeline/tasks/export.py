@@ -76,3 +76,52 @@ def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
 
     return save_exported(model, out_dir, init=card.get("init", "fresh+trained"), metrics=card.get("metrics"),
                          source=source, torch_export=torch_export)
+
+
+def export_pick(run_dir, pick: int, out_dir, torch_export: bool = False) -> dict:
+    """Model `pick` of a run's front (`front.json`, `ctrnas.pipeline.front`) as a model folder, from the weights
+    its final stage kept; returns the model card."""
+    import math
+
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.data.preprocess import copy_preprocess
+    from ctrnas.pipeline.data import open_data
+    from ctrnas.pipeline.final.resume import jobs_for
+    from ctrnas.pipeline.final.selection import export_baseline
+    from ctrnas.pipeline.final.stage import quiet_recipe
+    from ctrnas.pipeline.fitness.scratch import baseline_label, final_template, reload_job
+    from ctrnas.recipe import load_recipe
+    from ctrnas.space import Arch
+
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    front = read_json(run_dir / "front.json", "front (written by a run with space.table_dims or a front search)")
+    on = {r.get("pick"): r for r in front.get("models", []) if r.get("on_front")}
+    if pick not in on:
+        raise CtrnasError(f"{run_dir / 'front.json'}: no model {pick} on the front (picks: {sorted(on)})")
+    row = on[pick]
+    recipe = load_recipe(run_dir / "recipe.yaml")
+    data = open_data(recipe.data_dir)
+    what = ("arch", Arch.from_json(row["arch"])) if row["kind"] == "candidate" else ("baseline", row["baseline"])
+    label = row["label"] if row["kind"] == "candidate" else f"baseline {baseline_label(row['baseline'])}"
+    quiet = quiet_recipe(recipe)
+    job = jobs_for(quiet, data, run_dir, [(label, what)])[0]
+    if not job.has_checkpoint():
+        raise CtrnasError(f"{job.dir}: the weights of {row['label']} were not kept (the final stage keeps every "
+                          "model's weights only with search.evolution.objective: front)")
+    model = reload_job(recipe, quiet, data, final_template(recipe, data, None), what, job)
+    copy_preprocess(recipe.data_dir, out_dir)
+    metrics = {"val_logloss": row["val_logloss"], "test_logloss": row["test_logloss"]}
+    source = f"{run_dir} front pick {pick} ({row['label']})"
+    if row["kind"] == "baseline":
+        from ctrnas.pipeline.results import TrainedModel
+
+        m = TrainedModel(baseline_label(row["baseline"]), None, {"logloss": row["val_logloss"]},
+                         {"logloss": row["test_logloss"]}, row["dense_params"], math.nan, 0.0)
+        cfg = recipe.final_train
+        export_baseline(model, out_dir, m, source, load_schema(recipe.data_dir),
+                        {"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
+        return read_json(out_dir / "model_card.json", "model card")
+    from ctrnas.supernet.io import save_exported
+
+    return save_exported(model, out_dir, init="fresh+trained", metrics=metrics, source=source,
+                         torch_export=torch_export)

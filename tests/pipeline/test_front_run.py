@@ -1,0 +1,87 @@
+"""A run that searches per-table widths with the front objective (issue 30): front.json lists every trained
+model with its embedding bytes, marks exactly the non-dominated ones, and `ctrnas export --pick` writes any
+of them from the weights the final stage kept, scoring the validation rows as the final stage did."""
+
+import json
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from sklearn.metrics import log_loss
+
+from ctrnas import api
+from ctrnas.errors import CtrnasError
+from ctrnas.space import Arch
+from ctrnas.supernet import embedding_bytes
+
+SETTINGS = ("space.table_dims=[0, 4, 8, 16]", "search.evolution.objective=front", "final.baselines=[lr, dlrm]",
+            "final.emb_dims=[4, 16]")
+
+
+@pytest.fixture(scope="module")
+def run(tests_recipe_path, data_dir, tests_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("front") / "run"
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={out}", *SETTINGS)
+    api.run(recipe, progress=False, echo=lambda *a, **k: None)
+    return out, recipe, json.loads((out / "front.json").read_text())
+
+
+def test_front_marks_exactly_the_non_dominated_models(run, tests_data):
+    out, recipe, front = run
+    rows = front["models"]
+    assert {r["kind"] for r in rows} == {"candidate", "baseline"}
+    for r in rows:
+        if r["kind"] == "candidate":
+            arch = Arch.from_json(r["arch"])
+            # bytes of the trained tables equal the analytic count (rows x per-table widths x 4)
+            assert r["embedding_bytes"] == embedding_bytes(tests_data.schema, arch, 16, recipe.final_train.row_cap)
+            assert r["dropped_fields"] == [n for n in tests_data.schema.sparse_names if arch.table_width(n, 16) == 0]
+
+    def dominated(r):
+        return any(o is not r and o["val_logloss"] <= r["val_logloss"] and o["embedding_bytes"] <= r["embedding_bytes"]
+                   and (o["val_logloss"] < r["val_logloss"] or o["embedding_bytes"] < r["embedding_bytes"])
+                   for o in rows)
+
+    def repeat(i):  # the same point as an earlier model (LR at another width): only the first is listed
+        return any((o["val_logloss"], o["embedding_bytes"]) == (rows[i]["val_logloss"], rows[i]["embedding_bytes"])
+                   for o in rows[:i])
+
+    assert [r["on_front"] for r in rows] == [not dominated(r) and not repeat(i) for i, r in enumerate(rows)]
+    picks = sorted((r for r in rows if r["on_front"]), key=lambda r: r["pick"])
+    assert [r["pick"] for r in picks] == list(range(len(picks)))
+    assert [r["embedding_bytes"] for r in picks] == sorted(r["embedding_bytes"] for r in picks)
+    assert any(r["dropped_fields"] for r in rows if r["kind"] == "candidate")  # the widths were searched
+    assert (out / "plots" / "front.png").stat().st_size > 0
+    assert "## Front" in (out / "summary.md").read_text()
+
+
+def test_every_model_of_the_run_can_be_picked(run, tests_data, data_dir, tmp_path):
+    out, recipe, front = run
+    rows = front["models"]
+    # each front model, and (after marking it so) a candidate that is off the front, exports and scores the
+    # validation rows with the log loss the final stage recorded
+    cand = next(r for r in rows if r["kind"] == "candidate")
+    if not cand["on_front"]:
+        cand.update(on_front=True, pick=99)
+        (out / "front.json").write_text(json.dumps(front))
+    for r in [r for r in rows if r["on_front"]]:
+        folder = tmp_path / f"pick{r['pick']}"
+        card = api.export_pick(out, r["pick"], folder)
+        if r["kind"] == "candidate":
+            assert card["arch_key"] == r["arch_key"] and card["embedding_bytes"] == r["embedding_bytes"]
+        preds = tmp_path / f"p{r['pick']}.parquet"
+        api.predict(folder, data_dir, preds, split="val", progress=False)
+        t = pq.read_table(preds)
+        n = recipe.final.val_rows
+        p = np.asarray(t["probability"].to_pylist()[:n], dtype=np.float64)
+        y = np.asarray(t["label"].to_pylist()[:n], dtype=np.float64)
+        assert math.isclose(log_loss(y, p, labels=[0, 1]), r["val_logloss"], abs_tol=2e-5)
+
+
+def test_pick_errors_are_one_line(run, tmp_path):
+    out, _, front = run
+    with pytest.raises(CtrnasError, match="no model 77 on the front"):
+        api.export_pick(out, 77, tmp_path / "x")
+    with pytest.raises(CtrnasError, match="front.json"):
+        api.export_pick(tmp_path, 0, tmp_path / "y")
