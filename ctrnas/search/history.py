@@ -40,6 +40,7 @@ class HistoryRecord:
     parent_key: str = ""
     budget: int | None = None
     rung: int | None = None  # the rung of a multi-fidelity search (None: single fidelity)
+    embedding_bytes: float = math.nan  # its embedding tables' bytes, when the search counts them (issue 30)
 
     def same_as(self, other: "HistoryRecord") -> bool:
         """Equal in everything but timing (NaN equals NaN)."""
@@ -150,8 +151,8 @@ class History:
         term_names: list[str] = []
         for r in self.records:
             term_names += [t for t in r.terms if t not in term_names]
-        base = ["index", "generation", "key", "value", "params", "flops", "time_s", "seed", "cached", "parent_key",
-                "budget", "rung"]
+        base = ["index", "generation", "key", "value", "params", "flops", "embedding_bytes", "time_s", "seed", "cached",
+                "parent_key", "budget", "rung"]
         with open(path, "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(base + [f"term_{t}" for t in term_names] + ["arch", "meta", "note"])

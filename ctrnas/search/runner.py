@@ -192,6 +192,7 @@ def run_search(
     if scorer is None:
         scorer = Scorer(fitness, workers, execution=execution, **(scorer_options or {}))
     budget = budget if budget is not None else default_budget(fitness)
+    count_bytes = _bytes_counter(strategy)
     with (scorer if own else contextlib.nullcontext(scorer)), tqdm(  # Scorer.__enter__ returns itself
         total=strategy.total_evaluations, initial=len(history), disable=not progress, desc="search", unit="arch"
     ) as bar:
@@ -207,6 +208,7 @@ def run_search(
                         terms=dict(result.terms), meta=dict(result.meta), params=c.params, flops=c.flops,
                         time_s=seconds, seed=seed, cached=cached, parent_key=c.parent_key,
                         budget=spent.budget if isinstance(spent, Fidelity) else spent, rung=c.rung,
+                        embedding_bytes=count_bytes(c.arch),
                     )
                 )
             strategy.tell(candidates, [s[0] for s in scored])
@@ -218,6 +220,14 @@ def run_search(
                      "history": list(history), "cache": cache.state_dict()},
                 )
     return SearchResult(history, strategy.maximize, cache, getattr(strategy, "ranker", None))
+
+
+def _bytes_counter(strategy: Strategy) -> Callable[[Any], float]:
+    """The strategy's embedding-bytes count of an arch (its constraints' counter), NaN without one."""
+    cons = getattr(strategy, "constraints", None) or getattr(getattr(strategy, "evolution", None), "constraints", None)
+    if cons is None or not getattr(cons, "counts_bytes", False):
+        return lambda arch: math.nan
+    return cons.embedding_bytes  # type: ignore[no-any-return]
 
 
 def resumed_line(strategy: Strategy, evaluations: int, path: str | Path) -> str:
