@@ -25,7 +25,21 @@ def toy_data(rows: int = 87, batch: int = 15, seed: int = 0, cards=(50, 7, 30, 1
 
 
 def toy_model(schema, kind: str = "dlrm", seed: int = 0):
-    """A small model: a baseline by name, or 'supernet' (nasrec-small, run as its full supernet)."""
+    """A small model: a baseline by name, 'supernet' (nasrec-small, run as its full supernet), or 'mixed' (a
+    subnet with per-table widths: one field dropped, one narrowed)."""
+    if kind == "mixed":
+        import dataclasses
+
+        from ctrnas.supernet.export import export
+        from ctrnas.supernet.io import build_supernet
+
+        space = {"base": "ctrnas-small", "num_blocks": 2, "dense_dims": [8, 16], "sparse_tokens": [4],
+                 "table_dims": [0, 4, 8]}
+        net = build_supernet(schema, space, seed, emb_dim=8)
+        names = schema.sparse_names
+        arch = dataclasses.replace(net.space.sample(np.random.default_rng(seed)),
+                                   table_dims=tuple(sorted({names[1]: 0, names[2]: 4}.items())))
+        return export(net, arch, init="fresh", seed=seed)
     if kind == "supernet":
         from ctrnas.supernet.io import build_supernet
 

@@ -38,6 +38,9 @@ def arch_features(arch: Arch) -> dict[str, float]:
         add("blocks with dense-sparse merge", parts.merge)
     if first is not None:
         add(f"first dense op {first}")
+    if arch.table_dims:  # per-table widths (listed when they differ from the common width)
+        f["tables dropped"] = float(sum(w == 0 for _, w in arch.table_dims))
+        f["tables narrowed"] = float(sum(w > 0 for _, w in arch.table_dims))
     last = arch.blocks[-1]  # the head reads both outputs of the last block: always computed
     add(f"last block dense {last.dense_op}")
     f["last block dense width"] = float(last.dense_dim)

@@ -15,9 +15,10 @@ class CtrFeatures:
     """featurize(arch) -> {name: value} for `ctrnas.search.predictor.Predictor` (main process only)."""
 
     def __init__(self, recipe: Recipe, data: DataResult, supernet, proxies: tuple[str, ...]):
-        from ctrnas.pipeline.fitness.build import make_fitness, resource_counters
+        from ctrnas.pipeline.fitness.build import bytes_counter, make_fitness, resource_counters
 
         self.count_params, self.count_flops = resource_counters(recipe, data)
+        self.count_bytes = bytes_counter(recipe, data) if recipe.space.table_dims else None
         self.width, self.seed = recipe.train.embedding_dim, recipe.seed
         self.fitnesses = {}
         for name in proxies:
@@ -32,6 +33,8 @@ class CtrFeatures:
         out["params"] = self.count_params(arch)
         out["flops"] = self.count_flops(arch)
         out["embedding width"] = float(arch.emb_dim or self.width)
+        if self.count_bytes is not None:  # per-table widths: the tables' size is a feature of its own
+            out["embedding MB"] = self.count_bytes(arch) / 1e6
         # the supernet's tables have the run's width: a wider or narrower arch is scored at that width
         at_run_width = dataclasses.replace(arch, emb_dim=None)
         for name, fitness in self.fitnesses.items():
