@@ -85,3 +85,23 @@ def test_pick_errors_are_one_line(run, tmp_path):
         api.export_pick(out, 77, tmp_path / "x")
     with pytest.raises(CtrnasError, match="front.json"):
         api.export_pick(tmp_path, 0, tmp_path / "y")
+
+
+def test_front_top_takes_the_front_spread_then_fills(monkeypatch):
+    """Ranked best first with bytes 9, 9, 5, 7, 3, 1: the front is those with fewer bytes than every better one
+    (9, 5, 3, 1); k = 3 keeps both ends and one between (9, 3, 1); k = 6 fills with the others."""
+    from types import SimpleNamespace as NS
+
+    import ctrnas.pipeline.fitness.build as build
+    from ctrnas.pipeline.final.stage import front_top
+
+    sizes = [9, 9, 5, 7, 3, 1]
+    recs = [NS(arch={"i": i}, key=str(i)) for i in range(len(sizes))]
+    monkeypatch.setattr(build, "bytes_counter", lambda recipe, data: lambda arch: sizes[arch.i])
+    monkeypatch.setattr(Arch, "from_json", staticmethod(lambda d: NS(**d)))
+    search = NS(result=NS(top_k=lambda k: recs[:k]), history=recs)
+    keys = lambda out: [r.key for r in out]  # noqa: E731
+    assert keys(front_top(None, None, search, 4)) == ["0", "2", "4", "5"]
+    assert keys(front_top(None, None, search, 3)) == ["0", "4", "5"]  # positions 0, 1.5 -> 2, 3 of the front
+    assert keys(front_top(None, None, search, 6)) == ["0", "2", "4", "5", "1", "3"]
+    assert keys(front_top(None, None, search, 1)) == ["0"]
