@@ -1,0 +1,122 @@
+"""benchmarks/embedding.py in small: one baseline at two widths on a tiny kdd2012-sparse-noise, the search part
+on a hand-made front.json (the search itself stubbed), the report's goals and the throughput widths."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SETTINGS = "data.synthetic.settings={chunk_rows: 8192, calibration_rows: 8192, cardinality_cap: 2000}"
+
+
+def _bench():
+    from tests.helpers.bench_scripts import load_script
+
+    return load_script("embedding")
+
+
+def _model(label, test, nbytes, kind="candidate", on_front=True, dropped=()):
+    return {"label": label, "kind": kind, "arch_key": label, "val_logloss": test - 0.01, "test_logloss": test,
+            "embedding_bytes": nbytes, "dense_params": 1000, "dropped_fields": list(dropped), "on_front": on_front}
+
+
+# best baseline: test 0.1600, sd 0.0010, 4,000,000 bytes
+BEST = {"test": 0.1600, "sd": 0.0010, "embedding_bytes": 4_000_000}
+FRONT = {"models": [
+    _model("rank 0", 0.1605, 1_000_000, dropped=["N1", "N2"]),        # within 1 sd at exactly 0.25x: goal 1
+    _model("rank 1", 0.1575, 3_000_000, dropped=["N1"]),              # 0.0025 below (> 2 sd) at 0.75x: goal 2
+    _model("rank 2", 0.1590, 5_000_000, on_front=False),              # more bytes than the best: neither
+    _model("rank 3", 0.1570, 4_500_000, dropped=["N1", "AdID"]),      # better but over 1x bytes: not goal 2
+    _model("dlrm", 0.1500, 100, kind="baseline"),                     # a baseline never counts
+]}
+
+
+def test_goals_and_dropped_fields_on_a_hand_made_front(tmp_path):
+    bench = _bench()
+    path = tmp_path / "front.json"
+    path.write_text(json.dumps(FRONT))
+    models = bench.read_front(path)
+    g = bench.goals(models, BEST)
+    assert g["small"]["label"] == "rank 0" and g["better"]["label"] == "rank 1"
+    # a tighter baseline: nothing within its sd at a quarter of its bytes, nothing 2 sd below it
+    g = bench.goals(models, {**BEST, "test": 0.1580, "sd": 0.0005})
+    assert g["small"] is None and g["better"] is None
+    d = bench.dropped_vs_noise(models, ["N1", "N2", "N3"])
+    assert d["always"] == ["N1"] and d["any"] == ["AdID", "N1", "N2"]
+    assert (d["always_noise"], d["any_noise"], d["noise"]) == (1, 2, 3) and d["signal_dropped"] == ["AdID"]
+    path.write_text(json.dumps({"models": [{"label": "x"}]}))
+    with pytest.raises(SystemExit, match="models\\[0\\] has no kind"):
+        bench.read_front(path)
+
+
+def test_same_bytes_widths_match_the_uniform_bytes():
+    bench = _bench()
+    rows = [100, 10, 10, 5, 5]
+    widths = bench.same_bytes_widths(rows, 16)
+    assert widths == [16, 32, 8, 8, 8]  # by hand: 100 -> 16 (32 would overshoot), 10 -> 32, the rest 8
+    assert sum(r * w for r, w in zip(rows, widths)) == 16 * sum(rows)
+    assert bench.rss_widths(["a", "b", "c"], [100_000, 10_000, 9_999]) == {"a": 4, "b": 8, "c": 16}
+
+
+def test_embedding_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch):
+    bench = _bench()
+    out, section = tmp_path / "out", tmp_path / "s.md"
+    argv = ["--rows", "20000", "--profiles", "kdd2012-sparse-noise", "--baselines", "dlrm", "--widths", "8,16",
+            "--seeds", "1", "--out", str(out), "--suite-out", str(tmp_path / "no-suite"), "--section", str(section),
+            "--recipe", "recipes/synthetic.yaml", "--set", SETTINGS]
+    assert bench.main([*argv, "--parts", "baselines"]) == 0
+    cache = json.loads((out / "kdd2012-sparse-noise-baselines.json").read_text())
+    assert sorted((r["model"], r["width"]) for r in cache.values()) == [("dlrm", 8), ("dlrm", 16)]
+    by_width = {r["width"]: r for r in cache.values()}
+    # the tables' bytes: 4 bytes x width x the rows of every table (DLRM has one table per field)
+    meta = json.loads((out / "data" / "kdd2012-sparse-noise" / "meta.json").read_text())
+    rows = sum(f["cardinality"] for f in meta["schema"]["sparse"])
+    assert by_width[8]["embedding_bytes"] == 4 * 8 * rows and by_width[16]["embedding_bytes"] == 4 * 16 * rows
+    text = section.read_text()
+    assert "| **dlrm** |" in text or "| dlrm |" in text
+    assert "N20" in text  # the profile's noise fields are named
+    assert "Search: not run" in text
+
+    # the search part on a stubbed run that leaves a hand-made front.json where the recipe's run folder is
+    from ctrnas import api
+
+    seen = []
+
+    def fake_run(recipe, **kw):
+        seen.append(recipe)
+        folder = recipe.output_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        b = min(cache.values(), key=lambda r: r["test"])  # the best baseline (one seed: sd 0)
+        front = {"models": [_model("rank 0", b["test"], b["embedding_bytes"] // 8, dropped=["N1", "N2"]),
+                            _model("rank 1", b["test"] - 0.05, b["embedding_bytes"] // 2, dropped=["N1"])]}
+        (folder / "front.json").write_text(json.dumps(front))
+
+    monkeypatch.setattr(api, "run", fake_run)
+    assert bench.main([*argv, "--parts", "search"]) == 0
+    assert [r.seed for r in seen] == [0] and seen[0].final.baselines == ()
+    assert seen[0].data_dir == out / "data" / "kdd2012-sparse-noise"
+    text = section.read_text()
+    assert "goal 1" in text and "**met** by rank 0" in text and "**met** by rank 1" in text
+    noise = meta["click_model"]["noise_fields"]
+    assert "N1" in noise and "N2" in noise and f"2 of the {len(noise)} noise fields" in text
+    assert (out / "front.png").stat().st_size > 1000
+
+    import ctrnas.train.run
+
+    def no_training(*a, **k):
+        raise AssertionError("a cached training ran again")
+
+    monkeypatch.setattr(ctrnas.train.run, "train_and_test", no_training)
+    monkeypatch.setattr(api, "run", no_training)
+    assert bench.main([*argv, "--parts", "baselines,search"]) == 0  # resumed: everything from the cache
+    assert section.read_text() == text
+
+
+def test_embedding_rejects_unknown_parts_and_profiles(tmp_path, capsys):
+    bench = _bench()
+    for flag, value in (("--parts", "speed"), ("--profiles", "criteo,cubic"), ("--baselines", "xgboost")):
+        with pytest.raises(SystemExit):
+            bench.main([flag, value, "--out", str(tmp_path), "--report-only"])
+        err = capsys.readouterr().err
+        assert "unknown" in err and value.split(",")[-1] in err
