@@ -217,11 +217,15 @@ def throughput(args) -> dict:
 
     variants = {  # label -> (common width, arch)
         "uniform 16": (16, base),
+        "uniform 16, a second copy (noise control)": (16, base),
         "mixed 8/16/32, same bytes (common 32)": (32, dataclasses.replace(base, table_dims=tables(mixed, 32))),
         "uniform 32": (32, base),
-        "mixed 4/8/16 (common 16)": (16, dataclasses.replace(base, table_dims=tables(rss_widths(names, rows), 16))),
+        "tables of 16 padded to 32 (common 32)": (32, dataclasses.replace(base, table_dims=tables([16] * len(names),
+                                                                                                   32))),
+        "mixed 4/8/16 (common 16)": (16, dataclasses.replace(base, table_dims=tables(list(rss_widths(names, rows).values()), 16))),
     }
-    batches = list(dataset_batches(folder, "train", 512, shuffle=True, seed=0, limit=512 * (args.steps + 5)))
+    batches = list(dataset_batches(folder, "train", 512, shuffle=True, seed=0,
+                                   limit=512 * (args.steps + 5)).batches())
     models = {}
     for label, (dim, arch) in variants.items():
         space = {**space_cfg, "table_dims": [w for w in space_cfg["table_dims"] if w <= dim]}
@@ -287,7 +291,8 @@ val, test, seconds, trainer = train_as_final(model, recipe, data)
 hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
 print(json.dumps({"table_rows": sum(f["cardinality"] for f in meta["schema"]["sparse"]), "peak_rss_mib":
                   round(hwm / 1024), "estimate_mib": round(estimate / 2**20), "steps": trainer.step,
-                  "embedding_bytes": model.stem.embedding_bytes(), "test_logloss": test["logloss"],
+                  "embedding_bytes": model.stem.embedding_bytes(), "estimate_table_bytes": 4 * size_.table_params,
+                  "test_logloss": test["logloss"],
                   "widths": dict(zip(model.stem.names, model.stem.widths))}))
 """
 
@@ -498,6 +503,23 @@ def _report_throughput(args) -> list[str]:
                      f"{1000 * statistics.median(x['stem_seconds']) / r['steps']:.2f} |")
     mixed = next(x for k, x in v.items() if "same bytes" in k)
     widths = sorted(mixed["widths"].values())
+
+    def ratio(label):
+        if label not in v:
+            return None
+        rs = sorted(a / b for a, b in zip(ref, v[label]["seconds"]))
+        return statistics.median(rs), rs[0], rs[-1]
+
+    same = ratio(next(k for k in v if "same bytes" in k))
+    control = ratio(next((k for k in v if "noise control" in k), ""))
+    if same and control:
+        met = same[0] >= control[1]  # the median is within the spread of uniform 16 against its own copy
+        lines += ["", f"Goal (mixed widths no slower per example than the uniform width of the same bytes): "
+                  f"mixed/uniform examples/s {same[0]:.3f} (range {same[1]:.3f}-{same[2]:.3f} over the "
+                  f"{len(ref)} repetitions), the uniform model against its own copy {control[0]:.3f} "
+                  f"({control[1]:.3f}-{control[2]:.3f}) -> **{'met' if met else 'not met'}** "
+                  f"({'within' if met else 'below'} the noise of the copy)."]
+    widths = sorted(mixed["widths"].values())
     lines += ["", f"Mixed widths of the same bytes: {widths.count(8)} tables at 8, {widths.count(16)} at 16, "
               f"{widths.count(32)} at 32 (`same_bytes_widths`: the largest tables widened first). "
               f"1-minute load average {r['load'][0]:.1f} at the end.", ""]
@@ -533,6 +555,8 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
     if data is not None:
         lines += [f"Signal fields (the generator's click model reads them): {', '.join(signal) or '-'}; noise "
                   f"fields ({len(noise)}): {', '.join(noise) or 'none'}.", ""]
+    if not table:
+        return lines + ["Baselines: not trained yet (`--parts baselines`).", ""]
     seeds = list(range(args.seeds))
     lines += [f"| model | width | test, seed {' / '.join(map(str, seeds))} | test mean | sd | val mean | table MiB |",
               "|---|---|---|---|---|---|---|"]
@@ -632,8 +656,8 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
     ap.add_argument("--tp-rows", type=int, default=50_000, help="rows of the throughput part's Criteo-shaped data")
-    ap.add_argument("--steps", type=int, default=40, help="timed training steps per variant and repetition")
-    ap.add_argument("--reps", type=int, default=6, help="repetitions of the alternated throughput timing")
+    ap.add_argument("--steps", type=int, default=50, help="timed training steps per variant and repetition")
+    ap.add_argument("--reps", type=int, default=10, help="repetitions of the alternated throughput timing")
     ap.add_argument("--rss-rows", type=int, default=1_000_000, help="rows of the peak-RSS part")
     ap.add_argument("--buckets", type=int, default=1_000_000, help="hash buckets per field of the RSS part")
     ap.add_argument("--train-rows", type=int, default=8192, help="training rows of the peak-RSS trainings")

@@ -120,3 +120,21 @@ def test_embedding_rejects_unknown_parts_and_profiles(tmp_path, capsys):
             bench.main([flag, value, "--out", str(tmp_path), "--report-only"])
         err = capsys.readouterr().err
         assert "unknown" in err and value.split(",")[-1] in err
+
+
+def test_throughput_variants_have_the_bytes_they_claim(tmp_path):
+    bench = _bench()
+    section = tmp_path / "s.md"
+    assert bench.main(["--parts", "throughput", "--tp-rows", "3000", "--steps", "2", "--reps", "2",
+                       "--out", str(tmp_path), "--section", str(section)]) == 0
+    r = json.loads((tmp_path / "throughput.json").read_text())
+    v = r["variants"]
+    uniform = v["uniform 16"]["embedding_bytes"]
+    meta = json.loads((tmp_path / "data" / "criteo-3000" / "meta.json").read_text())
+    assert uniform == 4 * 16 * sum(f["cardinality"] for f in meta["schema"]["sparse"])
+    same = next(x for k, x in v.items() if "same bytes" in k)
+    assert 0.95 * uniform <= same["embedding_bytes"] <= uniform and {8, 32} <= set(same["widths"].values())
+    assert v["tables of 16 padded to 32 (common 32)"]["embedding_bytes"] == uniform
+    assert v["uniform 32"]["embedding_bytes"] == 2 * uniform
+    assert all(len(x["seconds"]) == 2 and len(x["stem_seconds"]) == 2 for x in v.values())
+    assert "mixed/uniform examples/s" in section.read_text()
