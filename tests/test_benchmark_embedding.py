@@ -29,6 +29,7 @@ FRONT = {"models": [
     _model("rank 2", 0.1590, 5_000_000, on_front=False),              # more bytes than the best: neither
     _model("rank 3", 0.1570, 4_500_000, dropped=["N1", "AdID"]),      # better but over 1x bytes: not goal 2
     _model("dlrm", 0.1500, 100, kind="baseline"),                     # a baseline never counts
+    {**_model("rank 4", 0.15, 100, on_front=False), "test_logloss": None, "embedding_bytes": None},  # failed
 ]}
 
 
@@ -138,3 +139,40 @@ def test_throughput_variants_have_the_bytes_they_claim(tmp_path):
     assert v["uniform 32"]["embedding_bytes"] == 2 * uniform
     assert all(len(x["seconds"]) == 2 and len(x["stem_seconds"]) == 2 for x in v.values())
     assert "mixed/uniform examples/s" in section.read_text()
+
+
+def test_report_from_hand_made_caches_names_the_best_and_the_cheapest_equal_baseline(tmp_path):
+    bench = _bench()
+    out = tmp_path / "out"
+    runs = {}  # dcnv2 at 16 is best by 0.00005, dcnv2 at 8 is within its sd at half the bytes
+
+    def put(model, width, tests, nbytes):
+        for seed, t in enumerate(tests):
+            runs[f"baseline:{model}@{seed}:w{width}"] = {"model": model, "seed": seed, "width": width, "test": t,
+                                                        "val": t - 0.01, "embedding_bytes": nbytes}
+
+    put("dcnv2", 8, [0.1590, 0.1597], 8_000_000)
+    put("dcnv2", 16, [0.1590, 0.1596], 16_000_000)
+    put("dlrm", 16, [0.1600, 0.1610], 16_000_000)
+    bench._results.save(out, "kdd2012-sparse-noise-baselines", runs)
+    key = f"search@0:{bench.suite._key([100000, [], bench.RECIPE, 'kdd2012-sparse-noise'])}"
+    models = [_model("rank 0", 0.1596, 3_000_000), _model("rank 1", 0.1597, 1_900_000)]
+    bench._results.save(out, "kdd2012-sparse-noise-search", {key: {"seed": 0, "models": models}})
+    section = tmp_path / "s.md"
+    assert bench.main(["--rows", "100000", "--profiles", "kdd2012-sparse-noise", "--baselines", "dcnv2,dlrm",
+                       "--out", str(out), "--section", str(section), "--report-only"]) == 0
+    text = section.read_text()
+    assert "| **dcnv2** | 16 | 0.1590 / 0.1596 | **0.1593** | 0.0004 |" in text
+    assert "Stricter byte reference: dcnv2 at width 8" in text
+    # goal 1 against 16 MB: rank 0 (0.19x, 0.1596 <= 0.1593 + 0.0004); against 8 MB only rank 1 (0.24x) fits
+    assert "goal 1 (within one sd, 0.1597, at <= 0.25x bytes): **met** by rank 0 (0.1596, 0.19x)" in text
+    assert "goal 1, cheapest: **met** by rank 1 (0.24x)" in text
+    assert "goal 2 (below 0.1585 at <= 1x bytes): not met" in text
+
+
+def test_throughput_verdict_is_two_noise_units_below_the_copy():
+    bench = _bench()
+    control = [0.98, 1.0, 1.0, 1.02, 1.04]  # median 1.0, absolute deviations 0.02 0 0 0.02 0.04: MAD 0.02
+    assert bench.throughput_verdict([0.97, 0.96, 0.99], control) == (True, pytest.approx(0.02))
+    assert bench.throughput_verdict([0.95, 0.959, 0.90], control)[0] is False  # 0.95 < 1.0 - 0.04
+    assert bench.ratios([2.0, 1.0], [4.0, 1.0]) == [0.5, 1.0]
