@@ -723,8 +723,18 @@ def main(argv=None) -> int:
                 run_search(args, profile)
     text = report(args)
     print(text)
-    _results._atomic_write(Path(args.section or HERE / "sections/embedding.md"), text)
+    section = Path(args.section or HERE / "sections/embedding.md")
+    _results._atomic_write(section, with_notes(text, section))
     return 0
+
+
+NOTES = "<!-- hand-written notes below: benchmarks/embedding.py keeps them when it rewrites the section -->"
+
+
+def with_notes(text: str, section: Path) -> str:
+    """`text`, then the hand-written notes of the section file as it was (from the NOTES line on), if any."""
+    old = section.read_text() if section.exists() else ""
+    return text if NOTES not in old else text.rstrip("\n") + "\n\n" + old[old.index(NOTES):]
 
 
 if __name__ == "__main__":

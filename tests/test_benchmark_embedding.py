@@ -168,6 +168,11 @@ def test_report_from_hand_made_caches_names_the_best_and_the_cheapest_equal_base
     assert "goal 1 (within one sd, 0.1597, at <= 0.25x bytes): **met** by rank 0 (0.1596, 0.19x)" in text
     assert "goal 1, cheapest: **met** by rank 1 (0.24x)" in text
     assert "goal 2 (below 0.1585 at <= 1x bytes): not met" in text
+    # hand-written notes after the marker survive a rewrite; the generated part is rebuilt
+    section.write_text(text.replace("Stricter", "STALE") + "\n" + bench.NOTES + "\nWhy: the common width.\n")
+    assert bench.main(["--rows", "100000", "--profiles", "kdd2012-sparse-noise", "--baselines", "dcnv2,dlrm",
+                       "--out", str(out), "--section", str(section), "--report-only"]) == 0
+    assert section.read_text() == text.rstrip("\n") + "\n\n" + bench.NOTES + "\nWhy: the common width.\n"
 
 
 def test_throughput_verdict_is_two_noise_units_below_the_copy():
