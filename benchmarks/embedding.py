@@ -551,9 +551,11 @@ def _report_rss(args) -> list[str]:
              f"all val and test rows; the space has `table_dims: [0, 4, 8, 16]`, common width 16). Mixed widths: "
              f"`rss_widths` (tables of >= 100k rows at 4, >= 10k at 8, the rest at 16), in place of a searched "
              f"arch until the search has run.", "",
-             "| arch | embedding rows | table MiB | peak RSS | estimate | test log loss |", "|---|---|---|---|---|---|"]
+             "| arch | embedding rows | table MiB | the stage's table estimate, MiB | peak RSS | estimate | "
+             "test log loss |", "|---|---|---|---|---|---|---|"]
     for label, x in r["runs"].items():
-        lines.append(f"| {label} | {x['table_rows']:,} | {_mib(x['embedding_bytes'])} | {x['peak_rss_mib']:,} MiB | "
+        lines.append(f"| {label} | {x['table_rows']:,} | {_mib(x['embedding_bytes'])} | "
+                     f"{_mib(x.get('estimate_table_bytes'))} | {x['peak_rss_mib']:,} MiB | "
                      f"{x['estimate_mib']:,} MiB | {_f(x['test_logloss'], 5)} |")
     lines += ["", f"1-minute load average {r['load'][0]:.1f} at the end.", ""]
     return lines
@@ -651,10 +653,18 @@ def report(args) -> str:
     if plot(args, fronts, tables, args.plot):
         lines += [f"Plot (test log loss against table MiB, baselines as squares): `{_rel(args.plot)}`.", ""]
     extra = "".join(f" --set {x}" for x in args.set)
-    lines += [f"Commands (OMP_NUM_THREADS=1, nice): `benchmarks/embedding.py --rows {args.rows} --seeds {args.seeds} "
-              f"--profiles {','.join(args.profiles)} --parts baselines --suite-out <suite.py's --out>{extra}`, "
-              "`--parts throughput`, `--parts rss`, then `--parts search` once the recipe exists; "
-              "`--report-only` rebuilds this section.", ""]
+    run = "OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/embedding.py"
+    cmds = [f"`{run} --rows {args.rows} --seeds {args.seeds} --profiles {','.join(args.profiles)} --parts baselines "
+            f"--suite-out <suite.py's --out at these rows>{extra}`"]
+    if tp := _results.load(args.out, "throughput"):
+        cmds.append(f"`{run} --rows {args.rows} --parts throughput --tp-rows {tp['rows']} --steps {tp['steps']} --reps {tp['reps']}`")
+    if rs := _results.load(args.out, "rss"):
+        cmds.append(f"`{run} --rows {args.rows} --parts rss --rss-rows {rs['rows']} --buckets {rs['buckets']} "
+                    f"--train-rows {rs['train_rows']}`")
+    cmds.append(f"`{run} --rows {args.rows} --seeds {args.seeds} --parts search --recipe {args.recipe}{extra}`"
+                + ("" if any(fronts.values()) else " (not run yet)"))
+    lines += ["Commands: " + "; ".join(cmds) + ". `--report-only` rebuilds this section from the caches under "
+              f"`{_rel(args.out)}`.", ""]
     return "\n".join(lines)
 
 
