@@ -359,7 +359,7 @@ def search_recipe(args, profile: str, seed: int):
         "data.synthetic=null",  # the folder of _data, used as it is
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
         f"final.workers={args.workers}", f"search.workers={args.workers}",
-        *[x for x in args.set if not x.startswith("data.synthetic")]])
+        *[x for x in args.set if not x.startswith("data.synthetic")], *args.search_set])
 
 
 def read_front(path: Path) -> list[dict]:
@@ -381,7 +381,7 @@ def run_search(args, profile: str) -> None:
 
     cache = Cache(args, f"{profile}-search")
     for seed in range(args.seeds):
-        key = f"search@{seed}:{suite._key([args.rows, args.set, args.recipe, profile])}"
+        key = f"search@{seed}:{suite._key([args.rows, args.set, args.search_set, args.recipe, profile])}"
         if cache.get(key):
             continue
         recipe = search_recipe(args, profile, seed)
@@ -396,7 +396,7 @@ def run_search(args, profile: str) -> None:
 def searches(args, profile: str) -> list[dict]:
     """The cached search results of this profile (one per search seed, at these rows and settings)."""
     cache = Cache(args, f"{profile}-search")
-    tail = suite._key([args.rows, args.set, args.recipe, profile])
+    tail = suite._key([args.rows, args.set, args.search_set, args.recipe, profile])
     return sorted((r for k, r in cache.data.items() if k.endswith(tail) and r["seed"] < args.seeds),
                   key=lambda r: r["seed"])
 
@@ -572,7 +572,13 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
         lines += [f"Signal fields (the generator's click model reads them): {', '.join(signal) or '-'}; noise "
                   f"fields ({len(noise)}): {', '.join(noise) or 'none'}.", ""]
     if not table:
-        return lines + ["Baselines: not trained yet (`--parts baselines`).", ""]
+        lines += ["Baselines: not trained yet (`--parts baselines`): no goal can be judged.", ""]
+        for r in runs:
+            lines += [f"Search seed {r['seed']}, the front: " + "; ".join(
+                f"{m['label']} {_f(m['test_logloss'])} test at {_mib(m['embedding_bytes'])} MiB"
+                for m in sorted(r["models"], key=lambda m: m["embedding_bytes"] or 0)
+                if m["kind"] == "candidate" and m["on_front"] and m["embedding_bytes"] is not None) + ".", ""]
+        return lines
     seeds = list(range(args.seeds))
     lines += [f"| model | width | test, seed {' / '.join(map(str, seeds))} | test mean | sd | val mean | table MiB |",
               "|---|---|---|---|---|---|---|"]
@@ -661,6 +667,7 @@ def report(args) -> str:
     if rs := _results.load(args.out, "rss"):
         cmds.append(f"`{run} --rows {args.rows} --parts rss --rss-rows {rs['rows']} --buckets {rs['buckets']} "
                     f"--train-rows {rs['train_rows']}`")
+    extra += "".join(f" --search-set {x}" for x in args.search_set)
     cmds.append(f"`{run} --rows {args.rows} --seeds {args.seeds} --parts search --recipe {args.recipe}{extra}`"
                 + ("" if any(fronts.values()) else " (not run yet)"))
     lines += ["Commands: " + "; ".join(cmds) + ". `--report-only` rebuilds this section from the caches under "
@@ -688,7 +695,10 @@ def main(argv=None) -> int:
                     help="which of the profiles' strong baselines to train (default: all)")
     ap.add_argument("--seeds", type=int, default=2, help="training seeds (baselines) and search seeds")
     ap.add_argument("--recipe", default=RECIPE, help="the search's recipe (part search)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra recipe overrides, of the baselines' recipe and the search's (data settings)")
+    ap.add_argument("--search-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra overrides of the search's recipe alone")
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
     ap.add_argument("--tp-rows", type=int, default=50_000, help="rows of the throughput part's Criteo-shaped data")
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per variant and repetition")

@@ -94,8 +94,8 @@ def test_embedding_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch
         (folder / "front.json").write_text(json.dumps(front))
 
     monkeypatch.setattr(api, "run", fake_run)
-    assert bench.main([*argv, "--parts", "search"]) == 0
-    assert [r.seed for r in seen] == [0] and seen[0].final.baselines == ()
+    assert bench.main([*argv, "--parts", "search", "--search-set", "search.top_k=2"]) == 0
+    assert [r.seed for r in seen] == [0] and seen[0].final.baselines == () and seen[0].search.top_k == 2
     assert seen[0].data_dir == out / "data" / "kdd2012-sparse-noise"
     text = section.read_text()
     assert "goal 1" in text and "**met** by rank 0" in text and "**met** by rank 1" in text
@@ -110,7 +110,8 @@ def test_embedding_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch
 
     monkeypatch.setattr(ctrnas.train.run, "train_and_test", no_training)
     monkeypatch.setattr(api, "run", no_training)
-    assert bench.main([*argv, "--parts", "baselines,search"]) == 0  # resumed: everything from the cache
+    # resumed: everything from the cache
+    assert bench.main([*argv, "--parts", "baselines,search", "--search-set", "search.top_k=2"]) == 0
     assert section.read_text() == text
 
 
@@ -155,7 +156,7 @@ def test_report_from_hand_made_caches_names_the_best_and_the_cheapest_equal_base
     put("dcnv2", 16, [0.1590, 0.1596], 16_000_000)
     put("dlrm", 16, [0.1600, 0.1610], 16_000_000)
     bench._results.save(out, "kdd2012-sparse-noise-baselines", runs)
-    key = f"search@0:{bench.suite._key([100000, [], bench.RECIPE, 'kdd2012-sparse-noise'])}"
+    key = f"search@0:{bench.suite._key([100000, [], [], bench.RECIPE, 'kdd2012-sparse-noise'])}"
     models = [_model("rank 0", 0.1596, 3_000_000), _model("rank 1", 0.1597, 1_900_000)]
     bench._results.save(out, "kdd2012-sparse-noise-search", {key: {"seed": 0, "models": models}})
     section = tmp_path / "s.md"
