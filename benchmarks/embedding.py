@@ -605,7 +605,7 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
             drop = m.get("dropped_fields") or []
             lines.append(f"| {r['seed']} | {m['label']} | yes | {_f(m['test_logloss'])} | {_f(m['val_logloss'])} | "
                          f"{_mib(m['embedding_bytes'])} | {m['embedding_bytes'] / b['embedding_bytes']:.2f} | "
-                         f"{len(drop)}{': ' + ', '.join(drop) if drop else ''} |")
+                         f"{f'{len(drop)}: ' + ', '.join(drop) if drop else '-'} |")
     lines.append("")
     # a stricter byte reference: the fewest bytes among the baselines within one sd of the best
     (cname, cwidth), c = min(((k, v) for k, v in table.items() if v["test"] <= b["test"] + (b["sd"] or 0.0)),
@@ -629,8 +629,10 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
             + f"; goal 2 (below {_f(b['test'] - 2 * g['sd'])} at <= 1x bytes): "
             + (f"**met** by {better['label']} ({_f(better['test_logloss'])}, "
                f"{better['embedding_bytes'] / b['embedding_bytes']:.2f}x)" if better else "not met")
-            + f"; fields dropped by every front model: {len(d['always'])} ({d['always_noise']} noise), by any: "
-            f"{len(d['any'])} ({d['any_noise']} of the {d['noise']} noise fields)"
+            + (f"; fields dropped by every front model: {len(d['always'])} ({d['always_noise']} noise), by any: "
+               f"{len(d['any'])} ({d['any_noise']} of the {d['noise']} noise fields)" if d["noise"] else
+               f"; fields dropped by every front model: {len(d['always'])}, by any: {len(d['any'])} (the profile "
+               "has no noise field)")
             + (f"; signal fields dropped: {', '.join(d['signal_dropped'])}" if d["signal_dropped"] else "") + ".")
     lines.append("")
     return lines
@@ -657,7 +659,9 @@ def report(args) -> str:
     for profile in args.profiles:
         lines += _report_profile(args, profile, tables[profile], fronts[profile])
     if plot(args, fronts, tables, args.plot):
-        lines += [f"Plot (test log loss against table MiB, baselines as squares): `{_rel(args.plot)}`.", ""]
+        lines += [f"Plot (test log loss against table MiB; baselines as squares with their seed sd, each search "
+                  f"seed's candidates as dots, its front, chosen on validation, joined by a line): "
+                  f"`{_rel(args.plot)}`.", ""]
     extra = "".join(f" --set {x}" for x in args.set)
     run = "OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/embedding.py"
     cmds = [f"`{run} --rows {args.rows} --seeds {args.seeds} --profiles {','.join(args.profiles)} --parts baselines "
