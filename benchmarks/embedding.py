@@ -535,7 +535,8 @@ def _report_throughput(args) -> list[str]:
                   f"at most 2 noise units below the copy's)."]
     widths = sorted(v[same_label]["widths"].values())
     lines += ["", f"Mixed widths of the same bytes: {widths.count(8)} tables at 8, {widths.count(16)} at 16, "
-              f"{widths.count(32)} at 32 (`same_bytes_widths`: the largest tables widened first). "
+              f"{widths.count(32)} at 32 (`same_bytes_widths`: the largest tables widened first), "
+              f"{v[same_label]['embedding_bytes']:,} table bytes against {ref['embedding_bytes']:,} at uniform 16. "
               f"1-minute load average {r['load'][0]:.1f} at the end.", ""]
     return lines
 
