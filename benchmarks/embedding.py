@@ -221,7 +221,8 @@ def throughput(args) -> dict:
         "uniform 32": (32, base),
         "tables of 16 padded to 32 (common 32)": (32, dataclasses.replace(base, table_dims=tables([16] * len(names),
                                                                                                    32))),
-        "mixed 4/8/16 (common 16)": (16, dataclasses.replace(base, table_dims=tables(list(rss_widths(names, rows).values()), 16))),
+        "mixed 4/8/16 (common 16)": (16, dataclasses.replace(
+            base, table_dims=tables(list(rss_widths(names, rows).values()), 16))),
     }
     batches = list(dataset_batches(folder, "train", 512, shuffle=True, seed=0,
                                    limit=512 * (args.steps + 5)).batches())
@@ -596,7 +597,8 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
         return lines
     (bname, bwidth), b = best
     lines += [f"Search (`{args.recipe}`), front models per search seed (x bytes = table bytes / the best "
-              f"baseline's, {bname} at width {bwidth}: {_f(b['test'])} test, sd {_f(b['sd'])}, {_mib(b['embedding_bytes'])} "
+              f"baseline's, {bname} at width {bwidth}: {_f(b['test'])} test, sd {_f(b['sd'])}, "
+              f"{_mib(b['embedding_bytes'])} "
               "MiB):", "", "| seed | model | on front | test | val | table MiB | x bytes | dropped fields |",
               "|---|---|---|---|---|---|---|---|"]
     for r in runs:
@@ -668,7 +670,8 @@ def report(args) -> str:
     cmds = [f"`{run} --rows {args.rows} --seeds {args.seeds} --profiles {','.join(args.profiles)} --parts baselines "
             f"--suite-out <suite.py's --out at these rows>{extra}`"]
     if tp := _results.load(args.out, "throughput"):
-        cmds.append(f"`{run} --rows {args.rows} --parts throughput --tp-rows {tp['rows']} --steps {tp['steps']} --reps {tp['reps']}`")
+        cmds.append(f"`{run} --rows {args.rows} --parts throughput --tp-rows {tp['rows']} --steps {tp['steps']} "
+                    f"--reps {tp['reps']}`")
     if rs := _results.load(args.out, "rss"):
         cmds.append(f"`{run} --rows {args.rows} --parts rss --rss-rows {rs['rows']} --buckets {rs['buckets']} "
                     f"--train-rows {rs['train_rows']}`")
