@@ -53,6 +53,7 @@ PROFILES = {
 }
 WIDTHS = (8, 16, 32)
 PARTS = ("baselines", "throughput", "rss", "search")
+TP_ARCHS = ("dlrm-like", "dcnv2-like")  # shipped archs (ctrnas/space/archs) the throughput part can time
 RECIPE = "recipes/embedding.yaml"
 SUITE_RECIPE = "recipes/synthetic.yaml"
 
@@ -208,7 +209,7 @@ def throughput(args) -> dict:
     rows = list(schema.cardinalities)
     mixed = same_bytes_widths(rows, 16)
     names = list(schema.sparse_names)
-    base = baseline_arch("dlrm-like")
+    base = baseline_arch(args.tp_arch)
     space_cfg = {"base": "ctrnas-small", "table_dims": [0, 4, 8, 16, 32]}
 
     def tables(widths, common):
@@ -258,7 +259,7 @@ def throughput(args) -> dict:
                 stem.zero_grad(set_to_none=True)
             stem_times[label].append(time.process_time() - c0)
         print(f"rep {rep}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in variants), flush=True)
-    return {"rows": args.tp_rows, "steps": args.steps, "batch": 512, "reps": args.reps,
+    return {"arch": args.tp_arch, "rows": args.tp_rows, "steps": args.steps, "batch": 512, "reps": args.reps,
             "variants": {label: {k: v for k, v in m.items() if k != "trainer"} | {"seconds": times[label],
                                                                                    "cpu_seconds": cpu[label],
                                                                                    "stem_seconds": stem_times[label]}
@@ -500,23 +501,42 @@ def throughput_verdict(same: list[float], control: list[float]) -> tuple[bool, f
     return statistics.median(same) >= mid - 2 * noise, noise
 
 
-def _report_throughput(args) -> list[str]:
-    r = _results.load(args.out, "throughput")
-    if not r:
+def throughput_name(arch: str) -> str:
+    """The cache file of the throughput part for `arch` (dlrm-like: the first measured, `throughput`)."""
+    return "throughput" if arch == "dlrm-like" else f"throughput-{arch}"
+
+
+def _report_throughputs(args) -> list[str]:
+    found = [a for a in TP_ARCHS if _results.load(args.out, throughput_name(a))]
+    if not found:
         return ["Throughput: not measured yet (`--parts throughput`).", ""]
+    lines = []
+    for i, arch in enumerate(found):
+        lines += _report_throughput(args, arch, first=i == 0)
+    return lines
+
+
+def _report_throughput(args, arch: str, first: bool) -> list[str]:
+    r = _results.load(args.out, throughput_name(arch))
     v = r["variants"]
     ref = v["uniform 16"]
     clock = "cpu_seconds" if "cpu_seconds" in ref else "seconds"
-    lines = [f"**Throughput.** The dlrm-like arch (`ctrnas/space/archs/dlrm-like.json`) exported from a "
-             f"`ctrnas-small` supernet with `table_dims` choices, on {r['rows']:,} rows of the synthetic Criteo "
-             f"profile (26 tables); {r['steps']} training steps of batch {r['batch']} through the project's "
-             f"`Trainer.train_step` (Adagrad, sparse embedding updates, one torch thread), the variants "
-             f"alternated {r['reps']} times (the order rotated by one each time, so none runs twice in a row). "
-             f"Ratio = examples/s of the variant / examples/s of uniform 16 in the same repetition, median "
-             f"[min, max], from CPU seconds (process time) and from wall seconds. Stem = the embedding stem alone "
-             f"(lookup, zero-padding, stack), forward and backward, CPU ms per step of 512.", "",
-             "| variant | common width | table MiB | examples/s (CPU, median) | ratio, CPU | ratio, wall | "
-             "stem ms/step |", "|---|---|---|---|---|---|---|"]
+    if not first:
+        lines = [f"**The same with the {arch} arch** (`ctrnas/space/archs/{arch}.json`), {r['steps']} steps, "
+                 f"{r['reps']} repetitions:", "",
+                 "| variant | common width | table MiB | examples/s (CPU, median) | ratio, CPU | ratio, wall | "
+                 "stem ms/step |", "|---|---|---|---|---|---|---|"]
+    else:
+        lines = [f"**Throughput.** The {arch} arch (`ctrnas/space/archs/{arch}.json`) exported from a "
+                 f"`ctrnas-small` supernet with `table_dims` choices, on {r['rows']:,} rows of the synthetic Criteo "
+                 f"profile (26 tables); {r['steps']} training steps of batch {r['batch']} through the project's "
+                 f"`Trainer.train_step` (Adagrad, sparse embedding updates, one torch thread), the variants "
+                 f"alternated {r['reps']} times (the order rotated by one each time, so none runs twice in a row). "
+                 f"Ratio = examples/s of the variant / examples/s of uniform 16 in the same repetition, median "
+                 f"[min, max], from CPU seconds (process time) and from wall seconds. Stem = the embedding stem alone "
+                 f"(lookup, zero-padding, stack), forward and backward, CPU ms per step of 512.", "",
+                 "| variant | common width | table MiB | examples/s (CPU, median) | ratio, CPU | ratio, wall | "
+                 "stem ms/step |", "|---|---|---|---|---|---|---|"]
     for label, x in v.items():
         rc, rw = ratios(ref[clock], x[clock]), ratios(ref["seconds"], x["seconds"])
         eps = r["steps"] * r["batch"] / statistics.median(x[clock])
@@ -644,7 +664,7 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
 def report(args) -> str:
     lines = ["## Embedding search (issue 30): per-table widths, memory and log loss (`benchmarks/embedding.py`)", "",
              f"{platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. {args.machine}".rstrip(), ""]
-    lines += _report_throughput(args)
+    lines += _report_throughputs(args)
     lines += _report_rss(args)
     tables = {p: baseline_table(args, p) for p in args.profiles}
     fronts = {p: searches(args, p) for p in args.profiles}
@@ -669,9 +689,10 @@ def report(args) -> str:
     run = "OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/embedding.py"
     cmds = [f"`{run} --rows {args.rows} --seeds {args.seeds} --profiles {','.join(args.profiles)} --parts baselines "
             f"--suite-out <suite.py's --out at these rows>{extra}`"]
-    if tp := _results.load(args.out, "throughput"):
-        cmds.append(f"`{run} --rows {args.rows} --parts throughput --tp-rows {tp['rows']} --steps {tp['steps']} "
-                    f"--reps {tp['reps']}`")
+    for arch in TP_ARCHS:
+        if tp := _results.load(args.out, throughput_name(arch)):
+            cmds.append(f"`{run} --rows {args.rows} --parts throughput --tp-arch {arch} --tp-rows {tp['rows']} "
+                        f"--steps {tp['steps']} --reps {tp['reps']}`")
     if rs := _results.load(args.out, "rss"):
         cmds.append(f"`{run} --rows {args.rows} --parts rss --rss-rows {rs['rows']} --buckets {rs['buckets']} "
                     f"--train-rows {rs['train_rows']}`")
@@ -708,6 +729,7 @@ def main(argv=None) -> int:
     ap.add_argument("--search-set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra overrides of the search's recipe alone")
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
+    ap.add_argument("--tp-arch", default="dlrm-like", choices=TP_ARCHS, help="the throughput part's arch")
     ap.add_argument("--tp-rows", type=int, default=50_000, help="rows of the throughput part's Criteo-shaped data")
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per variant and repetition")
     ap.add_argument("--reps", type=int, default=12, help="repetitions of the alternated throughput timing")
@@ -741,7 +763,7 @@ def main(argv=None) -> int:
     args.plot = Path(args.plot or args.out / "front.png")
     if not args.report_only:
         if "throughput" in args.parts:
-            _results.save(args.out, "throughput", throughput(args))
+            _results.save(args.out, throughput_name(args.tp_arch), throughput(args))
         if "rss" in args.parts:
             _results.save(args.out, "rss", rss(args))
         for profile in args.profiles:

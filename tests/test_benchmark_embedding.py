@@ -139,7 +139,13 @@ def test_throughput_variants_have_the_bytes_they_claim(tmp_path):
     assert v["tables of 16 padded to 32 (common 32)"]["embedding_bytes"] == uniform
     assert v["uniform 32"]["embedding_bytes"] == 2 * uniform
     assert all(len(x["seconds"]) == 2 and len(x["stem_seconds"]) == 2 for x in v.values())
-    assert "mixed/uniform examples/s" in section.read_text()
+    assert "mixed/uniform examples/s" in section.read_text() and r["arch"] == "dlrm-like"
+    # a second arch's timings (here a copy) get their own table after the first
+    (tmp_path / "throughput-dcnv2-like.json").write_text(json.dumps({**r, "arch": "dcnv2-like"}))
+    assert bench.main(["--report-only", "--out", str(tmp_path), "--section", str(section)]) == 0
+    text = section.read_text()
+    assert text.index("**Throughput.** The dlrm-like arch") < text.index("**The same with the dcnv2-like arch**")
+    assert text.count("| mixed 4/8/16 (common 16) |") == 2 and "--tp-arch dcnv2-like" in text
 
 
 def test_report_from_hand_made_caches_names_the_best_and_the_cheapest_equal_baseline(tmp_path):
