@@ -49,6 +49,26 @@ def test_saved_activations_are_the_tensors_backward_needs_per_example():
     assert size.dense_params == (3 * 5 + 5) + (5 + 1)
 
 
+def test_tables_of_different_widths_count_rows_times_their_width():
+    """Per-table widths (issue 30): a 100k-row table 32 wide and three 10-row tables 4 wide."""
+    import numpy as np
+
+    from ctrnas.supernet import Supernet, export
+
+    schema = make_schema(n_dense=3, cards=(100_000, 10, 10, 10))
+    space = {"base": "ctrnas-small", "num_blocks": 2, "dense_dims": [8], "sparse_tokens": [4],
+             "table_dims": [0, 4, 8, 16, 32]}
+
+    def build(rows):
+        net = Supernet(tiny_schema(schema, rows), space, emb_dim=32)
+        arch = dataclasses.replace(net.space.sample(np.random.default_rng(0)),
+                                   table_dims=(("C1", 4), ("C2", 4), ("C3", 4)))
+        return export(net, arch, init="fresh")
+
+    size = model_size(build, schema, None)
+    assert size.table_params == 100_000 * 32 + 3 * 10 * 4
+
+
 def test_lr_training_memory_is_the_hand_count():
     schema = make_schema(n_dense=3, cards=(10, 20, 5))
     size = model_size(lambda rows: LR(tiny_schema(schema, rows), row_cap=8), schema, 8)

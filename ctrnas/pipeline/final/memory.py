@@ -64,15 +64,35 @@ def tiny_schema(schema: DatasetSchema, rows: int) -> DatasetSchema:
 
 def model_size(build, schema: DatasetSchema, row_cap: int | None) -> ModelSize:
     """The ModelSize of a model on `schema` (tables one per field, of the field's cardinality capped at
-    `row_cap`, each field with the same width), counted on `build(rows)`, the model on `tiny_schema(schema,
+    `row_cap`, each of its own width), counted on `build(rows)`, the model on `tiny_schema(schema,
     rows)`, for 1 and 2 rows: one more row in every table adds one row's width per field; the rest is dense."""
     one, two = build(1), build(2)
     p1, p2 = (sum(p.numel() for p in m.parameters()) for m in (one, two))
     fields = len(schema.sparse)
     width = (p2 - p1) // max(fields, 1)
-    rows = sum(max(min(c, row_cap) if row_cap else c, 1) for c in schema.cardinalities)
+    rows = {f.name: max(min(f.cardinality, row_cap) if row_cap else f.cardinality, 1) for f in schema.sparse}
     saved = (saved_bytes(one, schema, 4) - saved_bytes(one, schema, 2)) // 2  # per example, constants cancel
-    return ModelSize(width * rows, p1 - width * fields, width, fields, max(saved, 0))
+    return ModelSize(_table_params(one, two, rows, width, p2 - p1), p1 - width * fields, width, fields, max(saved, 0))
+
+
+def _table_params(one, two, rows: dict[str, int], width: int, growth: int) -> int:
+    """Embedding weights at full size: each table's width (its growth from 1 to 2 rows) times its field's
+    rows, so tables of different widths (`Arch.table_dims`) count as they are; tables named otherwise than
+    the stem's `t_<field>` count at the mean width."""
+    import re
+
+    grown = {n: p.numel() for n, p in two.named_parameters()}
+    total, seen = 0, 0
+    for n, p in one.named_parameters():
+        step = grown.get(n, p.numel()) - p.numel()
+        if step <= 0:
+            continue
+        m = re.search(r"(?:^|\.)t_(.+)\.weight$", n)
+        if m is None or m.group(1) not in rows:
+            return width * sum(rows.values())
+        total += step * rows[m.group(1)]
+        seen += step
+    return total if seen == growth else width * sum(rows.values())
 
 
 def saved_bytes(model, schema: DatasetSchema, batch: int) -> int:
