@@ -242,13 +242,15 @@ class Recipe:
         if self.threads is not None and self.threads < 1:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
         self._check_emb_dims()
-        if self.space.table_dims and max(self.space.table_dims) > self.train.embedding_dim:
+        common = max((self.train.embedding_dim, *self.space.emb_dims))
+        if self.space.table_dims and max(self.space.table_dims) > common:
             raise RecipeError(self.source or "recipe", "space.table_dims",
                               f"{list(self.space.table_dims)} holds widths above train.embedding_dim "
-                              f"{self.train.embedding_dim}, the common width narrower tables are zero-padded to")
+                              f"{self.train.embedding_dim} and space.emb_dims {list(self.space.emb_dims)}, the common "
+                              "widths narrower tables are zero-padded to")
         widths = {self.train.embedding_dim, *self.space.emb_dims}
         if self.space.table_dims:  # the best arch retrained with every table that wide (`at_table_width`)
-            widths |= {w for w in self.space.table_dims if 0 < w}
+            widths |= {w for w in self.space.table_dims if 0 < w <= self.train.embedding_dim}
         if not set(self.final.emb_dims) <= widths:
             raise RecipeError(self.source or "recipe", "final.emb_dims",
                               f"{list(self.final.emb_dims)} holds widths the space does not: it has "

@@ -2,9 +2,10 @@
 log loss and its embedding bytes, the non-dominated ones marked, as `front.json` and `plots/front.png`.
 
 A model is on the front when no other trained model (candidate or baseline) has a validation log loss at
-most as high with at most as many embedding bytes, better in one of them (of equal points, the first listed). `ctrnas export --pick N` writes
-the front's N-th model (numbered as `front.json` lists them, by bytes) as a model folder; with
-`search.evolution.objective: front` the final stage keeps every model's weights for that.
+most as high with at most as many embedding bytes, better in one of them (of equal points, the first
+listed). `ctrnas export --pick N` writes the front's N-th model (numbered as `front.json` lists them, by
+bytes) as a model folder; with `search.evolution.objective: front` the final stage keeps every model's
+weights for that.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def front_lines(content: dict) -> list[str]:
              "`ctrnas export --run RUN --pick N --out FOLDER` exports model N"
              + ("." if content["kept_weights"] else " (needs `search.evolution.objective: front`, which keeps "
                 "every model's weights)."), "",
-             "| pick | model | embedding MB | val log loss | test log loss | dropped fields |", "|---|---|---|---|---|---|"]
+             "| pick | model | embedding MB | val log loss | test log loss | dropped fields |",
+             "|---|---|---|---|---|---|"]
     for r in on:
         mb = r["embedding_bytes"] / 1e6 if r["embedding_bytes"] is not None else None
         drop = ", ".join(r["dropped_fields"]) or "-"

@@ -93,7 +93,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     space = recipe.search_space(data.schema)
     initial = tuple(initial_population(space)) if recipe.search.seed_population else ()
     if space.config.table_dims:  # the seeds at each narrower table width too, so the front starts spread
-        initial += tuple(space.at_table_width(a, w) for w in sorted(space.config.table_dims, reverse=True)
+        initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
                          for a in initial if 0 < w < space.common_width(a))
     count_params, count_flops = resource_counters(recipe, data)
     count_bytes = bytes_counter(recipe, data)
@@ -108,8 +108,8 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         fitness, rungs, directions, note = build_ladder(recipe, data, warm.supernet, out_dir)
         kind, name, maximize = "multifidelity", " > ".join(r.fitness for r in rungs), directions[-1]
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
-                                 count_params=count_params, count_flops=count_flops, count_bytes=count_bytes, initial=initial,
-                                 rungs=rungs, rung_maximize=directions, featurize=featurize)
+                                 count_params=count_params, count_flops=count_flops, count_bytes=count_bytes,
+                                 initial=initial, rungs=rungs, rung_maximize=directions, featurize=featurize)
         fp.update(short_training_fingerprint(recipe))
         if any(r.fitness == "prefix" for r in rungs):  # prefix rungs are the final stage's own trainings
             fp["final_rows"] = [recipe.final.train_rows, recipe.final.val_rows, recipe.final.layernorm]
@@ -117,8 +117,8 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         fitness, note = make_fitness(recipe, data, warm.supernet, kind)
         name, maximize = {"proxy": recipe.proxy.name}.get(kind, kind), fitness.maximize
         strategy = make_strategy(recipe.search, space, seed=recipe.seed, maximize=maximize,
-                                 count_params=count_params, count_flops=count_flops, count_bytes=count_bytes, initial=initial,
-                                 featurize=featurize)
+                                 count_params=count_params, count_flops=count_flops, count_bytes=count_bytes,
+                                 initial=initial, featurize=featurize)
     ckpt = None
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,8 @@ class Constraints:
     def satisfied(self, arch: Any) -> bool:
         params, flops = self.measure(arch)
         cfg = self.config
-        return ((cfg.max_params is None or params <= cfg.max_params) and (cfg.max_flops is None or flops <= cfg.max_flops)
+        return ((cfg.max_params is None or params <= cfg.max_params)
+                and (cfg.max_flops is None or flops <= cfg.max_flops)
                 and (cfg.max_embedding_bytes is None or self.embedding_bytes(arch) <= cfg.max_embedding_bytes))
 
 

@@ -43,8 +43,8 @@ class SpaceConfig:
     # arch uses the run's width. See docs/multifidelity.md ("Searching the embedding width").
     emb_dims: tuple[int, ...] = ()
     # Widths a single table may take (`Arch.table_dims`; 0 drops the field), e.g. (0, 4, 8, 16, 32); empty:
-    # every table has the arch's width. Each must be at most the common width, the run's `train.embedding_dim`
-    # or the arch's `emb_dim` (docs/embedding-search.md).
+    # every table has the arch's width. A table is at most as wide as its arch's common width, the run's
+    # `train.embedding_dim` or the arch's `emb_dim` (with `emb_dims`, a choice: docs/embedding-search.md).
     table_dims: tuple[int, ...] = ()
     # The sparse fields whose widths are searched; empty: all of the data's (filled from the schema by
     # `SearchSpace.for_fields`, which the supernet and the search call).
@@ -70,8 +70,8 @@ class SpaceConfig:
         need(self.emb_dim > 0, "emb_dim", "must be positive")
         need(self.max_inputs >= 1, "max_inputs", "must be >= 1")
         need(self.merge_tokens >= 1, "merge_tokens", "must be >= 1")
-        need(self.attention_heads >= 1 and self.emb_dim % self.attention_heads == 0, "attention_heads",
-             f"must divide emb_dim={self.emb_dim}")
+        heads_fit = "attention" not in self.sparse_ops or self.emb_dim % self.attention_heads == 0
+        need(self.attention_heads >= 1 and heads_fit, "attention_heads", f"must divide emb_dim={self.emb_dim}")
         need(len(set(self.emb_dims)) == len(self.emb_dims) and all(d > 0 for d in self.emb_dims), "emb_dims",
              "must be positive widths without repeats")
         need("attention" not in self.sparse_ops or all(d % self.attention_heads == 0 for d in self.emb_dims),
@@ -82,9 +82,6 @@ class SpaceConfig:
              "must be widths >= 0 without repeats, at least one of them > 0 (0 drops a field)")
         need(len(set(self.tables)) == len(self.tables) and all(isinstance(t, str) and t for t in self.tables),
              "tables", "must be sparse field names without repeats")
-        need(not (self.table_dims and self.emb_dims) or max(self.table_dims) <= min(self.emb_dims), "table_dims",
-             "widths must be at most the smallest of emb_dims (the common width: narrower tables are zero-padded "
-             "to it)")
 
     @property
     def max_dense_dim(self) -> int:

@@ -114,15 +114,28 @@ class SearchSpace:
         if unknown:
             raise RecipeError("space", "tables", f"{unknown} are not sparse fields of the data (it has "
                               f"{list(names)})")
-        if max(c.table_dims) > emb_dim:
-            raise RecipeError("space", "table_dims", f"{list(c.table_dims)} holds widths above the common width "
-                              f"{emb_dim} (train.embedding_dim): narrower tables are zero-padded to it, never cut")
+        if max(c.table_dims) > max((emb_dim, *c.emb_dims)):
+            raise RecipeError("space", "table_dims", f"{list(c.table_dims)} holds widths above every common width "
+                              f"({emb_dim}, train.embedding_dim, and emb_dims {list(c.emb_dims)}): narrower tables "
+                              "are zero-padded to the common width, never cut")
         return SearchSpace(dataclasses.replace(c, tables=c.tables or tuple(names), emb_dim=emb_dim))
 
     def at_table_width(self, arch: Arch, width: int) -> Arch:
         """`arch` with every searched field's table `width` wide (a seed at a narrower uniform width)."""
         self._need_tables()
         return self._with_tables(arch, {n: width for n in self.config.tables})
+
+    def narrower(self, arch: Arch, width: int) -> Arch:
+        """`arch` with every searched table `width` wide: at that common width when the space may choose it
+        (`emb_dims`; its ops then run at that width too), else zero-padded to the arch's own."""
+        if width in self.config.emb_dims:
+            return self._at_emb_dim(arch, width)
+        return self.at_table_width(arch, width)
+
+    def _at_emb_dim(self, arch: Arch, dim: int) -> Arch:
+        """`arch` at common width `dim`; tables wider than it (or as wide) take the common width."""
+        tables = tuple((n, w) for n, w in arch.table_dims if w < dim)
+        return dataclasses.replace(arch, emb_dim=dim, table_dims=tables)
 
     def _need_tables(self) -> None:
         if not self.config.tables:
@@ -189,7 +202,7 @@ class SearchSpace:
         # dense_dim); drawn only with a choice, so spaces without one mutate exactly as before
         now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
         if c.emb_dims and rng.random() < 0.5 / len(micro) and (others := [d for d in c.emb_dims if d != now]):
-            return dataclasses.replace(arch, emb_dim=others[int(rng.integers(len(others)))])
+            return self._at_emb_dim(arch, others[int(rng.integers(len(others)))])
         # a table width moves one step, in a quarter of the mutations of a space that searches them
         if c.table_dims and rng.random() < TABLE_MOVES and (out := self._table_step(arch, rng)) is not None:
             return out
@@ -266,7 +279,7 @@ class SearchSpace:
                 now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
                 new = step(tuple(sorted(c.emb_dims)), now)
                 if new is not None:
-                    return dataclasses.replace(arch, emb_dim=new)
+                    return self._at_emb_dim(arch, new)
                 continue
             b = arch.blocks[i - 1]
             if what == "arg":

@@ -105,3 +105,29 @@ def test_front_top_takes_the_front_spread_then_fills(monkeypatch):
     assert keys(front_top(None, None, search, 3)) == ["0", "4", "5"]  # positions 0, 1.5 -> 2, 3 of the front
     assert keys(front_top(None, None, search, 6)) == ["0", "2", "4", "5", "1", "3"]
     assert keys(front_top(None, None, search, 1)) == ["0"]
+
+
+def test_archs_choosing_their_common_width_export_from_the_front(tests_recipe_path, data_dir, tests_data, tmp_path):
+    """`emb_dims` beside `table_dims` (short rungs train each arch at its own width): a model of the front
+    whose ops run at its own width exports and scores validation as the final stage did."""
+    out = tmp_path / "run"
+    recipe = api.load_recipe(
+        tests_recipe_path, f"data.path={data_dir}", f"output={out}", *SETTINGS[:2], "space.emb_dims=[8, 16]",
+        "final.baselines=[dlrm]", "final.emb_dims=[]", "search.strategy=multifidelity",
+        "search.multifidelity.rungs=[{fitness: short, budget: 1024, keep: 0.5}, {fitness: short, budget: 2048}]")
+    api.run(recipe, progress=False, echo=lambda *a, **k: None)
+    rows = json.loads((out / "front.json").read_text())["models"]
+    cands = [r for r in rows if r["kind"] == "candidate"]
+    assert {r["arch"].get("emb_dim", 16) for r in cands} <= {8, 16}
+    for r in cands:  # every table fits its arch's common width
+        common = r["arch"].get("emb_dim", 16)
+        assert all(w <= common for w in r["arch"].get("table_dims", {}).values())
+    r = next(r for r in rows if r["on_front"] and r["kind"] == "candidate")  # the seeded run has one
+    card = api.export_pick(out, r["pick"], tmp_path / "m")
+    assert card["emb_dim"] == r["arch"].get("emb_dim", 16) and card["embedding_bytes"] == r["embedding_bytes"]
+    api.predict(tmp_path / "m", data_dir, tmp_path / "p.parquet", split="val", progress=False)
+    t = pq.read_table(tmp_path / "p.parquet")
+    n = recipe.final.val_rows
+    p = np.asarray(t["probability"].to_pylist()[:n], dtype=np.float64)
+    y = np.asarray(t["label"].to_pylist()[:n], dtype=np.float64)
+    assert math.isclose(log_loss(y, p, labels=[0, 1]), r["val_logloss"], abs_tol=2e-5)

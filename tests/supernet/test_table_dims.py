@@ -172,7 +172,32 @@ def test_json_round_trip_and_errors(net):
     plain = get_space({"base": "ctrnas-small", "num_blocks": 3})
     with pytest.raises(ArchValidationError, match="searches no table"):
         plain.validate(dataclasses.replace(plain.sample(np.random.default_rng(0)), table_dims=(("C0", 4),)))
-    with pytest.raises(RecipeError, match="above the common width"):
+    with pytest.raises(RecipeError, match="above every common width"):
         Supernet(make_schema(cards=CARDS), SPACE, emb_dim=4)
     with pytest.raises(RecipeError, match="not sparse fields"):
         Supernet(make_schema(cards=CARDS), {**SPACE, "tables": ["C7"]}, emb_dim=8)
+
+
+def test_with_emb_dims_an_arch_chooses_its_common_width_and_its_tables_fit_it():
+    """`emb_dims` beside `table_dims`: the ops run at the arch's own common width (a narrow arch is narrow all
+    through, issue 30's throughput), and every table fits it, through sampling, mutation and export."""
+    torch.manual_seed(0)
+    net = Supernet(make_schema(cards=CARDS), {**SPACE, "emb_dims": [4, 8]}, emb_dim=8)
+    space = net.space
+    for s in range(30):
+        arch = space.sample(np.random.default_rng(s))
+        common = space.common_width(arch)
+        assert all(arch.table_width(n, common) <= common for n in space.config.tables)
+        for m in range(5):
+            arch = space.mutate(arch, np.random.default_rng(100 * s + m))
+            common = space.common_width(arch)
+            assert all(0 <= w < common for _, w in arch.table_dims)  # the common width is left out
+    wide = _arch(net, tables={"C0": 2, "C1": 0, "C3": 8})
+    narrow = space._at_emb_dim(wide, 4)  # C3 (8) no longer fits: it takes the common width 4
+    assert narrow.emb_dim == 4 and dict(narrow.table_dims) == {"C0": 2, "C1": 0}
+    assert space.narrower(wide, 4).emb_dim == 4 and space.narrower(wide, 2).table_width("C2", 8) == 2
+    model = export(net, narrow, init="fresh", seed=1)
+    assert model.stem.dim == 4 and model.stem.widths == [2, 0, 4, 4]
+    dense, kjt, _ = make_batch(net.schema, batch=8, seed=2)
+    assert model(dense, kjt).shape == (8,)
+    assert model.stem.embedding_bytes() == embedding_bytes(net.schema, narrow, 8) == 4 * (50 * 2 + 30 * 4 + 11 * 4)

@@ -51,8 +51,10 @@ def width_variants(recipe: Recipe, data, top: list) -> list:
 
     def at(arch: Arch, dim: int | None) -> Arch:
         dim = dim or run
-        if space is not None:  # per-table widths: every searched table at `dim`
-            return space.at_table_width(arch, dim)
+        if space is not None:  # per-table widths: every table at `dim` (uniform, as the baselines)
+            if dim == run or dim in space.config.emb_dims:
+                return dataclasses.replace(arch, emb_dim=None if dim == run else dim, table_dims=())
+            return space.at_table_width(dataclasses.replace(arch, emb_dim=None, table_dims=()), dim)
         return dataclasses.replace(arch, emb_dim=None if dim == run else dim)
 
     count_params, count_flops = resource_counters(recipe, data)
