@@ -22,14 +22,18 @@ def _bytes(m: TrainedModel) -> float:
     return 4.0 * m.emb_params if math.isfinite(m.emb_params) else math.nan  # float32 tables
 
 
+def _baseline_job(label: str) -> str:
+    """The final stage's job name of a baseline from its label: "dlrm" or "dlrm at width 8" -> "dlrm@8"."""
+    name, at, width = label.partition(" at width ")
+    return f"{name}@{width}" if at else name
+
+
 def front_rows(recipe, final: FinalResult, schema) -> list[dict]:
     """One row per trained model (candidates first, then baselines), with `on_front` and, for the models on
     it, `pick` (0 = the fewest bytes)."""
-    from ctrnas.pipeline.fitness.scratch import baseline_jobs
     from ctrnas.search.plots import pareto_front
 
     models = list(final.candidates) + list(final.baselines)
-    jobs = baseline_jobs(recipe)
     rows = []
     for i, m in enumerate(models):
         cand = i < len(final.candidates)
@@ -41,7 +45,7 @@ def front_rows(recipe, final: FinalResult, schema) -> list[dict]:
         rows.append({"label": m.label, "kind": "candidate" if cand else "baseline",
                      "arch_key": m.arch.key() if cand and m.arch is not None else None,
                      "arch": m.arch.to_json() if cand and m.arch is not None else None,
-                     "baseline": None if cand else jobs[i - len(final.candidates)],
+                     "baseline": None if cand else _baseline_job(m.label),
                      "val_logloss": m.val.get("logloss"), "test_logloss": m.test.get("logloss"),
                      "embedding_bytes": _bytes(m), "dense_params": m.params, "dropped_fields": dropped,
                      "status": m.status, "on_front": False, "_val": val})
@@ -55,36 +59,18 @@ def front_rows(recipe, final: FinalResult, schema) -> list[dict]:
 
 def write_front(out: Path, recipe, final: FinalResult, data) -> dict:
     """`out/front.json` and `out/plots/front.png`; returns the front.json content."""
-    from ctrnas.pipeline.report import write_json
+    from ctrnas.files import atomic_write_text
     from ctrnas.search import plots
+    from ctrnas.train.metrics import strict_json
 
     rows = front_rows(recipe, final, data.schema)
     cands = [r for r in rows if r["kind"] == "candidate"]
     content = {"objective": "validation log loss against embedding bytes (float32 tables)",
                "kept_weights": recipe.search.evolution.objective == "front", "models": rows}
-    write_json(Path(out) / FRONT_FILE, content)
+    atomic_write_text(Path(out) / FRONT_FILE, strict_json(content) + "\n")
     value = lambda x: float(x) if x is not None else math.nan  # noqa: E731
     plots.plot_pareto([value(r["embedding_bytes"]) for r in cands], [value(r["val_logloss"]) for r in cands],
                       Path(out) / "plots" / "front.png", xlabel="embedding bytes", ylabel="validation log loss",
                       points={r["label"]: (value(r["embedding_bytes"]), value(r["val_logloss"]))
                               for r in rows if r["kind"] == "baseline"})
     return content
-
-
-def front_lines(content: dict) -> list[str]:
-    """The summary's table of the front (pick numbers for `ctrnas export --pick`)."""
-    from ctrnas.pipeline.report import _fmt
-
-    on = sorted((r for r in content["models"] if r["on_front"]), key=lambda r: r["pick"])
-    lines = ["", "## Front: validation log loss against embedding bytes", "",
-             "`ctrnas export --run RUN --pick N --out FOLDER` exports model N"
-             + ("." if content["kept_weights"] else " (needs `search.evolution.objective: front`, which keeps "
-                "every model's weights)."), "",
-             "| pick | model | embedding MB | val log loss | test log loss | dropped fields |",
-             "|---|---|---|---|---|---|"]
-    for r in on:
-        mb = r["embedding_bytes"] / 1e6 if r["embedding_bytes"] is not None else None
-        drop = ", ".join(r["dropped_fields"]) or "-"
-        lines.append(f"| {r['pick']} | {r['label']} | {_fmt(mb, 3)} | {_fmt(r['val_logloss'])} | "
-                     f"{_fmt(r['test_logloss'])} | {drop} |")
-    return lines

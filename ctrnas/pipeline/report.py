@@ -205,8 +205,6 @@ def summary_markdown(metrics: dict) -> str:
                      f"{_fmt(flops, 3)} | {_fmt(r['val_logloss'])} | {_fmt(r['test_logloss'])} | "
                      f"{_fmt(r['test_auc'])} | {_fmt(r['train_seconds'], 1)} | {r['status']} |")
     if metrics.get("front"):
-        from ctrnas.pipeline.front import front_lines
-
         lines += front_lines(metrics["front"])
     cpu = metrics.get("cpu_seconds") or {}
     lines += ["", "## Time per stage (s)", "", "| stage | wall | CPU (with joined workers) |", "|---|---|---|"]
@@ -393,3 +391,20 @@ def write_report(out: Path, recipe: Recipe, run_parts: dict) -> dict:
     write_json(out / "metrics.json", metrics)
     atomic_write_text(out / "summary.md", summary_markdown(metrics))
     return metrics
+
+
+def front_lines(content: dict) -> list[str]:
+    """The summary's table of the front (pick numbers for `ctrnas export --pick`)."""
+    on = sorted((r for r in content["models"] if r["on_front"]), key=lambda r: r["pick"])
+    lines = ["", "## Front: validation log loss against embedding bytes", "",
+             "`ctrnas export --run RUN --pick N --out FOLDER` exports model N"
+             + ("." if content["kept_weights"] else " (needs `search.evolution.objective: front`, which keeps "
+                "every model's weights)."), "",
+             "| pick | model | embedding MB | val log loss | test log loss | dropped fields |",
+             "|---|---|---|---|---|---|"]
+    for r in on:
+        mb = r["embedding_bytes"] / 1e6 if r["embedding_bytes"] is not None else None
+        drop = ", ".join(r["dropped_fields"]) or "-"
+        lines.append(f"| {r['pick']} | {r['label']} | {_fmt(mb, 3)} | {_fmt(r['val_logloss'])} | "
+                     f"{_fmt(r['test_logloss'])} | {drop} |")
+    return lines
