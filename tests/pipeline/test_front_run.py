@@ -114,8 +114,12 @@ def test_archs_choosing_their_common_width_export_from_the_front(tests_recipe_pa
     recipe = api.load_recipe(
         tests_recipe_path, f"data.path={data_dir}", f"output={out}", *SETTINGS[:2], "space.emb_dims=[8, 16]",
         "final.baselines=[dlrm]", "final.emb_dims=[]", "search.strategy=multifidelity",
-        "search.multifidelity.rungs=[{fitness: short, budget: 1024, keep: 0.5}, {fitness: short, budget: 2048}]")
+        "search.multifidelity.rungs=[{fitness: short, budget: 1024, keep: 0.5}, {fitness: short, budget: 2048}]",
+        "search.predictor.pool=3", "search.predictor.min_train=4", "search.predictor.proxies=[naswot]")
     api.run(recipe, progress=False, echo=lambda *a, **k: None)
+    # the predictor read each field's width (and a proxy scored on the supernet at the run's width)
+    importances = json.loads((out / "metrics.json").read_text())["search"]["predictor"]["importances"]
+    assert {f"width {n}" for n in tests_data.schema.sparse_names} <= set(importances) and "naswot" in importances
     rows = json.loads((out / "front.json").read_text())["models"]
     cands = [r for r in rows if r["kind"] == "candidate"]
     assert {r["arch"].get("emb_dim", 16) for r in cands} <= {8, 16}

@@ -19,6 +19,7 @@ class CtrFeatures:
 
         self.count_params, self.count_flops = resource_counters(recipe, data)
         self.count_bytes = bytes_counter(recipe, data) if recipe.space.table_dims else None
+        self.fields = recipe.search_space(data.schema).config.tables
         self.width, self.seed = recipe.train.embedding_dim, recipe.seed
         self.fitnesses = {}
         for name in proxies:
@@ -33,10 +34,15 @@ class CtrFeatures:
         out["params"] = self.count_params(arch)
         out["flops"] = self.count_flops(arch)
         out["embedding width"] = float(arch.emb_dim or self.width)
-        if self.count_bytes is not None:  # per-table widths: the tables' size is a feature of its own
+        if self.count_bytes is not None:  # per-table widths: the tables' size, and each field's width (the
+            # forest's importances then say which fields the score follows: the ones worth their bytes)
             out["embedding MB"] = self.count_bytes(arch) / 1e6
-        # the supernet's tables have the run's width: a wider or narrower arch is scored at that width
-        at_run_width = dataclasses.replace(arch, emb_dim=None)
+            common = arch.emb_dim or self.width
+            out.update({f"width {n}": arch.table_width(n, common) / common for n in self.fields})
+        # the supernet's tables have the run's width: a wider or narrower arch is scored at that width (its
+        # tables at most that wide)
+        at_run_width = dataclasses.replace(arch, emb_dim=None,
+                                           table_dims=tuple((n, w) for n, w in arch.table_dims if w < self.width))
         for name, fitness in self.fitnesses.items():
             result = fitness(at_run_width, self.seed)
             out[f"{name}"] = result.value
