@@ -10,8 +10,9 @@ each is built so another family should win (datasets/README.md says which does, 
 Methods:
   baselines  LR, FM, DLRM, DeepFM, xDeepFM, AutoInt+, DCN-v2 at training seeds 0..--seeds-1, trained with
              the demo recipe's final-stage settings (2 epochs ending on the better val epoch); 1 FTE each.
-  search     `recipes/synthetic.yaml` (the demo) on the profile's data at search seeds 0..--seeds-1 through
-             `ctrnas.api.run`, baselines left out; its FTE is the run's own (warm-up + search + top-k).
+  search     `recipes/synthetic-prefix.yaml` (the demo's search, its rungs prefixes of the final training) on
+             the profile's data at search seeds 0..--seeds-1 through `ctrnas.api.run`, baselines left out; its
+             FTE is the run's own (warm-up + search + top-k). A search is cached by its resolved recipe.
   random     random search at the search's FTE: floor(FTE) random subnets of the recipe's space, each trained
              like the final stage (1 FTE each), the best by val log loss is its pick (benchmarks/mfsearch.py's
              definition; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
@@ -52,7 +53,7 @@ PROFILES = {
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
 METHODS = ("baselines", "search", "random")
-RECIPE = "recipes/synthetic.yaml"
+RECIPE = "recipes/synthetic-prefix.yaml"  # the demo's search with rungs sized as shares of the final training
 
 
 def _key(obj) -> str:
@@ -61,13 +62,16 @@ def _key(obj) -> str:
 
 def run_key(args, profile: str) -> str:
     """The key of a search (and its random control) on `profile`: the rows, the overrides, and the recipe as
-    resolved (its content, not its path: an edited recipe is another search), less the per-seed parts."""
+    resolved (its content, not its path: an edited recipe is another search), less the per-seed parts and the
+    worker counts (the same numbers at any)."""
     from ctrnas.config import to_dict
 
     recipe = to_dict(recipe_for(args, profile))
     for k in ("name", "output", "seed", "source"):
         recipe.pop(k, None)
-    return _key([args.rows, args.set, args.recipe, profile, recipe])
+    recipe["search"].pop("workers", None)
+    recipe["final"].pop("workers", None)
+    return _key([args.rows, args.set, profile, recipe])
 
 
 def recipe_for(args, profile: str, seed: int = 0):
@@ -349,7 +353,7 @@ def report(args) -> str:
     missing = [m for m in ("search", "random") if not any(m in res for _, res, _ in summary)]
     if missing:
         lines += ["", f"Not run for this table: {' and '.join(missing)} (`--methods search,random` adds them; the "
-                  "demo recipe's search costs about 3.5 FTE per seed)."]
+                  "search costs about 5.8 FTE per seed)."]
     extra = "".join(f" --set {x}" for x in args.set)
     lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
               f"--profiles {','.join(args.profiles)} --methods {','.join(args.methods)}{extra}`", ""]
