@@ -80,8 +80,10 @@ def recipe_for(args, profile: str, seed: int = 0):
 
     shape, structure = PROFILES[profile]
     out = Path(args.out)
+    # runs with other overrides get their own folders: a search resumed under other settings is refused
+    variant = f"-{_key(args.set)[:6]}" if args.set else ""
     return api.load_recipe(ROOT / args.recipe, *[
-        f"name={profile}-s{seed}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
+        f"name={profile}-s{seed}{variant}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
         f"data.synthetic.profile={shape}", f"data.synthetic.structure={structure}", f"data.synthetic.rows={args.rows}",
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
         f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set])
