@@ -10,8 +10,9 @@ each is built so another family should win (datasets/README.md says which does, 
 Methods:
   baselines  LR, FM, DLRM, DeepFM, xDeepFM, AutoInt+, DCN-v2 at training seeds 0..--seeds-1, trained with
              the demo recipe's final-stage settings (2 epochs ending on the better val epoch); 1 FTE each.
-  search     `recipes/synthetic.yaml` (the demo) on the profile's data at search seeds 0..--seeds-1 through
-             `ctrnas.api.run`, baselines left out; its FTE is the run's own (warm-up + search + top-k).
+  search     `recipes/synthetic-prefix.yaml` (the demo's search, its rungs prefixes of the final training) on
+             the profile's data at search seeds 0..--seeds-1 through `ctrnas.api.run`, baselines left out; its
+             FTE is the run's own (warm-up + search + top-k). A search is cached by its resolved recipe.
   random     random search at the search's FTE: floor(FTE) random subnets of the recipe's space, each trained
              like the final stage (1 FTE each), the best by val log loss is its pick (benchmarks/mfsearch.py's
              definition; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
@@ -52,11 +53,25 @@ PROFILES = {
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
 METHODS = ("baselines", "search", "random")
-RECIPE = "recipes/synthetic.yaml"
+RECIPE = "recipes/synthetic-prefix.yaml"  # the demo's search with rungs sized as shares of the final training
 
 
 def _key(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def run_key(args, profile: str) -> str:
+    """The key of a search (and its random control) on `profile`: the rows, the overrides, and the recipe as
+    resolved (its content, not its path: an edited recipe is another search), less the per-seed parts and the
+    worker counts (the same numbers at any)."""
+    from ctrnas.config import to_dict
+
+    recipe = to_dict(recipe_for(args, profile))
+    for k in ("name", "output", "seed", "source"):
+        recipe.pop(k, None)
+    recipe["search"].pop("workers", None)
+    recipe["final"].pop("workers", None)
+    return _key([args.rows, args.set, profile, recipe])
 
 
 def recipe_for(args, profile: str, seed: int = 0):
@@ -65,8 +80,10 @@ def recipe_for(args, profile: str, seed: int = 0):
 
     shape, structure = PROFILES[profile]
     out = Path(args.out)
+    # runs with other overrides get their own folders: a search resumed under other settings is refused
+    variant = f"-{_key(args.set)[:6]}" if args.set else ""
     return api.load_recipe(ROOT / args.recipe, *[
-        f"name={profile}-s{seed}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
+        f"name={profile}-s{seed}{variant}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
         f"data.synthetic.profile={shape}", f"data.synthetic.structure={structure}", f"data.synthetic.rows={args.rows}",
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
         f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set])
@@ -126,7 +143,7 @@ def run_search(args, profile: str, cache: Cache) -> None:
 
     for seed in range(args.seeds):
         recipe = recipe_for(args, profile, seed)
-        key = f"search@{seed}:{_key([args.rows, args.set, args.recipe, profile])}"
+        key = f"search@{seed}:{run_key(args, profile)}"
         if cache.get(key):
             continue
         t0 = time.perf_counter()
@@ -135,10 +152,37 @@ def run_search(args, profile: str, cache: Cache) -> None:
         fte = m["compute"]["fte"]
         r = {"seed": seed, "test": m["best"]["test_logloss"], "val": m["best"].get("val_logloss"),
              "label": m["best"].get("label"), "arch": m["best"].get("arch"),
-             "fte": fte["total"] - fte.get("baselines", 0.0), "seconds": time.perf_counter() - t0}
+             "fte": fte["total"] - fte.get("baselines", 0.0), "seconds": time.perf_counter() - t0,
+             **search_facts(run)}
         cache.put(key, r)
-        print(f"{profile} search seed {seed}: test {r['test']:.5f}, {r['fte']:.2f} FTE ({r['seconds']:.0f} s)",
-              flush=True)
+        print(f"{profile} search seed {seed}: test {r['test']:.5f}, {r['fte']:.2f} FTE ({r['seconds']:.0f} s); "
+              f"{r['origin']}", flush=True)
+
+
+def search_facts(run) -> dict:
+    """What a search run says about itself: the export's origin line, the search's own best (the best
+    retrained candidate on validation that is not a shipped seed) with its origin, each retrained seed's
+    numbers, the ladder's tau and the predictor's tau on unseen candidates."""
+    from ctrnas.pipeline.origin import origin, shipped_names
+
+    shipped = shipped_names()
+    ok = [c for c in run.final.candidates if c.status == "ok" and c.arch is not None
+          and math.isfinite(c.val.get("logloss", math.nan))]
+    width_key = lambda c: dataclasses.replace(c.arch, emb_dim=None).key()  # noqa: E731
+    own = [c for c in ok if width_key(c) not in shipped]
+    best_own = min(own, key=lambda c: c.val["logloss"]) if own else None
+    m = run.metrics["search"]
+    pred = m.get("predictor") or {}
+    return {
+        "origin": run.metrics["origin"]["line"], "origin_kind": run.metrics["origin"]["kind"],
+        "own": None if best_own is None else {
+            "label": best_own.label, "test": best_own.test["logloss"], "val": best_own.val["logloss"],
+            "origin": origin(dataclasses.replace(run.final, best=best_own), run.search.result.history)["line"]},
+        "seeds": {shipped[width_key(c)]: {"test": c.test["logloss"], "val": c.val["logloss"]}
+                  for c in ok if width_key(c) in shipped},
+        "ladder": m.get("ladder"), "lineage": m.get("lineage"),
+        "predictor": {k: pred.get(k) for k in ("unseen_tau", "unseen_n", "per_rung")} if pred else None,
+        "fte_by_stage": run.metrics["compute"]["fte"]}
 
 
 def run_random(args, profile: str, cache: Cache) -> None:
@@ -149,10 +193,10 @@ def run_random(args, profile: str, cache: Cache) -> None:
     from ctrnas.space import get_space
 
     for seed in range(args.seeds):
-        key = f"random@{seed}:{_key([args.rows, args.set, args.recipe, profile])}"
+        key = f"random@{seed}:{run_key(args, profile)}"
         if cache.get(key):
             continue
-        search = cache.get(f"search@{seed}:{_key([args.rows, args.set, args.recipe, profile])}")
+        search = cache.get(f"search@{seed}:{run_key(args, profile)}")
         if search is None:
             print(f"{profile} random seed {seed}: skipped (its FTE is the search's: run --methods search first)")
             continue
@@ -187,6 +231,7 @@ def run_random(args, profile: str, cache: Cache) -> None:
 def collect(args, profile: str) -> dict:
     """method -> list of per-seed results found in the cache for these rows and settings."""
     cache = Cache(args, profile)
+    this = run_key(args, profile)
     found: dict[tuple[str, int], dict] = {}  # (method, seed) -> the latest result (older settings come first)
     for key, r in cache.data.items():
         kind = key.split(":", 1)[0]
@@ -195,7 +240,7 @@ def collect(args, profile: str) -> dict:
         if kind.startswith("baseline"):
             if r["model"] in BASELINES:
                 found[r["model"], r["seed"]] = r
-        elif key.endswith(_key([args.rows, args.set, args.recipe, profile])):
+        elif key.endswith(this):
             found[kind.split("@")[0], r["seed"]] = r
     out: dict[str, list] = {}
     for (method, _), r in sorted(found.items(), key=lambda kv: kv[0][1]):
@@ -226,6 +271,32 @@ def _f(x, d=4) -> str:
 def best_two(res: dict, seed: int) -> list[str]:
     at = {k: next((r["test"] for r in v if r["seed"] == seed), None) for k, v in res.items() if k in BASELINES}
     return sorted((k for k, x in at.items() if x is not None), key=at.get)[:2]
+
+
+def _tau(x) -> str:
+    return "-" if x is None else f"{x:+.2f}"
+
+
+def search_table(summary) -> list[str]:
+    """Per search seed: the export and where it came from, the search's own best (no shipped seed), the
+    ladder's tau between rungs and to the final stage, the predictor's tau on unseen candidates."""
+    rows = []
+    for profile, res, _ in summary:
+        for r in res.get("search", []):
+            if "origin" not in r:
+                continue  # a result of an older version of this script
+            own = r.get("own") or {}
+            ladder = " / ".join(f"{x['from']}->{x['to']} {_tau(x['tau'])} (n {x['n']})" for x in r.get("ladder") or [])
+            pred = r.get("predictor") or {}
+            unseen = f"{_tau(pred.get('unseen_tau'))} (n {pred.get('unseen_n')})" if pred else "-"
+            rows.append(f"| {profile} | {r['seed']} | {_f(r['test'])} | {r['origin'].split(';')[0]} | "
+                        f"{_f(own.get('test'))} | {(own.get('origin') or '-').split(';')[0]} | {r['fte']:.2f} | "
+                        f"{ladder or '-'} | {unseen} |")
+    if not rows:
+        return []
+    return ["", "The search per seed (test log loss; own: the best retrained candidate that is not a shipped seed):",
+            "", "| profile | search seed | export | its origin | own | own's origin | FTE | ladder tau | "
+            "predictor tau, unseen |", "|---|---|---|---|---|---|---|---|---|", *rows]
 
 
 def report(args) -> str:
@@ -280,10 +351,11 @@ def report(args) -> str:
             lines.append(f"| {profile} | {method} | {_f(mean)} | {_f(sd)} | "
                          f"{'-' if gap is None else f'{gap:.1f}%'} | {statistics.fmean(r['fte'] for r in v):.2f} | "
                          f"{statistics.fmean(r['seconds'] for r in v):.0f} |")
+    lines += search_table(summary)
     missing = [m for m in ("search", "random") if not any(m in res for _, res, _ in summary)]
     if missing:
         lines += ["", f"Not run for this table: {' and '.join(missing)} (`--methods search,random` adds them; the "
-                  "demo recipe's search costs about 3.5 FTE per seed)."]
+                  "search costs about 5.8 FTE per seed)."]
     extra = "".join(f" --set {x}" for x in args.set)
     lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
               f"--profiles {','.join(args.profiles)} --methods {','.join(args.methods)}{extra}`", ""]

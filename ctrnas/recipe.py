@@ -242,6 +242,7 @@ class Recipe:
         if self.threads is not None and self.threads < 1:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
         self._check_emb_dims()
+        self._check_seeds()
         common = max((self.train.embedding_dim, *self.space.emb_dims))
         if self.space.table_dims and max(self.space.table_dims) > common:
             raise RecipeError(self.source or "recipe", "space.table_dims",
@@ -255,6 +256,14 @@ class Recipe:
             raise RecipeError(self.source or "recipe", "final.emb_dims",
                               f"{list(self.final.emb_dims)} holds widths the space does not: it has "
                               f"{sorted(widths)} (space.emb_dims, space.table_dims and train.embedding_dim)")
+
+    def _check_seeds(self) -> None:
+        from ctrnas.space.baselines import SHIPPED_ARCHS
+
+        for i, name in enumerate(self.search.seeds or ()):
+            if name not in SHIPPED_ARCHS:
+                raise RecipeError(self.source or "recipe", f"search.seeds[{i}]",
+                                  f"unknown shipped arch {name!r}; expected one of: {', '.join(SHIPPED_ARCHS)}")
 
     def _check_emb_dims(self) -> None:
         """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's
@@ -301,6 +310,14 @@ class Recipe:
     @property
     def final_train(self) -> TrainConfig:
         return self.final.train if self.final.train is not None else self.train
+
+    @property
+    def seed_names(self) -> tuple[str, ...]:
+        """The shipped archs that start evolution's population (`search.seeds`, by default dlrm-like and
+        dcnv2-like); those that do not fit the space are left out."""
+        from ctrnas.space.baselines import BASELINE_ARCHS
+
+        return self.search.seeds if self.search.seeds is not None else BASELINE_ARCHS
 
     @property
     def top_k(self) -> int:

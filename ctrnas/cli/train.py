@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--baseline", help="lr, fm, dlrm, deepfm, xdeepfm, autoint+, dcnv2")
     what.add_argument("--arch", help="architecture JSON (a run's best_arch.json, `ctrnas export`) or a shipped "
-                                     "name (dlrm-like, dcnv2-like)")
+                                     "name (dlrm-like, dcnv2-like, dcnv2-stacked, deepfm-like)")
     p.add_argument("--space",
                    help="search space of --arch: a preset name, a space YAML, or a recipe such as the run's "
                         "recipe.yaml (default: the --recipe run's space, else nasrec-full)")

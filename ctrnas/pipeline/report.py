@@ -328,10 +328,10 @@ def seeded_marks(history, recipe: Recipe | None) -> dict[str, dict]:
     """{shipped arch name: {rung: its value}} for the hand-designed archs a search's population started from."""
     if recipe is None or not recipe.search.seed_population:
         return {}
-    from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
+    from ctrnas.space.baselines import baseline_arch
 
     marks: dict[str, dict] = {}
-    for name in BASELINE_ARCHS:
+    for name in recipe.seed_names:
         key = baseline_arch(name).key()
         for r in history:
             if r.key == key and _finite(r.value):

@@ -81,7 +81,7 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
 def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
                  progress: bool = True) -> SearchStageResult:
     """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`.
-    Evolution starts from the space's baseline archs when `search.seed_population` (those that fit)."""
+    Evolution starts from the shipped archs of `search.seeds` when `search.seed_population` (those that fit)."""
     from ctrnas.pipeline.fitness.rungs import build_ladder
     from ctrnas.search.build import make_strategy
     from ctrnas.search.strategies import get_strategy
@@ -91,7 +91,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     t0 = time.perf_counter()
     kind = recipe.fitness_kind
     space = recipe.search_space(data.schema)
-    initial = tuple(initial_population(space)) if recipe.search.seed_population else ()
+    initial = tuple(initial_population(space, recipe.seed_names)) if recipe.search.seed_population else ()
     if space.config.table_dims:  # the seeds at each narrower table width too, so the front starts spread
         initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
                          for a in initial if 0 < w < space.common_width(a))

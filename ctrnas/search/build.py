@@ -20,8 +20,9 @@ from ctrnas.search.strategies import get_strategy, strategy_names
 class SearchConfig:
     """strategy (a registered name, `ctrnas.search.strategies`) picks which sub-config is used; workers > 1
     scores in spawned processes; top_k is how many of the history's best the final stage retrains from scratch
-    (NASRec/SiGeo: 15). seed_population: the space's hand-designed baseline archs start evolution's initial
-    population (those that fit the space)."""
+    (NASRec/SiGeo: 15). seed_population: hand-designed archs start evolution's initial population (those
+    that fit the space): `seeds`, names of shipped archs (`ctrnas.space.baselines`; null: dlrm-like and
+    dcnv2-like)."""
 
     strategy: str = "evolution"
     evolution: EvolutionConfig = EvolutionConfig()
@@ -34,6 +35,7 @@ class SearchConfig:
     workers: int = 1
     top_k: int = 15
     seed_population: bool = True
+    seeds: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         get_strategy(self.strategy)  # an unknown name is an error naming the known ones

@@ -5,8 +5,13 @@ parallel form (3 full-rank cross layers over the raw inputs, unprojected, beside
 head reads both through `concat`). Exported with LayerNorms off, as the final stage trains them, each has
 exactly the parameters of its baseline module (`ctrnas.train.baselines.DLRM` / `DCNv2`) and, on the same
 weights, the same output. `dcnv2-stacked` is DCN-v2's stacked form (the cross output feeds the deep
-tower), n = dense features + fields x E parameters fewer. All fit `ctrnas-small` and `ctrnas-full`;
-`BASELINE_ARCHS` start a search's population.
+tower), n = dense features + fields x E parameters fewer. `deepfm-like` is the closest point to DeepFM:
+a 400-400-400 deep tower over the dense features and the embeddings flattened, and in its last layer an FM
+term (`fm: true`: Rendle's second-order sum over 32 EFC tokens, ReLU(a linear map over the raw embeddings),
+projected to the tower's width) added before the head, so the logit is deep part + FM part as in DeepFM. It
+has no first-order (LR) part, which the space does not hold, and its FM reads mixed tokens, not the fields.
+All fit `ctrnas-small` and `ctrnas-full`; `BASELINE_ARCHS` start a search's population unless a recipe lists
+others (`search.seeds`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ if TYPE_CHECKING:
 
 ARCH_DIR = Path(__file__).with_name("archs")
 BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")  # the seeded population: what a user would build by hand
-SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked",)
+SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked", "deepfm-like")
 
 
 def baseline_arch(name: str) -> Arch:

@@ -96,17 +96,19 @@ def test_warmup_rows_reads_exactly_that_many_rows(tests_recipe_path, data_dir, t
                           tests_data).warmup.fraction == recipe.warmup.fraction
 
 
-@pytest.mark.parametrize("seeded", [True, False])
+@pytest.mark.parametrize("seeded", [True, False, "listed"])
 def test_search_starts_from_the_space_baselines(tests_recipe_path, data_dir, tests_data, seeded):
     from ctrnas.pipeline.stages import search_stage, warmup_stage
     from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
 
+    names = ("deepfm-like", "dlrm-like") if seeded == "listed" else BASELINE_ARCHS
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "space=ctrnas-small", "warmup.fraction=0",
                              "proxy.name=params", "search.evolution.generations=0",
-                             f"search.seed_population={str(seeded).lower()}")
+                             f"search.seed_population={str(bool(seeded)).lower()}",
+                             *([f"search.seeds=[{', '.join(names)}]"] if seeded == "listed" else []))
     search = search_stage(recipe, tests_data, warmup_stage(recipe, tests_data), progress=False)
     keys = [r.key for r in search.history]
-    baselines = [baseline_arch(n).key() for n in BASELINE_ARCHS]
+    baselines = [baseline_arch(n).key() for n in names]
     assert len(keys) == recipe.search.evolution.population_size
     if seeded:
         assert keys[:len(baselines)] == baselines  # first, then the sampled rest

@@ -164,3 +164,12 @@ def test_search_direction_comes_from_the_fitness_and_a_contrary_maximize_is_reje
     with pytest.raises(RecipeError) as e:
         override(oneshot, "search.random.maximize=true")
     assert e.value.key == "search.random.maximize" and "minimized" in e.value.reason
+
+
+def test_search_seeds_name_shipped_archs(tmp_path):
+    recipe = load_recipe(write(tmp_path, "r.yaml", {**MINIMAL, "search": {"seeds": ["deepfm-like", "dlrm-like"]}}))
+    assert recipe.seed_names == ("deepfm-like", "dlrm-like")
+    assert load_recipe(write(tmp_path, "d.yaml", MINIMAL)).seed_names == ("dlrm-like", "dcnv2-like")
+    p = write(tmp_path, "bad.yaml", {**MINIMAL, "search": {"seeds": ["dlrm-like", "deepfm"]}})
+    with pytest.raises(RecipeError, match=r"search.seeds\[1\].*unknown shipped arch 'deepfm'.*deepfm-like"):
+        load_recipe(p)

@@ -166,3 +166,48 @@ def test_dcnv2_like_and_the_baseline_start_from_the_same_weights_under_one_init(
         assert [p.shape for p in mine] == [p.shape for p in theirs]
         for a, b in zip(mine, theirs):
             torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_deepfm_like_is_a_deep_tower_plus_an_fm_term_summed_into_the_logit():
+    """logit = head(ReLU(W3 h2) + P fm(t)), h2 = ReLU(W2 ReLU(W1 [dense | e_1..e_F])), t = ReLU(A e + c) the
+    32 EFC tokens mixed from the raw embeddings and fm(t) = sum_{s<s'} t_s * t_s' per channel (Rendle's FM),
+    computed here from the exported weights by hand; it fits both ctrnas spaces, its parameters counted alike."""
+    import torch
+
+    from ctrnas.space.baselines import home_space
+    from ctrnas.supernet.testing import make_batch
+
+    arch = baseline_arch("deepfm-like")
+    for space in ("ctrnas-small", "ctrnas-full"):
+        get_space(space).validate(arch)
+    assert home_space("deepfm-like") == "ctrnas-small" and load_arch("deepfm-like") == arch
+    n_dense, cards, E = 5, (20, 30, 7, 11), 16
+    schema = make_schema(n_dense=n_dense, cards=cards)
+    config = dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)
+    model = export(Supernet(schema, config), arch, init="fresh", seed=3)
+    n, F = n_dense + E * len(cards), len(cards)
+    expected = (n * 400 + 400) + 2 * (400 * 400 + 400) + (F * 32 + 32) + (E * 400 + 400) + (400 + 1) + sum(cards) * E
+    assert _n_params(model) == expected
+    assert count_params(schema, config, arch, include_embeddings=True) == expected
+
+    b = model.net.blocks
+    dense, kjt, labels = make_batch(schema, batch=6)
+    with torch.no_grad():
+        e = model.stem(kjt)  # [B, F, E]
+        h = torch.relu(b[0].dense_op.proj(torch.cat([dense, e.flatten(1)], dim=1)))
+        h = torch.relu(b[1].dense_op.lin(h))
+        A, c = b[2].sparse_op.lin.weight, b[2].sparse_op.lin.bias  # [32, F], [32]
+        t = torch.relu(torch.einsum("sf,bfe->bse", A, e) + c[None, :, None])  # EFC's tokens [B, 32, E]
+        pairs = sum(t[:, s] * t[:, u] for s in range(32) for u in range(s + 1, 32))  # [B, E]
+        h = torch.relu(b[2].dense_op.lin(h)) + b[2].fm.lin(pairs)
+        torch.testing.assert_close(model(dense, kjt), model.net.head(h).squeeze(1), atol=1e-4, rtol=1e-4)
+
+    # trains: one step of SGD lowers the loss on its batch, and every weight (the FM's too) gets a gradient
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model(dense, kjt), labels)
+    loss.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.net.parameters())
+    opt.step()
+    with torch.no_grad():
+        after = torch.nn.functional.binary_cross_entropy_with_logits(model(dense, kjt), labels)
+    assert after < loss

@@ -27,7 +27,7 @@ def test_local_moves_change_one_live_choice_by_one_step():
     space = get_space(cfg)
     rng = np.random.default_rng(0)
     seen_fields = set()
-    for name in ("dlrm-like", "dcnv2-like"):
+    for name in ("dlrm-like", "dcnv2-like", "deepfm-like"):
         arch = space.validate(baseline_arch(name))
         live = set(arch.live_parts())
         for _ in range(60):
