@@ -114,6 +114,9 @@ class Arch:
     # token is zeros). A field not listed has the common width above. Narrower tables are zero-padded to the
     # common width for the ops (docs/embedding-search.md). Left out of the JSON and of `key()` when empty.
     table_dims: tuple[tuple[str, int], ...] = ()
+    # A first-order (logistic-regression) term: a learned scalar per sparse id, summed over the fields and
+    # added to the logit, as FM's and DeepFM's linear part. Left out of the JSON and of `key()` when False.
+    first_order: bool = False
 
     @property
     def num_blocks(self) -> int:
@@ -130,6 +133,8 @@ class Arch:
             out["emb_dim"] = self.emb_dim
         if self.table_dims:
             out["table_dims"] = dict(self.table_dims)
+        if self.first_order:
+            out["first_order"] = True
         return out
 
     def dumps(self) -> str:
@@ -159,8 +164,11 @@ class Arch:
                                                    for k, v in tables.items()):
             raise ArchValidationError(None, "table_dims", tables,
                                       "expected a mapping of sparse field names to widths >= 0 (0 drops the field)")
+        first_order = data.get("first_order", False)
+        if not isinstance(first_order, bool):
+            raise ArchValidationError(None, "first_order", first_order, "expected true or false")
         return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)), emb_dim,
-                   tuple(sorted(tables.items())))
+                   tuple(sorted(tables.items())), first_order)
 
     def key(self) -> str:
         """Stable de-duplication hash (sha1, 16 hex digits) of the choices that shape the network.
@@ -197,6 +205,8 @@ class Arch:
         top = [self.num_blocks, parts] + ([{"emb_dim": self.emb_dim}] if self.emb_dim is not None else [])
         if self.table_dims:
             top.append({"table_dims": dict(self.table_dims)})
+        if self.first_order:
+            top.append({"first_order": True})
         text = json.dumps(top, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 

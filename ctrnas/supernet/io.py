@@ -38,7 +38,7 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
 
     space = model.space_config
     dense_params = sum(p.numel() for p in model.net.parameters())
-    emb_params = sum(p.numel() for p in model.stem.parameters())
+    emb_params = sum(p.numel() for stem in model.stems() for p in stem.parameters())  # first-order included
     return {
         "format": EXPORT_FORMAT,
         "arch_key": model.arch.key(),
@@ -48,7 +48,7 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
         "row_cap": model.stem.row_cap,
         "params_dense": dense_params,
         "params_embedding": emb_params,
-        "embedding_bytes": model.stem.embedding_bytes(),
+        "embedding_bytes": sum(stem.embedding_bytes() for stem in model.stems()),
         # fields of width 0 (Arch.table_dims): no table; model.pt2 still takes their ids and ignores them
         "dropped_fields": [n for n, w in zip(model.stem.names, model.stem.widths) if w == 0],
         "params_analytic": count_params(model.schema, space, model.arch, emb_dim=model.stem.dim),

@@ -240,7 +240,7 @@ class OneShotFitness(_Cached):
             p.requires_grad_(False)
         for p in model.net.head.parameters():
             p.requires_grad_(True)
-        training = [(m, m.training) for m in model.stem.modules()]
+        training = [(m, m.training) for stem in model.stems() for m in stem.modules()]
         try:
             if steps > 0:
                 self.finetune(model, steps)
