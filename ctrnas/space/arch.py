@@ -117,6 +117,9 @@ class Arch:
     # A first-order (logistic-regression) term: a learned scalar per sparse id, summed over the fields and
     # added to the logit, as FM's and DeepFM's linear part. Left out of the JSON and of `key()` when False.
     first_order: bool = False
+    # FM's second-order term over the fields' embeddings (Rendle 2010 Eq. 5, the stem's tokens, not a block's)
+    # added to the logit, as FM and DeepFM do; no weights of its own. Left out of the JSON and `key()` when False.
+    field_fm: bool = False
 
     @property
     def num_blocks(self) -> int:
@@ -135,6 +138,8 @@ class Arch:
             out["table_dims"] = dict(self.table_dims)
         if self.first_order:
             out["first_order"] = True
+        if self.field_fm:
+            out["field_fm"] = True
         return out
 
     def dumps(self) -> str:
@@ -164,11 +169,12 @@ class Arch:
                                                    for k, v in tables.items()):
             raise ArchValidationError(None, "table_dims", tables,
                                       "expected a mapping of sparse field names to widths >= 0 (0 drops the field)")
-        first_order = data.get("first_order", False)
-        if not isinstance(first_order, bool):
-            raise ArchValidationError(None, "first_order", first_order, "expected true or false")
+        flags = {k: data.get(k, False) for k in ("first_order", "field_fm")}
+        for k, v in flags.items():
+            if not isinstance(v, bool):
+                raise ArchValidationError(None, k, v, "expected true or false")
         return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)), emb_dim,
-                   tuple(sorted(tables.items())), first_order)
+                   tuple(sorted(tables.items())), **flags)
 
     def key(self) -> str:
         """Stable de-duplication hash (sha1, 16 hex digits) of the choices that shape the network.
@@ -207,6 +213,8 @@ class Arch:
             top.append({"table_dims": dict(self.table_dims)})
         if self.first_order:
             top.append({"first_order": True})
+        if self.field_fm:
+            top.append({"field_fm": True})
         text = json.dumps(top, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 

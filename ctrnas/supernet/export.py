@@ -17,7 +17,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from ctrnas.space import Arch, is_binary, reads_raw
 from ctrnas.supernet.blocks.base import as_index
 from ctrnas.supernet.stem import EmbeddingStem
-from ctrnas.supernet.supernet import first_order_sum, table_widths
+from ctrnas.supernet.supernet import field_fm, first_order_sum, table_widths
 
 
 class FixedBlock(nn.Module):
@@ -80,13 +80,15 @@ class DenseNet(nn.Module):
 
 class ExportedModel(nn.Module):
     """A standalone CTR model: `forward(dense, kjt) -> logits [B]`; carries its arch, schema and space.
-    `first_order`: the 1-wide stem of the arch's first-order term (`Arch.first_order`), or None."""
+    `first_order`: the 1-wide stem of the arch's first-order term (`Arch.first_order`), or None; the FM of the
+    fields' embeddings (`Arch.field_fm`) has no weights: the arch says whether it is added."""
 
     def __init__(self, stem: EmbeddingStem, net: DenseNet, arch: Arch, space_config, schema,
                  first_order: EmbeddingStem | None = None):
         super().__init__()
         self.stem, self.net = stem, net
         self.first_order = first_order
+        self.field_fm = arch.field_fm
         self.arch, self.space_config, self.schema = arch, space_config, schema
 
     def stems(self) -> list[EmbeddingStem]:
@@ -94,7 +96,10 @@ class ExportedModel(nn.Module):
         return [self.stem] + ([self.first_order] if self.first_order is not None else [])
 
     def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
-        logits = self.net(dense, self.stem(kjt))
+        tokens = self.stem(kjt)
+        logits = self.net(dense, tokens)
+        if self.field_fm:
+            logits = logits + field_fm(tokens)
         if self.first_order is not None:
             logits = logits + first_order_sum(self.first_order(kjt))
         return logits

@@ -17,6 +17,7 @@ from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import ArchValidationError
 from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
 from ctrnas.supernet.blocks import FM, Merge, op_class
+from ctrnas.supernet.blocks.fm import fm_interaction
 from ctrnas.supernet.blocks.base import OpInput, as_index
 from ctrnas.supernet.elastic import ElasticLinear
 from ctrnas.supernet.layout import BlockIO, Dims, Plan, resolve, resolve_full
@@ -49,8 +50,9 @@ class _Indexed:
     """A resolved plan plus its index tensors (on the weights' device), cached per (arch, device)."""
 
     def __init__(self, plan: Plan, device: torch.device, mask: torch.Tensor | None = None,
-                 first_order: torch.Tensor | None = None):
+                 first_order: torch.Tensor | None = None, field_fm: bool = False):
         self.plan = plan
+        self.field_fm = field_fm  # add FM's second-order term over the stem's tokens (`Arch.field_fm`)
         # [F, 1] of 0/1, the fields whose first-order weights the arch adds (a dropped field's are not), or
         # None: the arch has no first-order term
         self.first_order = first_order
@@ -85,6 +87,11 @@ def table_mask(widths: list[int], common: int, device: torch.device) -> torch.Te
 def first_order_sum(weights: torch.Tensor, kept: torch.Tensor | None = None) -> torch.Tensor:
     """The first-order term of the logit: per-id scalars [B, F, 1] summed over the (kept) fields -> [B]."""
     return (weights if kept is None else weights * kept).sum(dim=(1, 2))
+
+
+def field_fm(tokens: torch.Tensor) -> torch.Tensor:
+    """FM's second-order term over the fields' embeddings, Rendle (2010) Eq. 5: [B, F, E] -> [B]."""
+    return fm_interaction(tokens).sum(dim=1)
 
 
 class Supernet(nn.Module):
@@ -123,12 +130,13 @@ class Supernet(nn.Module):
         if hit is None:
             if full:
                 kept = torch.ones(len(self.schema.sparse), 1, device=device) if self.first_order is not None else None
-                hit = _Indexed(resolve_full(self.dims, self.space.config), device, None, kept)
+                hit = _Indexed(resolve_full(self.dims, self.space.config), device, None, kept,
+                               True in self.space.config.field_fm)
             else:
                 plan = resolve(self.dims, self.space.validate(arch))
                 widths = table_widths(arch, self.schema.sparse_names, self.dims.emb)
                 kept = torch.tensor([[float(w > 0)] for w in widths], device=device) if arch.first_order else None
-                hit = _Indexed(plan, device, table_mask(widths, self.dims.emb, device), kept)
+                hit = _Indexed(plan, device, table_mask(widths, self.dims.emb, device), kept, arch.field_fm)
             self._plans[key] = hit
             if len(self._plans) > 256:
                 self._plans.popitem(last=False)
@@ -140,7 +148,10 @@ class Supernet(nn.Module):
                 full: bool = False) -> torch.Tensor:
         """Logits [B] of subnet `arch` (or of the full supernet when `full`)."""
         ix = self.indexed(arch, full)
-        logits = self.forward_tokens(dense, self.stem(kjt), ix)
+        tokens = self.stem(kjt)
+        logits = self.forward_tokens(dense, tokens, ix)
+        if ix.field_fm:
+            logits = logits + field_fm(tokens if ix.mask is None else tokens * ix.mask)
         if ix.first_order is not None:
             logits = logits + first_order_sum(self.first_order(kjt), ix.first_order)
         return logits

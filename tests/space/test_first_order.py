@@ -43,7 +43,7 @@ def test_validate_accepts_first_order_only_in_a_space_with_the_choice():
     arch = Arch.from_json((ARCHS / "dlrm-like.json").read_text())
     on = dataclasses.replace(arch, first_order=True)
     small = get_space(PRESETS["ctrnas-small"])
-    with pytest.raises(ArchValidationError, match="first-order term"):
+    with pytest.raises(ArchValidationError, match="first_order.*no such term"):
         small.validate(on)
     assert get_space(CHOICE).validate(on) is on and get_space(CHOICE).validate(arch) is arch
     with pytest.raises(ArchValidationError, match="first_order"):
@@ -88,3 +88,27 @@ def test_the_predictor_sees_it_as_a_feature():
     names, rows = feature_matrix([arch, on])
     j = names.index("first-order term")
     assert [r[j] for r in rows] == [0.0, 1.0]
+
+
+FM_CHOICE = dataclasses.replace(PRESETS["ctrnas-small"], name="fm", field_fm=(False, True))
+
+
+def test_field_fm_is_a_choice_like_first_order():
+    arch = Arch.from_json((ARCHS / "dlrm-like.json").read_text())
+    on = dataclasses.replace(arch, field_fm=True)
+    assert Arch.from_json(on.dumps()) == on and on.to_json()["field_fm"] is True and on.key() != arch.key()
+    with pytest.raises(ArchValidationError, match="field_fm.*no such term"):
+        get_space(PRESETS["ctrnas-small"]).validate(on)
+    assert get_space(FM_CHOICE).validate(on) is on
+    plain, choice = get_space(PRESETS["ctrnas-small"]), get_space(FM_CHOICE)
+    drawn = [choice.sample(np.random.default_rng(s)) for s in range(30)]
+    assert all(dataclasses.replace(b, field_fm=False) == plain.sample(np.random.default_rng(s))
+               for s, b in enumerate(drawn))
+    assert 5 < sum(b.field_fm for b in drawn) < 25 and not any(b.first_order for b in drawn)
+    rng = np.random.default_rng(1)
+    flipped = [m for m in (choice.mutate_local(arch, rng) for _ in range(200)) if m.field_fm]
+    assert flipped and all(dataclasses.replace(m, field_fm=False) == arch for m in flipped)
+    assert 5 < sum(choice.mutate(arch, rng).field_fm for _ in range(400)) < 80
+    assert "field_fm" not in space_record(PRESETS["ctrnas-small"]) and space_record(FM_CHOICE)["field_fm"] == [
+        False, True]
+    assert arch_features(on)["field fm"] == 1.0 and "field fm" not in arch_features(arch)

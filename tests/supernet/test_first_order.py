@@ -131,3 +131,45 @@ def test_saved_model_loads_and_serves_the_same_probabilities(tmp_path):
         torch.testing.assert_close(served(dense, ids), torch.sigmoid(want), rtol=0, atol=1e-6)
         off = export(net, dataclasses.replace(on, first_order=False), init="fresh", seed=1)
         assert not torch.allclose(off(dense, kjt), want)  # the term is in what is served
+
+
+def _pairwise(tokens: torch.Tensor) -> torch.Tensor:
+    """sum_{i<j} <v_i, v_j> over the fields, by a double loop (the FM term's definition, Rendle 2010 Eq. 1)."""
+    f = tokens.shape[1]
+    return sum((tokens[:, i] * tokens[:, j]).sum(dim=1) for i in range(f) for j in range(i + 1, f))
+
+
+FM_SPACE = {**SPACE, "field_fm": [False, True], "table_dims": [0, 4, 8]}
+
+
+def test_field_fm_adds_the_fields_pairwise_products_in_the_supernet_the_export_and_model_pt2(tmp_path):
+    net = _net(FM_SPACE, row_cap=20)
+    arch = dataclasses.replace(_arch(net), table_dims=(("C1", 0), ("C2", 4)))  # a dropped and a narrow field
+    on, off = dataclasses.replace(arch, field_fm=True), dataclasses.replace(arch, field_fm=False)
+    dense, kjt, _ = make_batch(net.schema, batch=16, seed=3)
+    with torch.no_grad():
+        tokens = net.stem(kjt).clone()
+        tokens[:, 1] = 0  # C1 dropped
+        tokens[:, 2, 4:] = 0  # C2 4 wide
+        torch.testing.assert_close(net(dense, kjt, on) - net(dense, kjt, off), _pairwise(tokens), rtol=0, atol=1e-5)
+        model = export(net, on, init="inherit")
+        torch.testing.assert_close(model(dense, kjt), net(dense, kjt, on), rtol=0, atol=1e-5)
+    assert count_params(net.schema, net.space, on, 8, True, 20) == count_params(net.schema, net.space, off, 8, True,
+                                                                                 20) == \
+        sum(p.numel() for p in model.parameters())  # no weights of its own
+    fresh = export(net, on, init="fresh", seed=2)
+    save_exported(fresh, tmp_path / "m", init="fresh")
+    back = load_exported(tmp_path / "m")
+    assert back.arch == on and back.field_fm
+    ids = torch.stack([kjt.to_dict()[n].values() for n in net.schema.sparse_names], dim=1)
+    served = torch.export.load(str(tmp_path / "m" / "model.pt2")).module()
+    with torch.no_grad():
+        want = fresh(dense, kjt)
+        torch.testing.assert_close(want - fresh.net(dense, fresh.stem(kjt)) - first_order_part(fresh, kjt),
+                                   _pairwise(fresh.stem(kjt)), rtol=0, atol=1e-5)
+        torch.testing.assert_close(back(dense, kjt), want, rtol=0, atol=1e-6)
+        torch.testing.assert_close(served(dense, ids), torch.sigmoid(want), rtol=0, atol=1e-6)
+
+
+def first_order_part(model, kjt) -> torch.Tensor:
+    return 0 if model.first_order is None else model.first_order(kjt).sum(dim=(1, 2))
