@@ -36,3 +36,25 @@ def test_a_search_with_the_first_order_choice_runs_and_exports(tests_data, tests
         z = model(d, k).double().numpy()
     logloss = float(np.mean(np.logaddexp(0, z) - y.double().numpy() * z))
     assert logloss == pytest.approx(result.final.best.test["logloss"], rel=1e-6)
+
+
+def test_oneshot_finetuning_fits_the_head_beside_the_logit_terms(tests_data, monkeypatch):
+    from ctrnas.pipeline.data import load_rows
+    from ctrnas.pipeline.fitness import ctr_fitness
+    from ctrnas.supernet import Supernet, export
+
+    torch.manual_seed(0)
+    space = {"base": "nasrec-small", "num_blocks": 2, "dense_dims": [8], "sparse_tokens": [4],
+             "first_order": [True], "field_fm": [True]}
+    net = Supernet(tests_data.schema, space, emb_dim=8)
+    arch = net.space.sample(np.random.default_rng(0))
+    assert arch.first_order and arch.field_fm
+    rows = load_rows(tests_data, "train", 0, 256)
+    seen = []
+    loss = ctr_fitness.bce_loss
+    monkeypatch.setattr(ctr_fitness, "bce_loss", lambda z, y: seen.append(z.detach()) or loss(z, y))
+    ctr_fitness.OneShotFitness(net, rows, rows, finetune_steps=1, batch_size=64)(arch, 0)
+    d, k, _ = rows.batch(0, 64)
+    with torch.no_grad():
+        want = export(net, arch, init="inherit")(d, k)  # the head fine-tuned with the terms the model adds
+    torch.testing.assert_close(seen[0], want, rtol=0, atol=1e-5)
