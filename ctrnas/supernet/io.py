@@ -4,7 +4,8 @@ Exported folder layout ("ctrnas-export/2"):
   model.pt          the `ExportedModel`'s state_dict (tensors only); `load_exported` rebuilds the model from
                     model_card.json and arch.json and reads it with weights_only=True (never a pickle)
   dense_part.pt     TorchScript of `model.net` (dense [B, n_dense], tokens [B, F, E] -> logits [B]):
-                    loads with `torch.jit.load` alone
+                    loads with `torch.jit.load` alone; an arch's terms outside it (`Arch.first_order`,
+                    `Arch.field_fm`) are added by the model (and model.pt2), not by this part
   dense_part.pt2    (optional, `torch_export=True`) the same as a `torch.export` program, dynamic batch
   model.pt2         the whole model, tables included, as a `torch.export` program (encoded rows ->
                     probabilities): loads with torch alone, no ctrnas, no pickle (ctrnas.supernet.serving)
