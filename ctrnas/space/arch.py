@@ -114,6 +114,12 @@ class Arch:
     # token is zeros). A field not listed has the common width above. Narrower tables are zero-padded to the
     # common width for the ops (docs/embedding-search.md). Left out of the JSON and of `key()` when empty.
     table_dims: tuple[tuple[str, int], ...] = ()
+    # A first-order (logistic-regression) term: a learned scalar per sparse id, summed over the fields and
+    # added to the logit, as FM's and DeepFM's linear part. Left out of the JSON and of `key()` when False.
+    first_order: bool = False
+    # FM's second-order term over the fields' embeddings (Rendle 2010 Eq. 5, the stem's tokens, not a block's)
+    # added to the logit, as FM and DeepFM do; no weights of its own. Left out of the JSON and `key()` when False.
+    field_fm: bool = False
 
     @property
     def num_blocks(self) -> int:
@@ -130,6 +136,10 @@ class Arch:
             out["emb_dim"] = self.emb_dim
         if self.table_dims:
             out["table_dims"] = dict(self.table_dims)
+        if self.first_order:
+            out["first_order"] = True
+        if self.field_fm:
+            out["field_fm"] = True
         return out
 
     def dumps(self) -> str:
@@ -159,8 +169,12 @@ class Arch:
                                                    for k, v in tables.items()):
             raise ArchValidationError(None, "table_dims", tables,
                                       "expected a mapping of sparse field names to widths >= 0 (0 drops the field)")
+        flags = {k: data.get(k, False) for k in ("first_order", "field_fm")}
+        for k, v in flags.items():
+            if not isinstance(v, bool):
+                raise ArchValidationError(None, k, v, "expected true or false")
         return cls(tuple(_block_from_json(b, i + 1) for i, b in enumerate(blocks)), emb_dim,
-                   tuple(sorted(tables.items())))
+                   tuple(sorted(tables.items())), **flags)
 
     def key(self) -> str:
         """Stable de-duplication hash (sha1, 16 hex digits) of the choices that shape the network.
@@ -197,6 +211,10 @@ class Arch:
         top = [self.num_blocks, parts] + ([{"emb_dim": self.emb_dim}] if self.emb_dim is not None else [])
         if self.table_dims:
             top.append({"table_dims": dict(self.table_dims)})
+        if self.first_order:
+            top.append({"first_order": True})
+        if self.field_fm:
+            top.append({"field_fm": True})
         text = json.dumps(top, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 

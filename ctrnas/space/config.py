@@ -49,6 +49,11 @@ class SpaceConfig:
     # The sparse fields whose widths are searched; empty: all of the data's (filled from the schema by
     # `SearchSpace.for_fields`, which the supernet and the search call).
     tables: tuple[str, ...] = ()
+    # Whether an arch may add a first-order term (`Arch.first_order`, per-id scalar weights as FM's linear
+    # part); (False, True): a choice the search draws. (False,): none, the paper's spaces.
+    first_order: tuple[bool, ...] = (False,)
+    # Whether an arch may add FM's second-order term over the fields' embeddings to its logit (`Arch.field_fm`).
+    field_fm: tuple[bool, ...] = (False,)
 
     def __post_init__(self) -> None:
         src = f"space {self.name!r}"
@@ -62,7 +67,8 @@ class SpaceConfig:
             known = ops_of_kind(kind)
             need(len(getattr(self, key)) > 0 and set(getattr(self, key)) <= set(known), key,
                  f"must be a non-empty subset of {list(known)}")
-        for key in ("dense_ops", "sparse_ops", "dense_dims", "sparse_tokens", "dense_sparse_merge", "fm"):
+        for key in ("dense_ops", "sparse_ops", "dense_dims", "sparse_tokens", "dense_sparse_merge", "fm",
+                    "first_order", "field_fm"):
             v = getattr(self, key)
             need(len(v) > 0 and len(set(v)) == len(v), key, "must be a non-empty list without repeats")
         need(all(d > 0 for d in self.dense_dims), "dense_dims", "widths must be positive")
@@ -109,13 +115,17 @@ PRESETS = {
 
 
 def space_record(config: SpaceConfig) -> dict[str, Any]:
-    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices) while empty: a fingerprint written
-    before the field existed (a warm-up, a final-stage job) still matches, so those runs resume."""
+    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices, `first_order`, `field_fm`)
+    while at their defaults: a fingerprint written before the field existed (a warm-up, a final-stage job)
+    still matches, so those runs resume."""
     from ctrnas.config import to_dict
 
     out = to_dict(config)
     for key in ("emb_dims", "table_dims", "tables"):
         if not getattr(config, key):
+            out.pop(key, None)
+    for key in ("first_order", "field_fm"):
+        if tuple(getattr(config, key)) == (False,):
             out.pop(key, None)
     return out
 

@@ -41,6 +41,10 @@ def arch_features(arch: Arch) -> dict[str, float]:
     if arch.table_dims:  # per-table widths (listed when they differ from the common width)
         f["tables dropped"] = float(sum(w == 0 for _, w in arch.table_dims))
         f["tables narrowed"] = float(sum(w > 0 for _, w in arch.table_dims))
+    if arch.first_order:  # absent (0) for archs without one, so other archs' features stay as they were
+        f["first-order term"] = 1.0
+    if arch.field_fm:
+        f["field fm"] = 1.0
     last = arch.blocks[-1]  # the head reads both outputs of the last block: always computed
     add(f"last block dense {last.dense_op}")
     f["last block dense width"] = float(last.dense_dim)

@@ -92,8 +92,16 @@ class SearchSpace:
         emb = self.config.emb_dims
         # drawn after the blocks and only with a choice, so spaces without one sample exactly as before
         arch = Arch(tuple(blocks), emb[int(rng.integers(len(emb)))] if emb else None)
-        if not self.config.table_dims:
-            return arch
+        if self.config.table_dims:
+            arch = self._sample_tables(arch, rng)
+        # drawn last and only with a choice, so spaces without one sample exactly as before
+        for key in ("first_order", "field_fm"):
+            values = getattr(self.config, key)
+            arch = dataclasses.replace(arch, **{key: values[int(rng.integers(len(values)))] if len(values) > 1
+                                                else values[0]})
+        return arch
+
+    def _sample_tables(self, arch: Arch, rng: np.random.Generator) -> Arch:
         self._need_tables()
         options = self._table_options(arch)
         for _ in range(1000):
@@ -193,7 +201,8 @@ class SearchSpace:
 
         As NASRec's `mutate_spec`: pick a block, then a macro (50%) or micro (50%) field; fields with a
         single option (e.g. connections of block 1) are skipped by drawing again. With `emb_dims`, the
-        embedding width is one more choice (an arch without one has the space's `emb_dim`).
+        embedding width is one more choice (an arch without one has the space's `emb_dim`); with
+        `first_order` / `field_fm: [false, true]`, so is that term.
         """
         self.validate(arch)
         c = self.config
@@ -203,6 +212,10 @@ class SearchSpace:
         now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
         if c.emb_dims and rng.random() < 0.5 / len(micro) and (others := [d for d in c.emb_dims if d != now]):
             return self._at_emb_dim(arch, others[int(rng.integers(len(others)))])
+        # a logit term flips as often as the width moves (a space without the choice draws nothing)
+        for key in ("first_order", "field_fm"):
+            if len(getattr(c, key)) > 1 and rng.random() < 0.5 / len(micro):
+                return _flip(arch, key)
         # a table width moves one step, in a quarter of the mutations of a space that searches them
         if c.table_dims and rng.random() < TABLE_MOVES and (out := self._table_step(arch, rng)) is not None:
             return out
@@ -238,8 +251,9 @@ class SearchSpace:
 
     def mutate_local(self, arch: Arch, rng: np.random.Generator) -> Arch:
         """A small edit of a block the output depends on: one width, token count, cross depth or rank one
-        step up or down its list, a categorical op choice (e.g. the cross form) re-drawn, FM flipped, or the
-        embedding width one step (with `emb_dims`). The wiring and the ops stay: the search refines a strong
+        step up or down its list, a categorical op choice (e.g. the cross form) re-drawn, FM flipped, the
+        embedding width one step (with `emb_dims`), or a logit term (`first_order`, `field_fm`) flipped (with
+        that choice). The wiring and the ops stay: the search refines a strong
         arch (a DLRM or DCN-v2 seed) instead of jumping to another DAG, as `mutate` often does.
         Falls back to `mutate` when no local edit fits (e.g. every live field has one option)."""
         self.validate(arch)
@@ -261,6 +275,7 @@ class SearchSpace:
                 moves.append((i, "sparse_tokens"))
         if len(c.emb_dims) > 1:
             moves.append((None, "emb_dim"))
+        moves += [(None, key) for key in ("first_order", "field_fm") if len(getattr(c, key)) > 1]
 
         def step(options: tuple[Any, ...], now: Any) -> Any:
             """A neighbour of `now` in `options` (ordered as the config lists them), or None."""
@@ -275,6 +290,8 @@ class SearchSpace:
                 break
             move = moves[int(rng.integers(len(moves)))]
             i, what = move[0], move[1]
+            if what in ("first_order", "field_fm"):
+                return _flip(arch, what)
             if what == "emb_dim":
                 now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
                 new = step(tuple(sorted(c.emb_dims)), now)
@@ -342,6 +359,11 @@ class SearchSpace:
             raise ArchValidationError(None, "emb_dim", arch.emb_dim, f"space {c.name!r} allows " + (
                 f"one of {list(c.emb_dims)}" if c.emb_dims else "none (no space.emb_dims): leave the key out"))
         self._validate_tables(arch)
+        for key in ("first_order", "field_fm"):
+            if getattr(arch, key) not in getattr(c, key):
+                raise ArchValidationError(None, key, getattr(arch, key), (
+                    f"space {c.name!r} has no such term (space.{key}: [false, true] adds the choice)"
+                    if getattr(arch, key) else f"space {c.name!r} gives every arch one (space.{key}: [true])"))
         for i, b in enumerate(arch.blocks, start=1):
             for name in ("dense_idx", "sparse_idx"):
                 v = getattr(b, name)
@@ -392,6 +414,13 @@ class SearchSpace:
         reason = spec.check(b) if spec.check is not None else None
         if reason is not None:
             raise ArchValidationError(i, "dense_args", args, reason)
+
+
+def _flip(arch: Arch, term: str) -> Arch:
+    """`arch` with logit term `term` ("first_order" or "field_fm") switched."""
+    if term == "first_order":
+        return dataclasses.replace(arch, first_order=not arch.first_order)
+    return dataclasses.replace(arch, field_fm=not arch.field_fm)
 
 
 def get_space(spec: str | SpaceConfig | dict[str, Any] | SearchSpace) -> SearchSpace:

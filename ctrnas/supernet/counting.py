@@ -44,13 +44,17 @@ def count_params(schema: DatasetSchema, space: str | SpaceConfig | SearchSpace, 
 
 
 def _table_cells(schema: DatasetSchema, arch: Arch, common: int, row_cap: int | None) -> int:
+    """Cells of the arch's tables; a first-order term (`Arch.first_order`) adds a 1-wide table per kept field."""
     widths = table_widths(arch, schema.sparse_names, common)
+    if arch.first_order:
+        widths = [w + min(w, 1) for w in widths]
     return sum(max(min(c, row_cap) if row_cap else c, 1) * w for c, w in zip(schema.cardinalities, widths))
 
 
 def embedding_bytes(schema: DatasetSchema, arch: Arch, emb_dim: int, row_cap: int | None = None) -> int:
     """Bytes of the subnet's embedding tables: rows (the data's cardinality, capped at `row_cap` as in the
-    stem) x its width (`Arch.table_dims`, else the arch's or the run's `emb_dim`) x 4 (float32)."""
+    stem) x its width (`Arch.table_dims`, else the arch's or the run's `emb_dim`, plus 1 with a first-order
+    term) x 4 (float32)."""
     return 4 * _table_cells(schema, arch, arch.emb_dim or emb_dim, row_cap)
 
 

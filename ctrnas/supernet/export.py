@@ -17,7 +17,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from ctrnas.space import Arch, is_binary, reads_raw
 from ctrnas.supernet.blocks.base import as_index
 from ctrnas.supernet.stem import EmbeddingStem
-from ctrnas.supernet.supernet import table_widths
+from ctrnas.supernet.supernet import field_fm, first_order_sum, table_widths
 
 
 class FixedBlock(nn.Module):
@@ -79,15 +79,30 @@ class DenseNet(nn.Module):
 
 
 class ExportedModel(nn.Module):
-    """A standalone CTR model: `forward(dense, kjt) -> logits [B]`; carries its arch, schema and space."""
+    """A standalone CTR model: `forward(dense, kjt) -> logits [B]`; carries its arch, schema and space.
+    `first_order`: the 1-wide stem of the arch's first-order term (`Arch.first_order`), or None; the FM of the
+    fields' embeddings (`Arch.field_fm`) has no weights: the arch says whether it is added."""
 
-    def __init__(self, stem: EmbeddingStem, net: DenseNet, arch: Arch, space_config, schema):
+    def __init__(self, stem: EmbeddingStem, net: DenseNet, arch: Arch, space_config, schema,
+                 first_order: EmbeddingStem | None = None):
         super().__init__()
         self.stem, self.net = stem, net
+        self.first_order = first_order
+        self.field_fm = arch.field_fm
         self.arch, self.space_config, self.schema = arch, space_config, schema
 
+    def stems(self) -> list[EmbeddingStem]:
+        """Every embedding stem of the model: the tokens' and, with a first-order term, its 1-wide one."""
+        return [self.stem] + ([self.first_order] if self.first_order is not None else [])
+
     def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
-        return self.net(dense, self.stem(kjt))
+        tokens = self.stem(kjt)
+        logits = self.net(dense, tokens)
+        if self.field_fm:
+            logits = logits + field_fm(tokens)
+        if self.first_order is not None:
+            logits = logits + first_order_sum(self.first_order(kjt))
+        return logits
 
 
 def _copy_stem(stem: EmbeddingStem) -> EmbeddingStem:
@@ -200,8 +215,15 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
         stem = narrow_stem(supernet.stem, widths)
     else:
         stem = _copy_stem(supernet.stem) if copy_stem else supernet.stem
+    first = None
+    if arch.first_order:  # a dropped field (width 0) has no first-order weights either
+        kept = [min(w, 1) for w in widths]
+        if not all(kept):
+            first = narrow_stem(supernet.first_order, kept)
+        else:
+            first = _copy_stem(supernet.first_order) if copy_stem else supernet.first_order
     model = ExportedModel(stem, DenseNet(blocks, head), arch, supernet.space.config,
-                          supernet.schema)
+                          supernet.schema, first)
     if init == "fresh":
         reinit(model, seed, embedding_init, dense_init)
     return model

@@ -4,7 +4,8 @@ Exported folder layout ("ctrnas-export/2"):
   model.pt          the `ExportedModel`'s state_dict (tensors only); `load_exported` rebuilds the model from
                     model_card.json and arch.json and reads it with weights_only=True (never a pickle)
   dense_part.pt     TorchScript of `model.net` (dense [B, n_dense], tokens [B, F, E] -> logits [B]):
-                    loads with `torch.jit.load` alone
+                    loads with `torch.jit.load` alone; an arch's terms outside it (`Arch.first_order`,
+                    `Arch.field_fm`) are added by the model (and model.pt2), not by this part
   dense_part.pt2    (optional, `torch_export=True`) the same as a `torch.export` program, dynamic batch
   model.pt2         the whole model, tables included, as a `torch.export` program (encoded rows ->
                     probabilities): loads with torch alone, no ctrnas, no pickle (ctrnas.supernet.serving)
@@ -38,7 +39,7 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
 
     space = model.space_config
     dense_params = sum(p.numel() for p in model.net.parameters())
-    emb_params = sum(p.numel() for p in model.stem.parameters())
+    emb_params = sum(p.numel() for stem in model.stems() for p in stem.parameters())  # first-order included
     return {
         "format": EXPORT_FORMAT,
         "arch_key": model.arch.key(),
@@ -48,7 +49,7 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
         "row_cap": model.stem.row_cap,
         "params_dense": dense_params,
         "params_embedding": emb_params,
-        "embedding_bytes": model.stem.embedding_bytes(),
+        "embedding_bytes": sum(stem.embedding_bytes() for stem in model.stems()),
         # fields of width 0 (Arch.table_dims): no table; model.pt2 still takes their ids and ignores them
         "dropped_fields": [n for n, w in zip(model.stem.names, model.stem.widths) if w == 0],
         "params_analytic": count_params(model.schema, space, model.arch, emb_dim=model.stem.dim),

@@ -17,6 +17,7 @@ from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import ArchValidationError
 from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
 from ctrnas.supernet.blocks import FM, Merge, op_class
+from ctrnas.supernet.blocks.fm import fm_interaction
 from ctrnas.supernet.blocks.base import OpInput, as_index
 from ctrnas.supernet.elastic import ElasticLinear
 from ctrnas.supernet.layout import BlockIO, Dims, Plan, resolve, resolve_full
@@ -48,8 +49,13 @@ class SuperBlock(nn.Module):
 class _Indexed:
     """A resolved plan plus its index tensors (on the weights' device), cached per (arch, device)."""
 
-    def __init__(self, plan: Plan, device: torch.device, mask: torch.Tensor | None = None):
+    def __init__(self, plan: Plan, device: torch.device, mask: torch.Tensor | None = None,
+                 first_order: torch.Tensor | None = None, field_fm: bool = False):
         self.plan = plan
+        self.field_fm = field_fm  # add FM's second-order term over the stem's tokens (`Arch.field_fm`)
+        # [F, 1] of 0/1, the fields whose first-order weights the arch adds (a dropped field's are not), or
+        # None: the arch has no first-order term
+        self.first_order = first_order
         self.cols = [(as_index(io.dense_cols, device), as_index(io.tok_cols, device)) for io in plan.blocks]
         self.head_cols = as_index(plan.head_cols, device)
         self.mask = mask  # [F, E] of 0/1 for archs with narrower tables (`table_mask`), else None
@@ -78,6 +84,16 @@ def table_mask(widths: list[int], common: int, device: torch.device) -> torch.Te
     return (torch.arange(common).unsqueeze(0) < torch.tensor(widths).unsqueeze(1)).float().to(device)
 
 
+def first_order_sum(weights: torch.Tensor, kept: torch.Tensor | None = None) -> torch.Tensor:
+    """The first-order term of the logit: per-id scalars [B, F, 1] summed over the (kept) fields -> [B]."""
+    return (weights if kept is None else weights * kept).sum(dim=(1, 2))
+
+
+def field_fm(tokens: torch.Tensor) -> torch.Tensor:
+    """FM's second-order term over the fields' embeddings, Rendle (2010) Eq. 5: [B, F, E] -> [B]."""
+    return fm_interaction(tokens).sum(dim=1)
+
+
 class Supernet(nn.Module):
     """NASRec supernet over `space` for `schema`; `emb_dim` defaults to the space's (16)."""
 
@@ -92,6 +108,9 @@ class Supernet(nn.Module):
         self.blocks = nn.ModuleList(SuperBlock(self.dims, self.space.config, i)
                                     for i in range(1, self.space.config.num_blocks + 1))
         self.head = ElasticLinear(self.dims.head_in, 1)
+        # the first-order term's per-id scalars (`Arch.first_order`), built last so that the other weights
+        # draw as in a space without the choice
+        self.first_order = EmbeddingStem(schema, 1, row_cap) if True in self.space.config.first_order else None
         self._plans: OrderedDict[tuple, _Indexed] = OrderedDict()
 
     @property
@@ -110,11 +129,14 @@ class Supernet(nn.Module):
         hit = self._plans.get(key)
         if hit is None:
             if full:
-                hit = _Indexed(resolve_full(self.dims, self.space.config), device)
+                kept = torch.ones(len(self.schema.sparse), 1, device=device) if self.first_order is not None else None
+                hit = _Indexed(resolve_full(self.dims, self.space.config), device, None, kept,
+                               True in self.space.config.field_fm)
             else:
                 plan = resolve(self.dims, self.space.validate(arch))
                 widths = table_widths(arch, self.schema.sparse_names, self.dims.emb)
-                hit = _Indexed(plan, device, table_mask(widths, self.dims.emb, device))
+                kept = torch.tensor([[float(w > 0)] for w in widths], device=device) if arch.first_order else None
+                hit = _Indexed(plan, device, table_mask(widths, self.dims.emb, device), kept, arch.field_fm)
             self._plans[key] = hit
             if len(self._plans) > 256:
                 self._plans.popitem(last=False)
@@ -125,7 +147,14 @@ class Supernet(nn.Module):
     def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor, arch: Arch | None = None,
                 full: bool = False) -> torch.Tensor:
         """Logits [B] of subnet `arch` (or of the full supernet when `full`)."""
-        return self.forward_tokens(dense, self.stem(kjt), self.indexed(arch, full))
+        ix = self.indexed(arch, full)
+        tokens = self.stem(kjt)
+        logits = self.forward_tokens(dense, tokens, ix)
+        if ix.field_fm:
+            logits = logits + field_fm(tokens if ix.mask is None else tokens * ix.mask)
+        if ix.first_order is not None:
+            logits = logits + first_order_sum(self.first_order(kjt), ix.first_order)
+        return logits
 
     def forward_tokens(self, dense: torch.Tensor, sparse: torch.Tensor, ix: _Indexed) -> torch.Tensor:
         """The part after the embedding lookup: dense [B, n_dense], sparse tokens [B, F, E] -> logits [B]
@@ -163,6 +192,8 @@ class SubnetView(nn.Module):
         self.arch = arch
         ix = supernet.indexed(arch)
         self.stem, self.head = supernet.stem, supernet.head
+        if arch.first_order:
+            self.first_order = supernet.first_order
         used = nn.ModuleDict()
         for io in ix.plan.blocks:
             blk = supernet.blocks[io.index - 1]

@@ -55,7 +55,10 @@ def at_width(supernet, dim: int, init: str):
     old = supernet.stem
     with torch.random.fork_rng(devices=[]):
         stem = EmbeddingStem(old.schema, dim, old.row_cap).to(supernet.head.weight.device)
+        # the first-order term's 1-wide tables, full-size as the stem's (none without the choice)
+        first = None if supernet.first_order is None else \
+            EmbeddingStem(old.schema, 1, old.row_cap).to(supernet.head.weight.device)
     out = copy.copy(dense)  # shares the dense part; nothing is copied
-    out._modules = {**dense._modules, "stem": stem}
+    out._modules = {**dense._modules, "stem": stem, "first_order": first}
     out.schema = supernet.schema
     return out

@@ -108,6 +108,19 @@ def test_an_arch_model_counts_its_tables_and_the_analytic_dense_parameters():
     assert template[False].stem.rows == [1000, 7, 300, 11]  # the estimate left the template's tables alone
 
 
+def test_first_order_tables_are_counted_as_tables_at_full_size():
+    recipe, data, template, jobs = _stage({"train": {"row_cap": 1000}})
+    recipe = dataclasses.replace(recipe, space=dataclasses.replace(recipe.space, first_order=(False, True)))
+    template = final_template(recipe, data, None)
+    arch = dataclasses.replace(jobs[0][1], first_order=True)
+    size, = job_sizes(recipe, data, template, [("arch", arch)])
+    assert size.table_params == (1000 + 7 + 300 + 11) * (16 + 1)  # the 1-wide tables, not the mean width
+    space = template[use_layernorm("auto", arch, True)].space
+    assert size.dense_params == count_params(data.schema, space, arch)
+    assert template[False].first_order is template[True].first_order  # shared, as the stem
+    assert template[False].first_order.rows == [1000, 7, 300, 11]
+
+
 def _fake_available(monkeypatch, n: int):
     monkeypatch.setattr(final_memory, "available_memory", lambda: n)
 

@@ -286,8 +286,11 @@ def _tiny_template(template, schema: DatasetSchema):
     shapes = template if isinstance(template, dict) else {None: template}
     old = next(iter(shapes.values())).stem
     stem = EmbeddingStem(schema, old.dim, old.row_cap)  # final.layernorm "auto": both shapes share one stem
+    # the first-order term's 1-wide tables (`Arch.first_order`) are tables too: tiny as well
+    first = EmbeddingStem(schema, 1, old.row_cap) if getattr(next(iter(shapes.values())), "first_order", None) \
+        is not None else None
     tiny = {}
     for key, supernet in shapes.items():
         tiny[key] = copy.copy(supernet)
-        tiny[key]._modules = {**supernet._modules, "stem": stem}
+        tiny[key]._modules = {**supernet._modules, "stem": stem, "first_order": first}
     return tiny if isinstance(template, dict) else tiny[None]

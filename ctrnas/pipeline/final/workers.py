@@ -156,7 +156,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         best_model = arch_model(recipe, template, candidates[best_rank].arch)
         best_model.load_state_dict(_state(best_result, folders[best_rank]))
         # as the serial trainer leaves it, so model.pt is the same object either way
-        best_model.stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
+        for stem in best_model.stems():
+            stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     del best_result
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None,
                   history)

@@ -160,16 +160,18 @@ class ProxyFitness(_Cached):
         return FitnessResult(result.value, dict(result.terms), {"proxy": self.proxy_name, "init": self.init})
 
 
-def head_input(model: nn.Module, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
-    """The input of an exported model's final linear layer (`model.net.head`) for one batch, without grad."""
+def head_input(model: nn.Module, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the input of an exported model's final linear layer `model.net.head`, the logit terms added outside
+    the head: `Arch.first_order`, `Arch.field_fm`, zeros without them) for one batch, without grad."""
     captured = []
     handle = model.net.head.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
     try:
         with torch.no_grad():
-            model(dense, kjt)
+            logits = model(dense, kjt)
+            rest = logits - model.net.head(captured[0]).squeeze(1)
     finally:
         handle.remove()
-    return captured[0]
+    return captured[0], rest
 
 
 class OneShotFitness(_Cached):
@@ -203,11 +205,11 @@ class OneShotFitness(_Cached):
         starts = [(s * self.batch_size) % n for s in range(steps)]
         for step, start in enumerate(starts):
             dense, kjt, labels = self.finetune_rows.batch(start, min(start + self.batch_size, n), device_of(head))
-            feats = head_input(model, dense, kjt)
+            feats, rest = head_input(model, dense, kjt)
             # cosine decay over the fine-tuning steps (NASRec uses a cosine schedule here too)
             for g in opt.param_groups:
                 g["lr"] = self.lr * 0.5 * (1 + math.cos(math.pi * step / steps))
-            loss = bce_loss(head(feats).squeeze(1), labels)
+            loss = bce_loss(head(feats).squeeze(1) + rest, labels)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -240,7 +242,7 @@ class OneShotFitness(_Cached):
             p.requires_grad_(False)
         for p in model.net.head.parameters():
             p.requires_grad_(True)
-        training = [(m, m.training) for m in model.stem.modules()]
+        training = [(m, m.training) for stem in model.stems() for m in stem.modules()]
         try:
             if steps > 0:
                 self.finetune(model, steps)

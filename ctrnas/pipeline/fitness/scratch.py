@@ -89,9 +89,9 @@ def final_template(recipe: Recipe, data: DataResult, supernet=None):
         return _template(recipe, data, supernet, setting)
     off, on = _template(recipe, data, supernet, False), _template(recipe, data, supernet, True)
     if on is not supernet:  # never swap the search supernet's own tables
-        on.stem = off.stem
+        on.stem, on.first_order = off.stem, off.first_order
     else:
-        off.stem = on.stem
+        off.stem, off.first_order = on.stem, on.first_order
     return {False: off, True: on}
 
 
