@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ctrnas.pipeline.data import prepare_data
 from ctrnas.pipeline.final import final_stage
+from ctrnas.pipeline.fitness.rungs import inside_warmup
 from ctrnas.pipeline.report import write_environment, write_report
 from ctrnas.pipeline.results import DataResult, FinalResult, RunResult, SearchStageResult, WarmupResult
 from ctrnas.pipeline.stages import search_stage, warmup_stage
@@ -84,6 +85,8 @@ def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
     clock.lap("warmup", warm.seconds)
     say(f"warm-up {warm.fraction:g}: {warm.steps} steps on {warm.rows} rows in {warm.seconds:.1f} s")
 
+    for line in inside_warmup(recipe, data):
+        say(line)
     search = search_stage(recipe, data, warm, out / "search", progress=progress)
     clock.lap("search", search.seconds)
     best = search.result.best

@@ -39,12 +39,15 @@ class RungConfig:
     """One fidelity: `fitness` names what scores it (the caller's name, e.g. the CTR pipeline's "proxy"),
     `budget` is in that fitness's own unit (None: its default), `keep` the share promoted to the next rung.
     `fraction` instead of `budget`: a share of the training rows, for fitnesses measured in rows (the caller
-    turns it into rows), so one recipe means the same at any data size."""
+    turns it into rows), so one recipe means the same at any data size. `min_steps` with a `fraction`: a floor
+    on the rung's size in the fitness's unit (the caller's prefix rungs: steps), for small data where a share
+    of the training is too few steps to rank."""
 
     fitness: str
     budget: int | None = None
     keep: float = 1 / 3
     fraction: float | None = None
+    min_steps: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.keep <= 1:
@@ -55,6 +58,10 @@ class RungConfig:
             raise RecipeError("search.multifidelity.rungs", "fraction", f"expected in (0, 1], got {self.fraction}")
         if self.fraction is not None and self.budget is not None:
             raise RecipeError("search.multifidelity.rungs", "fraction", "give budget or fraction, not both")
+        if self.min_steps is not None and (self.fraction is None or self.min_steps < 1):
+            raise RecipeError("search.multifidelity.rungs", "min_steps",
+                              f"a floor (>= 1) on a rung given as a fraction, got {self.min_steps}"
+                              + ("" if self.fraction is not None else " without a fraction"))
 
 
 @dataclass(frozen=True)

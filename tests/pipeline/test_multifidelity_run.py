@@ -146,6 +146,38 @@ def test_rung_kinds_are_checked_and_the_random_rung_is_free(tests_recipe_path, d
     assert r("a", 3).value == r("b", 3).value != r("a", 4).value  # the candidate's seed alone decides
 
 
+def test_prefix_rung_floor_in_steps_and_the_warmup_warning(tests_recipe_path, data_dir, tests_data):
+    import math
+
+    from ctrnas.errors import RecipeError
+    from ctrnas.pipeline.fitness.rungs import final_steps, inside_warmup, ladder_rungs
+
+    def load(rungs):
+        return api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "search.strategy=multifidelity",
+                               f"search.multifidelity.rungs={rungs}")
+
+    recipe = load("[{fitness: prefix, fraction: 0.01}, {fitness: prefix, fraction: 0.5}]")
+    total = final_steps(recipe, tests_data)
+    warm = math.ceil(recipe.final_train.warmup_ratio * total)
+    assert total >= 10 and 1 <= warm < total // 2  # the fixture: enough steps for a rung inside and one past
+    first, second = ladder_rungs(recipe, tests_data)
+    assert first.budget == max(1, round(0.01 * total)) <= warm < second.budget == round(0.5 * total)
+    (line,) = inside_warmup(recipe, tests_data)  # the first rung only
+    assert line.startswith(f"warning: rung 0 ({first.budget} steps) ends inside the learning rate's warm-up "
+                           f"({warm} steps)")
+    floored = load(f"[{{fitness: prefix, fraction: 0.01, min_steps: {warm + 1}}}, {{fitness: prefix, fraction: 0.5}}]")
+    assert ladder_rungs(floored, tests_data)[0].budget == warm + 1  # the floor, above the share
+    assert inside_warmup(floored, tests_data) == []
+    capped = load("[{fitness: prefix, fraction: 0.01, min_steps: 100000000}]")
+    assert ladder_rungs(capped, tests_data)[0].budget == total  # never more than the whole training
+    assert ladder_rungs(load("[{fitness: prefix, fraction: 0.5, min_steps: 1}]"), tests_data)[0].budget == \
+           round(0.5 * total)  # a floor below the share changes nothing
+    for wrong in ("[{fitness: short, fraction: 0.5, min_steps: 10}]", "[{fitness: prefix, budget: 5, min_steps: 10}]",
+                  "[{fitness: prefix, fraction: 0.5, min_steps: 0}]"):
+        with pytest.raises(RecipeError, match="min_steps"):
+            ladder_rungs(load(wrong), tests_data)
+
+
 def test_compare_shows_the_multifidelity_search_with_compute(tests_recipe_path, data_dir, tests_data, tmp_path):
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'cmp'}",
                              "search.evolution.generations=1", "final.baselines=[]", "search.top_k=1", RUNGS)

@@ -73,9 +73,13 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
             if r.fitness not in ("short", "prefix"):
                 raise RecipeError(recipe.source or "recipe", f"{key}.fraction",
                                   f"only a short-training or prefix rung reads a share, not {r.fitness!r}")
-            if r.fitness == "prefix":  # a share of the final training's steps
-                steps = max(1, round(r.fraction * final_steps(recipe, data)))
-                rungs[i] = r = dataclasses.replace(r, budget=steps, fraction=None)
+            if r.min_steps is not None and r.fitness != "prefix":
+                raise RecipeError(recipe.source or "recipe", f"{key}.min_steps",
+                                  f"only a prefix rung has a floor in steps, not {r.fitness!r}")
+            if r.fitness == "prefix":  # a share of the final training's steps, at least `min_steps` of them
+                total = final_steps(recipe, data)
+                steps = max(1, round(r.fraction * total), min(r.min_steps or 0, total))
+                rungs[i] = r = dataclasses.replace(r, budget=steps, fraction=None, min_steps=None)
             else:
                 rows = min(train_rows, max(recipe.final_train.batch_size, round(r.fraction * train_rows)))
                 rungs[i] = r = dataclasses.replace(r, budget=rows, fraction=None)
@@ -177,6 +181,22 @@ class PrefixTrainingFitness:
         return val_score(trainer, self.data, self.val_rows, meta)
 
 
+def inside_warmup(recipe: Recipe, data: DataResult, rungs=None) -> list[str]:
+    """A warning per prefix rung that ends inside the learning rate's warm-up: its models are still near
+    their initial weights (at 100k rows a 5% rung, 16 steps, ranked nothing: docs/search-quality.md).
+    `rungs`: the ladder (default: the recipe's, when its strategy runs one)."""
+    import math
+
+    from ctrnas.search.strategies import get_strategy
+
+    if rungs is None:
+        rungs = ladder_rungs(recipe, data) if get_strategy(recipe.search.strategy).by_rungs else ()
+    warm = math.ceil(recipe.final_train.warmup_ratio * final_steps(recipe, data))
+    return [f"warning: rung {i} ({r.budget} steps) ends inside the learning rate's warm-up ({warm} steps) and "
+            "ranks little more than the initial weights: raise its fraction or give min_steps"
+            for i, r in enumerate(rungs) if r.fitness == "prefix" and r.budget is not None and r.budget <= warm]
+
+
 def build_ladder(recipe: Recipe, data: DataResult, supernet, folder: Path | None = None
                  ) -> tuple[Ladder, tuple[RungConfig, ...], list[bool], str]:
     """(the Ladder fitness, its rungs, each rung's direction, a note on the rows each rung reads);
@@ -213,6 +233,7 @@ def build_ladder(recipe: Recipe, data: DataResult, supernet, folder: Path | None
                 note = f"short trainings on the first training rows, {val} val rows"
             notes.append(f"{r.fitness}: {note}")
         fitnesses.append(made[r.fitness])
+    notes += inside_warmup(recipe, data, rungs)
     return Ladder(tuple(fitnesses)), rungs, [made[r.fitness].maximize for r in rungs], "; ".join(notes)
 
 
