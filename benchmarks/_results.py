@@ -82,5 +82,16 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def notes_marker(script: str) -> str:
+    """The line after which a section's hand-written notes start: `script` keeps them on every rewrite."""
+    return f"<!-- hand-written notes below: benchmarks/{script} keeps them when it rewrites the section -->"
+
+
+def with_notes(text: str, section: Path, marker: str) -> str:
+    """`text`, then the hand-written notes of the section file as it was (from the `marker` line on), if any."""
+    old = section.read_text() if section.exists() else ""
+    return text if marker not in old else text.rstrip("\n") + "\n\n" + old[old.index(marker):]
+
+
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

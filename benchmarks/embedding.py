@@ -778,13 +778,11 @@ def main(argv=None) -> int:
     return 0
 
 
-NOTES = "<!-- hand-written notes below: benchmarks/embedding.py keeps them when it rewrites the section -->"
+NOTES = _results.notes_marker("embedding.py")
 
 
 def with_notes(text: str, section: Path) -> str:
-    """`text`, then the hand-written notes of the section file as it was (from the NOTES line on), if any."""
-    old = section.read_text() if section.exists() else ""
-    return text if NOTES not in old else text.rstrip("\n") + "\n\n" + old[old.index(NOTES):]
+    return _results.with_notes(text, section, NOTES)
 
 
 if __name__ == "__main__":

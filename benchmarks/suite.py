@@ -53,6 +53,7 @@ PROFILES = {
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
 METHODS = ("baselines", "search", "random")
+NOTES = _results.notes_marker("suite.py")
 RECIPE = "recipes/synthetic-prefix.yaml"  # the demo's search with rungs sized as shares of the final training
 
 
@@ -463,7 +464,7 @@ def main(argv=None) -> int:
     text = report(args)
     print(text)
     section = Path(args.section or ROOT / "benchmarks/sections/suite.md")
-    _results._atomic_write(section, text)
+    _results._atomic_write(section, _results.with_notes(text, section, NOTES))
     return 0
 
 

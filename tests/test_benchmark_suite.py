@@ -78,3 +78,13 @@ def test_goals_count_margins_in_units_of_the_best_baselines_seed_sd():
     assert "with baselines) no worse than the best baseline (within 2 sd) at every search seed: 2 of 2" in text
     fm = [{**b["fm"][0], "val": 0.31}, b["fm"][1]]  # FM's seed 0 now worse on val: the search's 0.305 is exported
     assert suite.goals([("b", {**b, "fm": fm}, {"bayes": 0.2})], 2)[-4].endswith("0 of 1 profiles -> not met")
+
+
+def test_a_rewrite_keeps_the_hand_written_notes(tmp_path):
+    suite = _suite()
+    section = tmp_path / "s.md"
+    section.write_text("## stale table\n\n" + suite.NOTES + "\nWhy the search lost: fast starters.\n")
+    assert suite.main(["--out", str(tmp_path / "out"), "--section", str(section), "--report-only"]) == 0
+    text = section.read_text()
+    assert "stale table" not in text and text.startswith("## Structure suite")
+    assert text.endswith("\n\n" + suite.NOTES + "\nWhy the search lost: fast starters.\n")
