@@ -72,6 +72,9 @@ def run_key(args, profile: str) -> str:
         recipe.pop(k, None)
     recipe["search"].pop("workers", None)
     recipe["final"].pop("workers", None)
+    for rung in recipe["search"]["multifidelity"]["rungs"]:  # keys added since, unset: the same search as before
+        if rung.get("min_steps") is None:
+            rung.pop("min_steps", None)
     return _key([args.rows, args.set, profile, recipe])
 
 
