@@ -63,8 +63,8 @@ def _key(obj) -> str:
 
 def run_key(args, profile: str) -> str:
     """The key of a search (and its random control) on `profile`: the rows, the overrides, and the recipe as
-    resolved (its content, not its path: an edited recipe is another search), less the per-seed parts and the
-    worker counts (the same numbers at any)."""
+    resolved (its content, not its path: an edited recipe is another search), less the per-seed parts, the
+    worker counts (the same numbers at any) and the folders (a moved --out keeps its results)."""
     from ctrnas.config import to_dict
 
     recipe = to_dict(recipe_for(args, profile))
@@ -72,6 +72,7 @@ def run_key(args, profile: str) -> str:
         recipe.pop(k, None)
     recipe["search"].pop("workers", None)
     recipe["final"].pop("workers", None)
+    recipe["data"].pop("path", None)  # where --out puts the data: the rows and settings say what it is
     for rung in recipe["search"]["multifidelity"]["rungs"]:  # keys added since, unset: the same search as before
         if rung.get("min_steps") is None:
             rung.pop("min_steps", None)
