@@ -73,10 +73,16 @@ def run_key(args, profile: str) -> str:
     recipe["search"].pop("workers", None)
     recipe["final"].pop("workers", None)
     recipe["data"].pop("path", None)  # where --out puts the data: the rows and settings say what it is
-    for rung in recipe["search"]["multifidelity"]["rungs"]:  # keys added since, unset: the same search as before
-        if rung.get("min_steps") is None:
-            rung.pop("min_steps", None)
-    return _key([args.rows, args.set, profile, recipe])
+    return _key([args.rows, args.set, profile, _set_only(recipe)])
+
+
+def _set_only(obj):
+    """`obj` without its None values: a recipe key added later and left unset is the same search as before."""
+    if isinstance(obj, dict):
+        return {k: _set_only(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_set_only(v) for v in obj]
+    return obj
 
 
 def recipe_for(args, profile: str, seed: int = 0):

@@ -88,3 +88,12 @@ def test_a_rewrite_keeps_the_hand_written_notes(tmp_path):
     text = section.read_text()
     assert "stale table" not in text and text.startswith("## Structure suite")
     assert text.endswith("\n\n" + suite.NOTES + "\nWhy the search lost: fast starters.\n")
+
+
+def test_a_recipe_key_left_unset_keeps_the_search_key():
+    suite = _suite()
+    old = {"search": {"rungs": [{"fitness": "prefix", "fraction": 0.15}]}, "seed": 0}
+    new = {"search": {"rungs": [{"fitness": "prefix", "fraction": 0.15, "min_steps": None}]}, "seed": 0}
+    assert suite._set_only(new) == old
+    assert suite._key(suite._set_only(new)) == suite._key(old)
+    assert suite._key(suite._set_only({**new, "seed": 1})) != suite._key(old)  # a set value still counts
