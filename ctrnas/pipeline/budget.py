@@ -69,6 +69,8 @@ def fte_by_stage(recipe: Recipe, data: DataResult, warm, search, final) -> dict:
     (`final` may be None before the final stage)."""
     unit = final_samples(recipe, data)
     samples = {"warmup": int(warm.rows), "search": search_samples(recipe, data, search.history, search.fitness)}
+    if getattr(search, "fields", None):  # the field probe's one short training
+        samples["search"] += int(search.fields["train_rows"])
     if final is not None:
         # a candidate that continued its prefix-rung training only adds the remaining steps
         samples["final"] = unit * len(final.candidates) - sum(

@@ -51,6 +51,7 @@ class SearchStageResult:
     rows_note: str = ""
     rung_maximize: tuple[bool, ...] | None = None  # each rung's direction (multi-fidelity search)
     predictor: dict | None = None  # the predictor's report (`ctrnas.search.predictor.Predictor.report`)
+    fields: dict | None = None  # the field probe's record (`ctrnas.pipeline.fitness.fields.probe_fields`)
 
     @property
     def history(self):

@@ -89,6 +89,10 @@ def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
         say(line)
     search = search_stage(recipe, data, warm, out / "search", progress=progress)
     clock.lap("search", search.seconds)
+    if search.fields is not None:
+        from ctrnas.pipeline.fitness.fields import probe_line
+
+        say(probe_line(search.fields))
     best = search.result.best
     say(f"search ({search.fitness_name}): {len(search.history)} evaluations in {search.seconds:.1f} s; "
         f"best fitness {best.value if best else float('nan'):.5g}")

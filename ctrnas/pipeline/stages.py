@@ -92,7 +92,16 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     kind = recipe.fitness_kind
     space = recipe.search_space(data.schema)
     initial = tuple(initial_population(space, recipe.seed_names)) if recipe.search.seed_population else ()
-    if space.config.table_dims:  # the seeds at each narrower table width too, so the front starts spread
+    probe = None
+    if space.config.table_dims and initial:
+        if recipe.search.field_probe.fraction > 0:  # the seeds without the fields that show no signal
+            from ctrnas.pipeline.fitness.fields import probe_fields, without_noise
+            from ctrnas.pipeline.fitness.scratch import final_template
+
+            probe = probe_fields(recipe, data, final_template(recipe, data, warm.supernet), initial[0],
+                                 space.config.tables, out_dir)
+            initial += tuple(a for a in without_noise(space, initial, probe) if a not in initial)
+        # each at the narrower table widths too, so the front starts spread
         initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
                          for a in initial if 0 < w < space.common_width(a))
     count_params, count_flops = resource_counters(recipe, data)
@@ -141,7 +150,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     predictor = getattr(evolution, "predictor", None)
     return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note,
                              tuple(directions) if kind == "multifidelity" else None,
-                             predictor.report() if predictor is not None else None)
+                             predictor.report() if predictor is not None else None, probe)
 
 
 def remove_prefixes(search_dir: Path, keep) -> None:

@@ -17,6 +17,28 @@ from ctrnas.search.strategies import get_strategy, strategy_names
 
 
 @dataclass(frozen=True)
+class FieldProbeConfig:
+    """A search of table widths starts from the seeds with the fields that show no signal dropped
+    (`ctrnas.pipeline.fitness.fields`): one seed trained for one epoch on `fraction` of the training rows,
+    each field shuffled over `val_rows` validation rows; a field shows signal when its shuffle raises the log
+    loss by more than `z` standard errors and by at least `min_share` of the largest field's rise (a rise
+    a hundred times smaller than the strongest field's cannot matter at any seed noise). fraction 0: off."""
+
+    fraction: float = 0.0
+    val_rows: int = 50_000
+    z: float = 2.0
+    min_share: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.fraction <= 1:
+            raise RecipeError("search.field_probe", "fraction", f"expected 0 (off) .. 1, got {self.fraction}")
+        if self.val_rows < 1:
+            raise RecipeError("search.field_probe", "val_rows", f"expected >= 1, got {self.val_rows}")
+        if not 0 <= self.min_share < 1:
+            raise RecipeError("search.field_probe", "min_share", f"expected 0 .. <1, got {self.min_share}")
+
+
+@dataclass(frozen=True)
 class SearchConfig:
     """strategy (a registered name, `ctrnas.search.strategies`) picks which sub-config is used; workers > 1
     scores in spawned processes; top_k is how many of the history's best the final stage retrains from scratch
@@ -36,6 +58,7 @@ class SearchConfig:
     top_k: int = 15
     seed_population: bool = True
     seeds: tuple[str, ...] | None = None
+    field_probe: FieldProbeConfig = FieldProbeConfig()
 
     def __post_init__(self) -> None:
         get_strategy(self.strategy)  # an unknown name is an error naming the known ones

@@ -133,6 +133,14 @@ class SearchSpace:
         self._need_tables()
         return self._with_tables(arch, {n: width for n in self.config.tables})
 
+    def drop_tables(self, arch: Arch, names: Sequence[str]) -> Arch:
+        """`arch` with the tables of `names` dropped (width 0; searched fields only)."""
+        self._need_tables()
+        unknown = [n for n in names if n not in self.config.tables]
+        if unknown:
+            raise ArchValidationError(None, "table_dims", unknown, "not searched fields of the space")
+        return self._with_tables(arch, {n: 0 for n in names})
+
     def narrower(self, arch: Arch, width: int) -> Arch:
         """`arch` with every searched table `width` wide: at that common width when the space may choose it
         (`emb_dims`; its ops then run at that width too), else zero-padded to the arch's own."""

@@ -109,17 +109,24 @@ class ShortTrainingFitness:
         self.default_budget = split_rows(data, "train")
 
     def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
-        from ctrnas.pipeline.fitness.scratch import job_model
-        from ctrnas.train.batches import dataset_batches
-
         rows = self.default_budget if budget is None else int(budget)
-        cfg = dataclasses.replace(self.recipe.final_train, epochs=1, progress=False, restore_best=False,
-                                  early_stop_patience=None, eval_every=0, checkpoint_every=0)
-        model = job_model(self.recipe, self.data, self.template, ("arch", arch))
-        train = dataset_batches(self.data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, limit=rows)
-        trainer = guarded_trainer(model, cfg, self.data)
-        summary = trainer.fit(train, None, resume=False)
-        return val_score(trainer, self.data, self.val_rows, {"train_rows": rows, "samples": int(summary["rows"])})
+        trainer = short_trainer(self.recipe, self.data, self.template, arch, rows)
+        return val_score(trainer, self.data, self.val_rows, {"train_rows": rows, "samples": int(trainer.rows_seen)})
+
+
+def short_trainer(recipe: Recipe, data: DataResult, template, arch, rows: int):
+    """The trainer of `arch` after one epoch on the first `rows` training rows, from the final stage's initial
+    weights and optimizer settings (a short rung's training)."""
+    from ctrnas.pipeline.fitness.scratch import job_model
+    from ctrnas.train.batches import dataset_batches
+
+    cfg = dataclasses.replace(recipe.final_train, epochs=1, progress=False, restore_best=False,
+                              early_stop_patience=None, eval_every=0, checkpoint_every=0)
+    model = job_model(recipe, data, template, ("arch", arch))
+    train = dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, limit=rows)
+    trainer = guarded_trainer(model, cfg, data)
+    trainer.fit(train, None, resume=False)
+    return trainer
 
 
 def guarded_trainer(model, cfg, data: DataResult, out: Path | None = None):
