@@ -332,6 +332,10 @@ def rss(args) -> dict:
     archs = {"uniform 16": base,
              "mixed 4/8/16": dataclasses.replace(base, table_dims=tuple(sorted((n, w) for n, w in widths.items()
                                                                                if w != 16)))}
+    if args.rss_arch:  # a searched arch (e.g. a run's best_arch.json): its own blocks and widths
+        from ctrnas.space import Arch
+
+        archs[f"found ({Path(args.rss_arch).name})"] = Arch.from_json(json.loads(Path(args.rss_arch).read_text()))
     out = {}
     for label, arch in archs.items():
         (work / "run").mkdir(parents=True, exist_ok=True)
@@ -344,7 +348,7 @@ def rss(args) -> dict:
         out[label] = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"rss {label}: {out[label]}", flush=True)
     return {"rows": args.rss_rows, "buckets": args.buckets, "train_rows": args.train_rows, "runs": out,
-            "load": os.getloadavg()}
+            "arch_file": str(args.rss_arch or ""), "load": os.getloadavg()}
 
 
 # ------------------------------------------------------------------------------------------------- search
@@ -573,8 +577,10 @@ def _report_rss(args) -> list[str]:
              f"training\": tables sized by the data, {r['buckets']:,} hash buckets, the final template, then the "
              f"dlrm-like arch exported from it and trained on the first {r['train_rows']:,} rows, evaluated on "
              f"all val and test rows; the space has `table_dims: [0, 4, 8, 16]`, common width 16). Mixed widths: "
-             f"`rss_widths` (tables of >= 100k rows at 4, >= 10k at 8, the rest at 16), in place of a searched "
-             f"arch until the search has run.", "",
+             f"`rss_widths` (tables of >= 100k rows at 4, >= 10k at 8, the rest at 16)"
+             + (f"; found: the arch of `{r['arch_file']}`, its own blocks and table widths (see the notes for the "
+                "search that found it)." if r.get("arch_file") else ", in place of a searched arch until the search "
+                "has run."), "",
              "| arch | embedding rows | table MiB | the stage's table estimate, MiB | peak RSS | estimate | "
              "test log loss |", "|---|---|---|---|---|---|---|"]
     for label, x in r["runs"].items():
@@ -697,7 +703,8 @@ def report(args) -> str:
                         f"--steps {tp['steps']} --reps {tp['reps']}`")
     if rs := _results.load(args.out, "rss"):
         cmds.append(f"`{run} --rows {args.rows} --parts rss --rss-rows {rs['rows']} --buckets {rs['buckets']} "
-                    f"--train-rows {rs['train_rows']}`")
+                    f"--train-rows {rs['train_rows']}" + (f" --rss-arch {rs['arch_file']}" if rs.get("arch_file")
+                                                          else "") + "`")
     extra += "".join(f" --search-set {x}" for x in args.search_set)
     cmds.append(f"`{run} --rows {args.rows} --seeds {args.seeds} --parts search --recipe {args.recipe}{extra}`"
                 + ("" if any(fronts.values()) else " (not run yet)"))
@@ -738,6 +745,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rss-rows", type=int, default=1_000_000, help="rows of the peak-RSS part")
     ap.add_argument("--buckets", type=int, default=1_000_000, help="hash buckets per field of the RSS part")
     ap.add_argument("--train-rows", type=int, default=8192, help="training rows of the peak-RSS trainings")
+    ap.add_argument("--rss-arch", default=None,
+                    help="an arch JSON (a run's best_arch.json) measured beside uniform and rule-mixed widths")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/embedding-<rows/1000>k)")
     ap.add_argument("--suite-out", default=None,
                     help="suite.py's results folder to read data and width-16 results from (never written; "
