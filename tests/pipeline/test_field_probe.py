@@ -69,6 +69,8 @@ def test_seeds_lose_exactly_the_quiet_fields():
     # every field with signal: no new seed
     loud = {"fields": [{**r, "signal": True} for r in record["fields"]]}
     assert without_noise(space, seeds, loud) == ()
+    # a probe whose training learnt no table (no shuffle mattered) drops nothing
+    assert without_noise(space, seeds, {**record, "learnt": False}) == ()
 
 
 def test_probe_of_a_run_follows_its_rule_and_is_reused(tests_recipe_path, data_dir, tests_data, tmp_path,
@@ -88,6 +90,7 @@ def test_probe_of_a_run_follows_its_rule_and_is_reused(tests_recipe_path, data_d
     rows = record["fields"]
     assert [r["field"] for r in rows] == list(space.config.tables)
     assert record["min_rise"] == pytest.approx(0.01 * max(r["rise"] for r in rows))
+    assert record["learnt"] == (max(r["rise"] for r in rows) >= 1e-4)
     assert [r["signal"] for r in rows] == [r["z"] > 2 and r["rise"] >= record["min_rise"] for r in rows]
     assert any(r["signal"] for r in rows)  # the test data's click model reads its fields
 

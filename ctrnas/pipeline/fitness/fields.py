@@ -72,7 +72,7 @@ def probe_fields(recipe: Recipe, data: DataResult, template, arch, fields, out_d
     rows = min(train_rows, max(recipe.final_train.batch_size, round(cfg.fraction * train_rows)))
     val_rows = min(cfg.val_rows, split_rows(data, "val"))
     settings = {"arch": arch.key(), "train_rows": rows, "val_rows": val_rows, "z": cfg.z,
-                "min_share": cfg.min_share, "seed": recipe.seed,
+                "min_share": cfg.min_share, "min_rise": cfg.min_rise, "seed": recipe.seed,
                 "searched": list(fields), "train": dataclasses.asdict(recipe.final_train)}
     settings = json.loads(json.dumps(settings, default=str))
     path = Path(out_dir) / FILE if out_dir is not None else None
@@ -86,11 +86,12 @@ def probe_fields(recipe: Recipe, data: DataResult, template, arch, fields, out_d
     trainer = short_trainer(recipe, data, template, arch, rows)
     result = permutation_importance(trainer, load_rows(data, "val", limit=val_rows), fields,
                                     recipe.final_train.eval_batch_size, recipe.seed)
-    floor = cfg.min_share * max((r["rise"] for r in result), default=0.0)
+    top = max((r["rise"] for r in result), default=0.0)
+    floor = cfg.min_share * top
     for r in result:
         r["signal"] = bool(r["z"] > cfg.z and r["rise"] >= floor)
     record = {"settings": settings, "arch": arch.key(), "train_rows": rows, "val_rows": val_rows, "z": cfg.z,
-              "min_rise": floor, "fields": result}
+              "min_rise": floor, "top_rise": top, "learnt": bool(top >= cfg.min_rise), "fields": result}
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(record, indent=1))
@@ -99,9 +100,10 @@ def probe_fields(recipe: Recipe, data: DataResult, template, arch, fields, out_d
 
 def without_noise(space, archs, record: dict) -> tuple:
     """Each of `archs` with the fields the probe found no signal in dropped (table width 0); none when every
-    field showed signal. The best-scoring field is always kept, so a model keeps at least one table."""
+    field showed signal or the probe's training had not learnt the tables (no field's shuffle mattered). The
+    best-scoring field is always kept, so a model keeps at least one table."""
     quiet = [r["field"] for r in record["fields"] if not r["signal"]]
-    if not quiet:
+    if not quiet or not record.get("learnt", True):
         return ()
     if len(quiet) == len(record["fields"]):
         best = max(record["fields"], key=lambda r: r["z"])["field"]
@@ -113,6 +115,10 @@ def probe_line(record: dict) -> str:
     """One console line: how many fields showed no signal, and which."""
     quiet = [r["field"] for r in record["fields"] if not r["signal"]]
     n = len(record["fields"])
+    if not record.get("learnt", True):
+        return (f"field probe ({record['train_rows']} training rows, {record['val_rows']} val rows): no field's "
+                f"shuffle raised the log loss by {record['settings']['min_rise']:g} (largest rise "
+                f"{record['top_rise']:.2g}): the short training has not learnt the tables, no field is dropped")
     names = ", ".join(quiet[:12]) + (f" and {len(quiet) - 12} more" if len(quiet) > 12 else "")
     return (f"field probe ({record['train_rows']} training rows, {record['val_rows']} val rows; signal: a shuffle "
             f"raises the log loss by > {record['z']:g} se and >= {record['min_rise']:.2g}): {len(quiet)} of {n} "
