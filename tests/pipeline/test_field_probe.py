@@ -80,7 +80,8 @@ def test_probe_of_a_run_follows_its_rule_and_is_reused(tests_recipe_path, data_d
     from ctrnas.pipeline.fitness.scratch import final_template
     from ctrnas.recipe import load_recipe
 
-    settings = [f"data.path={data_dir}", "space.table_dims=[0, 8, 16]", "search.field_probe.fraction=0.25"]
+    settings = [f"data.path={data_dir}", "space.table_dims=[0, 8, 16]", "search.field_probe.fraction=0.25",
+                "search.field_probe.min_share=0.01"]
     recipe = load_recipe(tests_recipe_path, [*settings, "search.field_probe.val_rows=1500"])
     space = recipe.search_space(tests_data.schema)
     seed = space.at_table_width(space.sample(np.random.default_rng(0)), 16)  # every table at the common width
