@@ -335,7 +335,9 @@ def rss(args) -> dict:
     if args.rss_arch:  # a searched arch (e.g. a run's best_arch.json): its own blocks and widths
         from ctrnas.space import Arch
 
-        archs[f"found ({Path(args.rss_arch).name})"] = Arch.from_json(json.loads(Path(args.rss_arch).read_text()))
+        found = Arch.from_json(json.loads(Path(args.rss_arch).read_text()))
+        archs["found's blocks, uniform 16"] = dataclasses.replace(found, emb_dim=None, table_dims=())
+        archs[f"found ({Path(args.rss_arch).name})"] = found
     out = {}
     for label, arch in archs.items():
         (work / "run").mkdir(parents=True, exist_ok=True)
