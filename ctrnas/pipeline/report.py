@@ -86,7 +86,8 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                    "best_fitness": search.result.best.value if search.result.best else None,
                    "ladder": ladder_check(search, final),
                    "lineage": search_lineage(search),
-                   "predictor": search.predictor},
+                   "predictor": search.predictor,
+                   "field_probe": search.fields},
         "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,
         "origin": final.origin,
@@ -125,6 +126,10 @@ def search_lines(search: dict) -> list[str]:
         top = ", ".join(f"{k} {v:.2f}" for k, v in list(p["importances"].items())[:5])
         lines.append(f"- predictor ({p['model']}): tau on candidates it had not seen {_fmt(p['unseen_tau'], 2)} "
                      f"(n {p['unseen_n']}); top importances: {top or '-'}")
+    if search.get("field_probe"):
+        from ctrnas.pipeline.fitness.fields import probe_line
+
+        lines.append("- " + probe_line(search["field_probe"]))
     g = search.get("lineage") or {}
     if g.get("children"):
         roots = ", ".join(f"{k} {v}" for k, v in sorted(g["descend_from"].items()))

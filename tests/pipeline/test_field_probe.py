@@ -103,3 +103,16 @@ def test_probe_of_a_run_follows_its_rule_and_is_reused(tests_recipe_path, data_d
     other = load_recipe(tests_recipe_path, [*settings, "search.field_probe.val_rows=1000"])
     with pytest.raises(AssertionError, match="reused"):  # other settings: probed again
         fields.probe_fields(other, tests_data, template, seed, space.config.tables, tmp_path)
+
+
+def test_the_summary_and_metrics_carry_the_probe():
+    from ctrnas.pipeline.report import search_lines
+
+    record = {"train_rows": 300, "val_rows": 200, "z": 2.0, "min_rise": 0.0, "top_rise": 0.01, "learnt": True,
+              "settings": {"min_rise": 1e-4},
+              "fields": [{"field": "A", "signal": True, "z": 9.0}, {"field": "N1", "signal": False, "z": 0.1}]}
+    lines = search_lines({"field_probe": record})
+    assert lines == ["- field probe (300 training rows, 200 val rows; signal: a shuffle raises the log loss by > 2 "
+                     "se and >= 0): 1 of 2 fields show none: N1"]
+    quiet = search_lines({"field_probe": {**record, "learnt": False, "top_rise": 2e-7}})
+    assert "has not learnt the tables, no field is dropped" in quiet[0] and "2e-07" in quiet[0]
