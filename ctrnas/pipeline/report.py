@@ -127,8 +127,6 @@ def search_lines(search: dict) -> list[str]:
         lines.append(f"- predictor ({p['model']}): tau on candidates it had not seen {_fmt(p['unseen_tau'], 2)} "
                      f"(n {p['unseen_n']}); top importances: {top or '-'}")
     if search.get("field_probe"):
-        from ctrnas.pipeline.fitness.fields import probe_line
-
         lines.append("- " + probe_line(search["field_probe"]))
     g = search.get("lineage") or {}
     if g.get("children"):
@@ -136,6 +134,20 @@ def search_lines(search: dict) -> list[str]:
         lines.append(f"- evolution: {g['children']} children ({roots}); {g['better_than_parent']} of "
                      f"{g['compared']} better than their parent at the first rung")
     return lines
+
+
+def probe_line(record: dict) -> str:
+    """One console line: how many fields showed no signal, and which."""
+    quiet = [r["field"] for r in record["fields"] if not r["signal"]]
+    n = len(record["fields"])
+    if not record.get("learnt", True):
+        return (f"field probe ({record['train_rows']} training rows, {record['val_rows']} val rows): no field's "
+                f"shuffle raised the log loss by {record['settings']['min_rise']:g} (largest rise "
+                f"{record['top_rise']:.2g}): the short training has not learnt the tables, no field is dropped")
+    names = ", ".join(quiet[:12]) + (f" and {len(quiet) - 12} more" if len(quiet) > 12 else "")
+    return (f"field probe ({record['train_rows']} training rows, {record['val_rows']} val rows; signal: a shuffle "
+            f"raises the log loss by > {record['z']:g} se and >= {record['min_rise']:.2g}): {len(quiet)} of {n} "
+            "fields show none" + (f": {names}" if quiet else ""))
 
 
 def ladder_check(search, final: FinalResult) -> list[dict] | None:

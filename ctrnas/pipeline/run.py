@@ -14,7 +14,7 @@ from pathlib import Path
 from ctrnas.pipeline.data import prepare_data
 from ctrnas.pipeline.final import final_stage
 from ctrnas.pipeline.fitness.rungs import inside_warmup
-from ctrnas.pipeline.report import write_environment, write_report
+from ctrnas.pipeline.report import probe_line, write_environment, write_report
 from ctrnas.pipeline.results import DataResult, FinalResult, RunResult, SearchStageResult, WarmupResult
 from ctrnas.pipeline.stages import search_stage, warmup_stage
 from ctrnas.recipe import Recipe
@@ -90,8 +90,6 @@ def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
     search = search_stage(recipe, data, warm, out / "search", progress=progress)
     clock.lap("search", search.seconds)
     if search.fields is not None:
-        from ctrnas.pipeline.fitness.fields import probe_line
-
         say(probe_line(search.fields))
     best = search.result.best
     say(f"search ({search.fitness_name}): {len(search.history)} evaluations in {search.seconds:.1f} s; "

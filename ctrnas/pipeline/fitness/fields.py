@@ -109,17 +109,3 @@ def without_noise(space, archs, record: dict) -> tuple:
         best = max(record["fields"], key=lambda r: r["z"])["field"]
         quiet = [f for f in quiet if f != best]
     return tuple(space.drop_tables(a, quiet) for a in archs)
-
-
-def probe_line(record: dict) -> str:
-    """One console line: how many fields showed no signal, and which."""
-    quiet = [r["field"] for r in record["fields"] if not r["signal"]]
-    n = len(record["fields"])
-    if not record.get("learnt", True):
-        return (f"field probe ({record['train_rows']} training rows, {record['val_rows']} val rows): no field's "
-                f"shuffle raised the log loss by {record['settings']['min_rise']:g} (largest rise "
-                f"{record['top_rise']:.2g}): the short training has not learnt the tables, no field is dropped")
-    names = ", ".join(quiet[:12]) + (f" and {len(quiet) - 12} more" if len(quiet) > 12 else "")
-    return (f"field probe ({record['train_rows']} training rows, {record['val_rows']} val rows; signal: a shuffle "
-            f"raises the log loss by > {record['z']:g} se and >= {record['min_rise']:.2g}): {len(quiet)} of {n} "
-            "fields show none" + (f": {names}" if quiet else ""))
