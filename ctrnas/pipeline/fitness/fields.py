@@ -3,8 +3,8 @@ training, the question AutoField answers with learned gates.
 
 A seed arch is trained as a short rung trains it (`rungs.ShortTrainingFitness`); then, one field at a time,
 that field's ids are shuffled across the validation rows and the rise of the validation log loss is measured,
-paired per example. A field whose shuffle does not raise the loss by more than `z` standard errors, or rises
-it by less than a small share of the strongest field's rise, is one the model does not use. An embedding
+paired per example. A field whose shuffle does not raise the loss by more than `z` standard errors (or, with
+`min_share`, by that share of the strongest field's rise) is one the model does not use. An embedding
 search (`search.field_probe`) starts evolution from the seeds with those fields dropped, beside the seeds
 themselves: one-step width moves over 30 fields rarely find 25 noise fields (docs/embedding-search.md).
 """
@@ -65,11 +65,10 @@ def probe_fields(recipe: Recipe, data: DataResult, template, arch, fields, out_d
     """The probe of `search.field_probe` on `arch`: {"arch": key, "train_rows", "val_rows", "z", "fields":
     [{field, rise, se, z, signal}]}; saved as `out_dir/fields.json` and reused from there when its settings
     match (a resumed run does not train again)."""
-    from ctrnas.pipeline.fitness.rungs import short_trainer
+    from ctrnas.pipeline.fitness.rungs import share_rows, short_trainer
 
     cfg = recipe.search.field_probe
-    train_rows = split_rows(data, "train")
-    rows = min(train_rows, max(recipe.final_train.batch_size, round(cfg.fraction * train_rows)))
+    rows = share_rows(recipe, data, cfg.fraction)
     val_rows = min(cfg.val_rows, split_rows(data, "val"))
     settings = {"arch": arch.key(), "train_rows": rows, "val_rows": val_rows, "z": cfg.z,
                 "min_share": cfg.min_share, "min_rise": cfg.min_rise, "seed": recipe.seed,

@@ -59,6 +59,13 @@ def default_rungs(recipe: Recipe, train_rows: int) -> tuple[RungConfig, ...]:
             RungConfig("short", max(bs, train_rows // 10), 1 / 2), RungConfig("short", max(bs, 3 * train_rows // 10)))
 
 
+def share_rows(recipe: Recipe, data: DataResult, fraction: float) -> int:
+    """Training rows of a share of the training split, at least one batch (a short rung's or the field
+    probe's `fraction`)."""
+    train_rows = split_rows(data, "train")
+    return min(train_rows, max(recipe.final_train.batch_size, round(fraction * train_rows)))
+
+
 def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
     """The recipe's rungs (or the default ladder), checked: known kinds, short budgets within the split;
     a short rung's `fraction` becomes its budget in rows (at least one batch)."""
@@ -81,8 +88,7 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
                 steps = max(1, round(r.fraction * total), min(r.min_steps or 0, total))
                 rungs[i] = r = dataclasses.replace(r, budget=steps, fraction=None, min_steps=None)
             else:
-                rows = min(train_rows, max(recipe.final_train.batch_size, round(r.fraction * train_rows)))
-                rungs[i] = r = dataclasses.replace(r, budget=rows, fraction=None)
+                rungs[i] = r = dataclasses.replace(r, budget=share_rows(recipe, data, r.fraction), fraction=None)
         if r.fitness == "prefix" and not (r.budget and 0 < r.budget <= final_steps(recipe, data)):
             raise RecipeError(recipe.source or "recipe", f"{key}.budget",
                               f"a prefix rung needs 1..{final_steps(recipe, data)} steps of the final training "
