@@ -132,7 +132,9 @@ def origin_line(o: dict) -> str:
     else:
         what = f"a random draw won{width} (generation {o['generation']})"
     parts = [what]
-    for name, m in (("best baseline", o["vs_best_baseline"]), ("best seed", o["vs_best_seed"])):
+    # a winning baseline (seed) is compared with the best of the *other* baselines (seeds): "next best"
+    for kind, name, m in (("baseline", "baseline", o["vs_best_baseline"]), ("shipped", "seed", o["vs_best_seed"])):
+        name = f"next best {name}" if o["kind"] == kind else f"best {name}"
         if m is not None:
             parts.append(f"vs {name} {m['label']}: val {m['val']:+.5f}, test {m['test']:+.5f}")
     noise = o.get("seed_noise")

@@ -75,6 +75,17 @@ def test_a_baseline_winner_and_a_random_draw(setting):
     o = origin(final([drawn], [base], drawn), history)
     assert o["kind"] == "random" and o["generation"] == 0
     assert math.isclose(o["vs_best_baseline"]["val"], 0.01)
+    assert "vs best baseline dlrm: val +0.01000" in o["line"]
+
+
+def test_a_winning_baseline_is_compared_with_the_next_best_one(setting):
+    history, a = setting
+    drawn = model("rank 0", a["drawn"], 0.45, 0.45, index=1)
+    dlrm, dcn = model("dlrm", None, 0.44, 0.43), model("dcnv2", None, 0.442, 0.431)
+    o = origin(final([drawn], [dlrm, dcn], dlrm), history)
+    assert o["vs_best_baseline"]["label"] == "dcnv2"
+    assert "vs next best baseline dcnv2: val -0.00200, test -0.00100" in o["line"]
+    assert "best baseline" not in o["line"].replace("next best baseline", "")
 
 
 def test_lineage_counts_children_per_seed_and_against_their_parent(setting):
