@@ -111,7 +111,8 @@ class Cache:
         return self.data.get(key)
 
     def put(self, key: str, value: dict) -> None:
-        self.data[key] = value
+        # re-read first: another process (baselines beside a search) may have added its own results since
+        self.data = {**(_results.load(self.folder, self.name) or {}), **self.data, key: value}
         _results.save(self.folder, self.name, self.data)
 
 

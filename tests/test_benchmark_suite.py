@@ -97,3 +97,16 @@ def test_a_recipe_key_left_unset_keeps_the_search_key():
     assert suite._set_only(new) == old
     assert suite._key(suite._set_only(new)) == suite._key(old)
     assert suite._key(suite._set_only({**new, "seed": 1})) != suite._key(old)  # a set value still counts
+
+
+def test_two_processes_sharing_a_cache_keep_each_others_results(tmp_path):
+    import argparse
+
+    suite = _suite()
+    args = argparse.Namespace(out=str(tmp_path))
+    baselines, search = suite.Cache(args, "p"), suite.Cache(args, "p")  # both opened before either wrote
+    baselines.put("baseline:lr@0:k", {"test": 0.5})
+    search.put("search@0:k", {"test": 0.4})
+    baselines.put("baseline:fm@0:k", {"test": 0.45})
+    assert set(json.loads((tmp_path / "p" / "trainings.json").read_text())) == {
+        "baseline:lr@0:k", "search@0:k", "baseline:fm@0:k"}
