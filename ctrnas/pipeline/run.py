@@ -87,10 +87,9 @@ def front_stages(recipe: Recipe, data: DataResult | None, progress: bool, say,
 
     for line in inside_warmup(recipe, data):
         say(line)
-    search = search_stage(recipe, data, warm, out / "search", progress=progress)
+    search = search_stage(recipe, data, warm, out / "search", progress=progress,
+                          on_probe=lambda fields: say(probe_line(fields)))
     clock.lap("search", search.seconds)
-    if search.fields is not None:
-        say(probe_line(search.fields))
     best = search.result.best
     say(f"search ({search.fitness_name}): {len(search.history)} evaluations in {search.seconds:.1f} s; "
         f"best fitness {best.value if best else float('nan'):.5g}")

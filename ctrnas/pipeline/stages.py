@@ -79,9 +79,10 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
 
 
 def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
-                 progress: bool = True) -> SearchStageResult:
+                 progress: bool = True, on_probe=None) -> SearchStageResult:
     """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`.
-    Evolution starts from the shipped archs of `search.seeds` when `search.seed_population` (those that fit)."""
+    Evolution starts from the shipped archs of `search.seeds` when `search.seed_population` (those that fit).
+    `on_probe` is called with the field probe's record as soon as it is known (before the search)."""
     from ctrnas.pipeline.fitness.rungs import build_ladder
     from ctrnas.search.build import make_strategy
     from ctrnas.search.strategies import get_strategy
@@ -101,6 +102,8 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
             probe = probe_fields(recipe, data, final_template(recipe, data, warm.supernet), initial[0],
                                  space.config.tables, out_dir)
             initial += tuple(a for a in without_noise(space, initial, probe) if a not in initial)
+            if on_probe is not None:
+                on_probe(probe)
         # each at the narrower table widths too, so the front starts spread
         initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
                          for a in initial if 0 < w < space.common_width(a))

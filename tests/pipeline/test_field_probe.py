@@ -116,3 +116,31 @@ def test_the_summary_and_metrics_carry_the_probe():
                      "se and >= 0): 1 of 2 fields show none: N1"]
     quiet = search_lines({"field_probe": {**record, "learnt": False, "top_rise": 2e-7}})
     assert "has not learnt the tables, no field is dropped" in quiet[0] and "2e-07" in quiet[0]
+
+
+def test_the_probe_is_reported_before_the_search_starts(tests_recipe_path, data_dir, tests_data, monkeypatch):
+    from types import SimpleNamespace
+
+    from ctrnas.pipeline import stages
+    from ctrnas.pipeline.fitness import fields, scratch
+    from ctrnas.recipe import load_recipe
+    from ctrnas.space import baselines
+
+    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}", "space.table_dims=[0, 8, 16]",
+                                             "search.field_probe.fraction=0.25"])
+    record = {"fields": [{"field": n, "signal": True, "z": 3.0} for n in tests_data.schema.sparse_names]}
+    space = recipe.search_space(tests_data.schema)
+    seed = space.at_table_width(space.sample(np.random.default_rng(0)), 16)  # the tests' space holds no shipped arch
+    monkeypatch.setattr(baselines, "initial_population", lambda *a, **k: [seed])
+    monkeypatch.setattr(scratch, "final_template", lambda *a, **k: None)
+    monkeypatch.setattr(fields, "probe_fields", lambda *a, **k: record)
+
+    def search_starts(*a, **k):
+        raise RuntimeError("the search started")
+
+    monkeypatch.setattr(stages, "resource_counters", search_starts)
+    seen = []
+    with pytest.raises(RuntimeError, match="the search started"):
+        stages.search_stage(recipe, tests_data, SimpleNamespace(supernet=None), None, progress=False,
+                            on_probe=seen.append)
+    assert seen == [record]
