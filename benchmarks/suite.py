@@ -73,7 +73,16 @@ def run_key(args, profile: str) -> str:
     recipe["search"].pop("workers", None)
     recipe["final"].pop("workers", None)
     recipe["data"].pop("path", None)  # where --out puts the data: the rows and settings say what it is
-    return _key([args.rows, args.set, profile, _set_only(recipe)])
+    return _key([args.rows, args.set, profile, _set_only(_without_off_options(recipe))])
+
+
+def _without_off_options(recipe: dict) -> dict:
+    """`recipe` without options that are switched off, so a search is the same search before and after such an
+    option was added to the recipe schema (the field probe, session 13, changed every search key otherwise)."""
+    search = recipe.get("search", {})
+    if isinstance(search.get("field_probe"), dict) and not search["field_probe"].get("fraction"):
+        recipe = {**recipe, "search": {k: v for k, v in search.items() if k != "field_probe"}}
+    return recipe
 
 
 def _set_only(obj):
@@ -394,7 +403,7 @@ def report(args) -> str:
         if not any(k in res for k in BASELINES):
             continue
         cells = [" / ".join(_f(r["test"]) for r in res.get(k, [])) or "-" for k in BASELINES]
-        tops = [best_two(res, s) for s in seeds]
+        tops = [t for t in (best_two(res, s) for s in seeds) if t]  # a profile may have fewer seeds
         same = len(tops) > 1 and all(t == tops[0] and len(t) == 2 for t in tops)
         if tops and tops[0]:
             winners[profile] = (tops[0][0], same)

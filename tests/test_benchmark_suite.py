@@ -110,3 +110,12 @@ def test_two_processes_sharing_a_cache_keep_each_others_results(tmp_path):
     baselines.put("baseline:fm@0:k", {"test": 0.45})
     assert set(json.loads((tmp_path / "p" / "trainings.json").read_text())) == {
         "baseline:lr@0:k", "search@0:k", "baseline:fm@0:k"}
+
+
+def test_an_option_switched_off_keeps_the_search_key():
+    suite = _suite()
+    before = {"search": {"top_k": 3}, "seed": 0}
+    off = {"search": {"top_k": 3, "field_probe": {"fraction": 0.0, "z": 2.0}}, "seed": 0}
+    on = {"search": {"top_k": 3, "field_probe": {"fraction": 0.3, "z": 2.0}}, "seed": 0}
+    assert suite._without_off_options(off) == before
+    assert suite._without_off_options(on) == on
