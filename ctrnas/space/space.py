@@ -269,21 +269,7 @@ class SearchSpace:
         # half the local edits of a space that searches table widths move one table a step
         if c.table_dims and rng.random() < 0.5 and (out := self._table_step(arch, rng)) is not None:
             return out
-        live = sorted(i for i, p in arch.live_parts().items() if p.dense or p.sparse)
-        moves: list[tuple[Any, ...]] = []
-        for i in live:
-            b, parts = arch.blocks[i - 1], arch.live_parts()[i]
-            if parts.dense and not op_spec(b.dense_op).keeps_width(dict(b.dense_args)):
-                moves.append((i, "dense_dim"))
-            if parts.dense:
-                moves += [(i, "arg", n) for n, opts in op_spec(b.dense_op).args if len(opts) > 1]
-                if len(self._options(i, "fm")) > 1:
-                    moves.append((i, "fm"))
-            if parts.sparse and op_spec(b.sparse_op).sized:
-                moves.append((i, "sparse_tokens"))
-        if len(c.emb_dims) > 1:
-            moves.append((None, "emb_dim"))
-        moves += [(None, key) for key in ("first_order", "field_fm") if len(getattr(c, key)) > 1]
+        moves = self._local_moves(arch)
 
         def step(options: tuple[Any, ...], now: Any) -> Any:
             """A neighbour of `now` in `options` (ordered as the config lists them), or None."""
@@ -341,6 +327,85 @@ class SearchSpace:
             except ArchValidationError:
                 continue
         return self.mutate(arch, rng)
+
+    def _local_moves(self, arch: Arch) -> list[tuple[Any, ...]]:
+        """The kinds of edit `mutate_local` draws from, in a fixed order: (block, field[, arg name]) of a live
+        block, or (None, "emb_dim" / "first_order" / "field_fm")."""
+        c = self.config
+        live = sorted(i for i, p in arch.live_parts().items() if p.dense or p.sparse)
+        moves: list[tuple[Any, ...]] = []
+        for i in live:
+            b, parts = arch.blocks[i - 1], arch.live_parts()[i]
+            if parts.dense and not op_spec(b.dense_op).keeps_width(dict(b.dense_args)):
+                moves.append((i, "dense_dim"))
+            if parts.dense:
+                moves += [(i, "arg", n) for n, opts in op_spec(b.dense_op).args if len(opts) > 1]
+                if len(self._options(i, "fm")) > 1:
+                    moves.append((i, "fm"))
+            if parts.sparse and op_spec(b.sparse_op).sized:
+                moves.append((i, "sparse_tokens"))
+        if len(c.emb_dims) > 1:
+            moves.append((None, "emb_dim"))
+        moves += [(None, key) for key in ("first_order", "field_fm") if len(getattr(c, key)) > 1]
+        return moves
+
+    def local_neighbours(self, arch: Arch) -> list[Arch]:
+        """Every distinct arch one `mutate_local` edit away from `arch`, in a fixed order (each move's smaller
+        value first): the whole neighbourhood that local mutation draws from, e.g. to train all of it
+        (`benchmarks/neighbourhood.py`). Edits the network does not depend on (same key) are left out."""
+        self.validate(arch)
+        c = self.config
+        out: dict[str, Arch] = {}
+
+        def near(options: tuple[Any, ...], now: Any) -> list[Any]:
+            if now not in options:
+                return []
+            j = options.index(now)
+            return [options[k] for k in (j - 1, j + 1) if 0 <= k < len(options)]
+
+        def add(candidate: Arch) -> None:
+            if candidate.key() == arch.key() or candidate.key() in out:
+                return
+            try:
+                out[candidate.key()] = self.validate(candidate)
+            except ArchValidationError:
+                pass
+
+        for move in self._local_moves(arch):
+            i, what = move[0], move[1]
+            if what in ("first_order", "field_fm"):
+                add(_flip(arch, what))
+                continue
+            if what == "emb_dim":
+                for d in near(tuple(sorted(c.emb_dims)), self.common_width(arch)):
+                    add(self._at_emb_dim(arch, d))
+                continue
+            b = arch.blocks[i - 1]
+            if what == "arg":
+                opts = tuple(op_spec(b.dense_op).arg_options(move[2]))
+                numeric = all(isinstance(o, int) and not isinstance(o, bool) for o in opts)
+                values = near(opts, b.arg(move[2])) if numeric else [o for o in opts if o != b.arg(move[2])]
+                news = [dataclasses.replace(b, dense_args=tuple(sorted({**dict(b.dense_args), move[2]: v}.items())))
+                        for v in values]
+            elif what == "fm":
+                news = [dataclasses.replace(b, fm=not b.fm)]
+            else:
+                news = [dataclasses.replace(b, **{what: v}) for v in near(self._options(i, what), getattr(b, what))]
+            for new_b in news:
+                spec = op_spec(new_b.dense_op)
+                if spec.check is not None and spec.check(new_b) is not None:
+                    continue
+                blocks = list(arch.blocks)
+                blocks[i - 1] = new_b
+                add(dataclasses.replace(arch, blocks=tuple(blocks)))
+        if c.table_dims:  # each searched table one step narrower or wider (never every table dropped)
+            options, common = self._table_options(arch), self.common_width(arch)
+            for name in c.tables:
+                for w in near(options, arch.table_width(name, common)):
+                    moved = self._with_tables(arch, {name: w})
+                    if any(moved.table_width(n, common) for n in c.tables):
+                        add(moved)
+        return list(out.values())
 
     def _mutate_arg(self, b: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
         """`b` with one of its dense op's own choices re-drawn to another value (None: the op has none)."""

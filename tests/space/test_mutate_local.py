@@ -60,3 +60,30 @@ def test_local_moves_are_seeded():
     arch = space.sample(np.random.default_rng(1))
     a = [space.mutate_local(arch, np.random.default_rng(5)).key() for _ in range(3)]
     assert len(set(a)) == 1
+
+
+def test_local_neighbours_are_every_one_step_edit_of_dlrm_like():
+    """DLRM's live choices: bottom widths 64 and 16, the interaction's 256, the top's 128, FM on any of these
+    four blocks, and the embedding width: 2 + 1 + 2 + 2 widths, 4 FM flips and 2 embedding widths."""
+    cfg = dataclasses.replace(PRESETS["ctrnas-small"], num_blocks=7, dense_dims=(16, 32, 64, 128, 256, 400),
+                              sparse_tokens=(16, 32), dense_sparse_merge=(False,), emb_dims=(8, 16, 32))
+    space = get_space(cfg)
+    arch = space.validate(baseline_arch("dlrm-like"))
+    edits = sorted((d[0] or 0, d[1], str(d[3])) for d in (diffs(arch, n)[0] for n in space.local_neighbours(arch)))
+    expected = sorted([(1, "dense_dim", "32"), (1, "dense_dim", "128"), (2, "dense_dim", "32"),
+                       (3, "dense_dim", "128"), (3, "dense_dim", "400"), (7, "dense_dim", "64"),
+                       (7, "dense_dim", "256"), (1, "fm", "True"), (2, "fm", "True"), (3, "fm", "True"),
+                       (7, "fm", "True"), (0, "emb_dim", "8"), (0, "emb_dim", "32")])
+    assert edits == expected
+    assert all(len(diffs(arch, n)) == 1 for n in space.local_neighbours(arch))
+
+
+def test_local_neighbours_hold_every_draw_of_mutate_local():
+    cfg = dataclasses.replace(PRESETS["ctrnas-small"], num_blocks=7, dense_dims=(16, 32, 64, 128, 256, 400),
+                              sparse_tokens=(16, 32), dense_sparse_merge=(False,), first_order=(False, True))
+    space = get_space(cfg)
+    for name in ("dcnv2-like", "deepfm-like"):
+        arch = space.validate(baseline_arch(name))
+        rng = np.random.default_rng(3)
+        drawn = {space.mutate_local(arch, rng).key() for _ in range(1500)}
+        assert drawn == {n.key() for n in space.local_neighbours(arch)}
