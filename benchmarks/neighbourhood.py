@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import _results  # noqa: E402
 import suite  # noqa: E402
 
-BASES = ("dlrm-like", "dcnv2-like", "deepfm-like")
+BASES = ("dlrm-like", "dcnv2-like", "deepfm-like", "deepfm-terms-like")
 NOTES = _results.notes_marker("neighbourhood.py")
 
 

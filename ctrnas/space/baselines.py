@@ -10,7 +10,10 @@ a 400-400-400 deep tower over the dense features and the embeddings flattened, a
 term (`fm: true`: Rendle's second-order sum over 32 EFC tokens, ReLU(a linear map over the raw embeddings),
 projected to the tower's width) added before the head, so the logit is deep part + FM part as in DeepFM. It
 has no first-order (LR) part, which the space does not hold, and its FM reads mixed tokens, not the fields.
-All fit `ctrnas-small` and `ctrnas-full`; `BASELINE_ARCHS` start a search's population unless a recipe lists
+`deepfm-terms-like` is DeepFM itself in a space with FM's logit terms as choices (`ctrnas-small-fm`, or
+`first_order` / `field_fm: [false, true]`): deepfm-like's tower, the first-order term and the FM over the
+fields' embeddings, and no FM block (on kdd2012-crosses deepfm-like is 0.0047 behind DeepFM, this one level;
+benchmarks/RESULTS.md, "Neighbourhoods"). The others fit `ctrnas-small` and `ctrnas-full`; `BASELINE_ARCHS` start a search's population unless a recipe lists
 others (`search.seeds`).
 """
 
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 ARCH_DIR = Path(__file__).with_name("archs")
 BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")  # the seeded population: what a user would build by hand
-SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked", "deepfm-like")
+SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked", "deepfm-like", "deepfm-terms-like")
 
 
 def baseline_arch(name: str) -> Arch:
@@ -37,7 +40,7 @@ def baseline_arch(name: str) -> Arch:
     return Arch.from_json((ARCH_DIR / f"{name}.json").read_text())
 
 
-HOME_SPACES = ("ctrnas-small", "ctrnas-full")  # the preset spaces the shipped archs fit, smallest first
+HOME_SPACES = ("ctrnas-small", "ctrnas-full", "ctrnas-small-fm")  # the presets the shipped archs fit, in order
 
 
 def home_space(name: str) -> str:

@@ -111,6 +111,11 @@ PRESETS = {
     "ctrnas-full": SpaceConfig(name="ctrnas-full",
                                dense_ops=("fc", "sum", "gating", "dot", "cross", "interaction", "concat"),
                                sparse_ops=("efc", "attention", "none"), dense_dims=CTRNAS_DENSE_DIMS),
+    # ctrnas-small with FM's two logit terms as choices, so FM and DeepFM itself (`deepfm-terms-like`) are
+    # points of it
+    "ctrnas-small-fm": SpaceConfig(name="ctrnas-small-fm", dense_ops=("fc", "dot", "cross", "interaction", "concat"),
+                                   sparse_ops=("efc", "none"), dense_dims=CTRNAS_DENSE_DIMS,
+                                   first_order=(False, True), field_fm=(False, True)),
 }
 
 

@@ -211,3 +211,38 @@ def test_deepfm_like_is_a_deep_tower_plus_an_fm_term_summed_into_the_logit():
     with torch.no_grad():
         after = torch.nn.functional.binary_cross_entropy_with_logits(model(dense, kjt), labels)
     assert after < loss
+
+
+def test_deepfm_terms_like_computes_deepfm_on_deepfms_weights():
+    """`deepfm-terms-like` exported with LayerNorms off, given the DeepFM baseline's weights (its tower's four
+    linear maps, its tables, its first-order weights; the baseline's dense linear term and bias zeroed, which
+    the arch's logit has no place for), gives DeepFM's logits: LR(x) + FM(e) + MLP([dense | e_1..e_F])."""
+    import torch
+
+    from ctrnas.errors import ArchValidationError
+    from ctrnas.space.baselines import home_space
+    from ctrnas.supernet.testing import make_batch
+
+    arch = baseline_arch("deepfm-terms-like")
+    assert home_space("deepfm-terms-like") == "ctrnas-small-fm"
+    with pytest.raises(ArchValidationError):  # its logit terms are not choices of ctrnas-small
+        get_space("ctrnas-small").validate(arch)
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    config = dataclasses.replace(PRESETS["ctrnas-small-fm"], layernorm=False)
+    model = export(Supernet(schema, config), arch, init="fresh", seed=3)
+    ref = build_baseline("deepfm", schema, 16)
+    assert _n_params(ref) == _n_params(model) + 5 + 1 + 1  # + the dense linear term (weights, bias) and a bias
+    ours = [m for m in model.net.modules() if isinstance(m, torch.nn.Linear)]
+    theirs = [m for m in ref.deep.modules() if isinstance(m, torch.nn.Linear)]
+    assert [m.weight.shape for m in ours] == [m.weight.shape for m in theirs]
+    with torch.no_grad():
+        for a, b in zip(ours, theirs):
+            b.weight.copy_(a.weight)
+            b.bias.copy_(a.bias)
+        ref.stem.load_state_dict(model.stem.state_dict())
+        ref.linear.weights.load_state_dict(model.first_order.state_dict())
+        ref.linear.dense.weight.zero_()
+        ref.linear.dense.bias.zero_()
+        ref.linear.bias.zero_()
+        dense, kjt, _ = make_batch(schema, batch=6)
+        torch.testing.assert_close(model(dense, kjt), ref(dense, kjt), atol=1e-4, rtol=1e-4)
