@@ -55,6 +55,11 @@ class EvolutionConfig:
     # search is asked for a Pareto front, issue 30): a tournament's parent is drawn from its members that no
     # other member beats on both, and the population's front never dies of age (see `pareto_front`)
     objective: Literal["value", "front"] = "value"
+    # every child is an untried one-step local edit of its parent (`local_neighbours`, the whole neighbourhood
+    # drawn without replacement; picked by the predictor when it is fitted): the search tries the edits of
+    # the best arch instead of drawing the same few again (benchmarks/RESULTS.md, "Neighbourhoods"). When the
+    # parents' neighbourhoods are used up, children are mutants as before.
+    local_sweep: bool = False
 
     def __post_init__(self) -> None:
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
@@ -170,6 +175,8 @@ class RegularizedEvolution:
     def _children(self, parents: list[_Member], n: int) -> list[Candidate]:
         """One child per parent; with a predictor, `pool` mutants per child are proposed and the predictor
         picks which are scored (until it has enough scores to fit, the first of each parent's are kept)."""
+        if self.config.local_sweep and n == 1 and (swept := self._sweep(parents)) is not None:
+            return swept
         pool = self.predictor.config.pool if self.predictor is not None else 0
         if pool < 2:
             return [self._propose(functools.partial(self._mutant, p.arch, n), lambda a: self._mutant(a, n), p.key)
@@ -194,6 +201,32 @@ class RegularizedEvolution:
         if chosen is None:
             chosen = [i * pool for i in range(len(parents))]  # each parent's first mutant
         out = [proposals[i] for i in sorted(chosen)]
+        self._seen.update(c.key for c in out)
+        return out
+
+    def _sweep(self, parents: list[_Member]) -> list[Candidate] | None:
+        """One child per parent from the parents' untried one-step local edits, picked by the predictor when
+        it is fitted, else at random without replacement; None when fewer are left than children wanted."""
+        neighbours = getattr(self.space, "local_neighbours", None)
+        if neighbours is None:
+            return None
+        options: list[Candidate] = []
+        taken = set(self._seen)
+        for p in {p.key: p for p in parents}.values():
+            for arch in neighbours(p.arch):
+                key = arch_key(arch)
+                if key in taken or not self.constraints.satisfied(arch):
+                    continue
+                taken.add(key)
+                params, flops = self.constraints.measure(arch)
+                options.append(Candidate(arch, key, self.generation, params, flops, p.key))
+        k = len(parents)
+        if len(options) < k:
+            return None
+        chosen = None if self.predictor is None else self.predictor.choose([(c.key, c.arch) for c in options], k)
+        if chosen is None:
+            chosen = [int(i) for i in self.rng.choice(len(options), size=k, replace=False)]
+        out = [options[i] for i in sorted(chosen)]
         self._seen.update(c.key for c in out)
         return out
 
@@ -269,7 +302,10 @@ class RegularizedEvolution:
         self._pending = None
 
     def fingerprint(self) -> dict[str, Any]:
-        fp = {"config": to_dict(self.config), "seed": self.seed, "constraints": to_dict(self.constraints.config)}
+        config = to_dict(self.config)
+        if not self.config.local_sweep:  # a search from before the option resumes
+            config.pop("local_sweep")
+        fp = {"config": config, "seed": self.seed, "constraints": to_dict(self.constraints.config)}
         if self.initial:
             fp["initial"] = [arch_key(a) for a in self.initial]
         if self.predictor is not None:

@@ -134,3 +134,38 @@ def test_ladder_agreement_is_kendall_tau_between_consecutive_rungs():
     # pairs over a, b, c: (a,b) discordant, (a,c) concordant, (b,c) concordant -> tau = (2 - 1) / 3
     assert agree["from"] == 0 and agree["to"] == 1 and agree["n"] == 3
     assert agree["tau"] == pytest.approx(1 / 3)
+
+
+def test_local_sweep_tries_the_whole_neighbourhood_of_the_best_without_repeats():
+    """With `local_sweep`, every child of the (always best) seed is one of its untried one-step local edits:
+    after as many children as it has neighbours, each was tried once; then children are mutants again."""
+    import dataclasses
+
+    from ctrnas.space import PRESETS, get_space
+    from ctrnas.space.baselines import baseline_arch
+
+    space = get_space(dataclasses.replace(PRESETS["ctrnas-small"], num_blocks=7,
+                                          dense_dims=(16, 32, 64, 128, 256, 400), dense_sparse_merge=(False,)))
+    seed_arch = space.validate(baseline_arch("dlrm-like"))
+    neighbours = {a.key() for a in space.local_neighbours(seed_arch)}
+    assert len(neighbours) == 11  # 7 widths and 4 FM flips
+
+    def run(sweep):
+        cfg = EvolutionConfig(population_size=3, generations=6, tournament_size=3, children_per_generation=2,
+                              elitism=1, local_sweep=sweep)
+        evo = RegularizedEvolution(space, cfg, seed=5, initial=(seed_arch,))
+        init = evo.ask()
+        evo.tell(init, [FitnessResult(1.0 if c.key == seed_arch.key() else 0.0) for c in init])
+        children = []
+        while not evo.done:
+            batch = evo.ask()
+            children += batch
+            evo.tell(batch, [FitnessResult(0.0) for _ in batch])  # the seed stays the best: always the parent
+        return [c.key for c in children]
+
+    swept = run(True)
+    assert len(swept) == 12 and len(set(swept)) == 12
+    assert set(swept[:10]) < neighbours  # five generations of two: ten different edits of the seed
+    assert swept == run(True)  # seeded
+    plain = run(False)
+    assert len(set(plain[:10]) & neighbours) < 10  # NASRec's mutation re-draws any choice, rarely a local one
