@@ -111,11 +111,10 @@ def _train_star(pair):
 def run(args) -> None:
     todo = [j for p in args.profiles for j in jobs(args, p)]
     print(f"{len(todo)} trainings to run", flush=True)
-    caches = {p: _results.load(Path(args.out) / p, "neighbourhood") or {} for p in args.profiles}
-
     def keep(r: dict) -> None:
-        caches[r["profile"]][r["key"]] = r
-        _results.save(Path(args.out) / r["profile"], "neighbourhood", caches[r["profile"]])
+        # re-read first: another process may have added its own results since (as suite.Cache.put)
+        folder = Path(args.out) / r["profile"]
+        _results.save(folder, "neighbourhood", {**(_results.load(folder, "neighbourhood") or {}), r["key"]: r})
         print(f"{r['profile']} {r['base']} {r['arch_key'][:8]} seed {r['seed']}: val {r['val']:.5f} "
               f"test {r['test']:.5f} ({r['seconds']:.0f} s) {r['edit']}", flush=True)
 
