@@ -180,10 +180,11 @@ def report(args) -> str:
                            f"{' (' + ', '.join(f'`{w[:8]}`' for w in wins) + ')' if wins else ''}")
         lines.append("")
     seeds = ",".join(map(str, args.train_seeds))
+    sets = "".join(f" --set '{s}'" for s in args.set)
     lines += ["Summary:", "", *summary, "",
               f"Command: `.venv/bin/python benchmarks/neighbourhood.py --rows {args.rows} --profiles "
               f"{','.join(args.profiles)} --bases {','.join(args.bases)} --train-seeds {seeds}"
-              f"{''.join(f' --set {s}' for s in args.set)}`", ""]
+              f"{sets}` (add `--workers N` to train N at a time)", ""]
     return "\n".join(lines)
 
 
