@@ -87,6 +87,12 @@ def notes_marker(script: str) -> str:
     return f"<!-- hand-written notes below: benchmarks/{script} keeps them when it rewrites the section -->"
 
 
+def publish(text: str, section: Path, marker: str) -> None:
+    """Print a script's report and write it to its section file, keeping the section's hand-written notes."""
+    print(text)
+    _atomic_write(section, with_notes(text, section, marker))
+
+
 def with_notes(text: str, section: Path, marker: str) -> str:
     """`text`, then the hand-written notes of the section file as it was (from the `marker` line on), if any."""
     old = section.read_text() if section.exists() else ""

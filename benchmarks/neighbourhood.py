@@ -212,10 +212,7 @@ def main(argv=None) -> int:
     args.out = str(Path(args.out or ROOT / f"benchmarks/out/suite-{args.rows // 1000}k"))
     if not args.report_only:
         run(args)
-    text = report(args)
-    print(text)
-    section = Path(args.section or ROOT / "benchmarks/sections/neighbourhood.md")
-    _results._atomic_write(section, _results.with_notes(text, section, NOTES))
+    _results.publish(report(args), Path(args.section or ROOT / "benchmarks/sections/neighbourhood.md"), NOTES)
     return 0
 
 

@@ -481,10 +481,7 @@ def main(argv=None) -> int:
                 run_search(args, profile, cache)
             if "random" in args.methods:
                 run_random(args, profile, cache)
-    text = report(args)
-    print(text)
-    section = Path(args.section or ROOT / "benchmarks/sections/suite.md")
-    _results._atomic_write(section, _results.with_notes(text, section, NOTES))
+    _results.publish(report(args), Path(args.section or ROOT / "benchmarks/sections/suite.md"), NOTES)
     return 0
 
 
