@@ -81,7 +81,12 @@ def _without_off_options(recipe: dict) -> dict:
     option was added to the recipe schema (the field probe, session 13, changed every search key otherwise)."""
     search = recipe.get("search", {})
     if isinstance(search.get("field_probe"), dict) and not search["field_probe"].get("fraction"):
-        recipe = {**recipe, "search": {k: v for k, v in search.items() if k != "field_probe"}}
+        search = {k: v for k, v in search.items() if k != "field_probe"}
+        recipe = {**recipe, "search": search}
+    evolution = search.get("evolution")
+    if isinstance(evolution, dict) and evolution.get("local_sweep") is False:  # session 15's option, off
+        recipe = {**recipe, "search": {**search, "evolution": {k: v for k, v in evolution.items()
+                                                                if k != "local_sweep"}}}
     return recipe
 
 
