@@ -270,62 +270,18 @@ class SearchSpace:
         if c.table_dims and rng.random() < 0.5 and (out := self._table_step(arch, rng)) is not None:
             return out
         moves = self._local_moves(arch)
-
-        def step(options: tuple[Any, ...], now: Any) -> Any:
-            """A neighbour of `now` in `options` (ordered as the config lists them), or None."""
-            if now not in options:
-                return None
-            j = options.index(now)
-            near = [options[k] for k in (j - 1, j + 1) if 0 <= k < len(options)]
-            return near[int(rng.integers(len(near)))] if near else None
-
         for _ in range(100):
             if not moves:
                 break
             move = moves[int(rng.integers(len(moves)))]
-            i, what = move[0], move[1]
-            if what in ("first_order", "field_fm"):
-                return _flip(arch, what)
-            if what == "emb_dim":
-                now = c.emb_dim if arch.emb_dim is None else arch.emb_dim
-                new = step(tuple(sorted(c.emb_dims)), now)
-                if new is not None:
-                    return self._at_emb_dim(arch, new)
+            outs, draws = self._move_outcomes(arch, move)
+            if not outs:
                 continue
-            b = arch.blocks[i - 1]
-            if what == "arg":
-                name = move[2]
-                opts = op_spec(b.dense_op).arg_options(name)
-                numeric = all(isinstance(o, int) and not isinstance(o, bool) for o in opts)
-                if numeric:
-                    new = step(tuple(opts), b.arg(name))
-                else:
-                    others = [o for o in opts if o != b.arg(name)]
-                    new = others[int(rng.integers(len(others)))] if others else None
-                if new is None:
-                    continue
-                args = dict(b.dense_args)
-                args[name] = new
-                new_b = dataclasses.replace(b, dense_args=tuple(sorted(args.items())))
-            elif what == "fm":
-                new_b = dataclasses.replace(b, fm=not b.fm)
-            else:
-                new = step(self._options(i, what), getattr(b, what))
-                if new is None:
-                    continue
-                new_b = dataclasses.replace(b, **{what: new})
-            spec = op_spec(new_b.dense_op)
-            if spec.check is not None and spec.check(new_b) is not None:
-                continue
-            blocks = list(arch.blocks)
-            blocks[i - 1] = new_b
-            out = dataclasses.replace(arch, blocks=tuple(blocks))
-            if out.key() == arch.key():  # a choice the network does not depend on (a full-rank cross's rank)
-                continue
-            try:
-                return self.validate(out)
-            except ArchValidationError:
-                continue
+            out = outs[int(rng.integers(len(outs)))] if draws else outs[0]
+            if move[0] is None:  # the embedding width or a logit term: no block to check
+                return out
+            if (fits := self._local_fit(arch, out, move[0])) is not None:
+                return fits
         return self.mutate(arch, rng)
 
     def _local_moves(self, arch: Arch) -> list[tuple[Any, ...]]:
@@ -349,6 +305,47 @@ class SearchSpace:
         moves += [(None, key) for key in ("first_order", "field_fm") if len(getattr(c, key)) > 1]
         return moves
 
+    def _move_outcomes(self, arch: Arch, move: tuple[Any, ...]) -> tuple[list[Arch], bool]:
+        """The archs one move of `_local_moves` can give, unchecked, each move's smaller value first, and
+        whether `mutate_local` draws among them (a width, a depth, an op choice) or takes the one (a flip)."""
+        c, near = self.config, _near
+        i, what = move[0], move[1]
+        if what in ("first_order", "field_fm"):
+            return [_flip(arch, what)], False
+        if what == "emb_dim":
+            return [self._at_emb_dim(arch, d) for d in near(tuple(sorted(c.emb_dims)), self.common_width(arch))], True
+        b = arch.blocks[i - 1]
+        if what == "arg":
+            opts = tuple(op_spec(b.dense_op).arg_options(move[2]))
+            numeric = all(isinstance(o, int) and not isinstance(o, bool) for o in opts)
+            values = near(opts, b.arg(move[2])) if numeric else [o for o in opts if o != b.arg(move[2])]
+            news = [dataclasses.replace(b, dense_args=tuple(sorted({**dict(b.dense_args), move[2]: v}.items())))
+                    for v in values]
+        elif what == "fm":
+            news = [dataclasses.replace(b, fm=not b.fm)]
+        else:
+            news = [dataclasses.replace(b, **{what: v}) for v in near(self._options(i, what), getattr(b, what))]
+        outs = []
+        for new_b in news:
+            blocks = list(arch.blocks)
+            blocks[i - 1] = new_b
+            outs.append(dataclasses.replace(arch, blocks=tuple(blocks)))
+        return outs, what != "fm"
+
+    def _local_fit(self, arch: Arch, out: Arch, block: int | None) -> Arch | None:
+        """`out` validated, or None when its edited block (if any) breaks its op's rule, the network does not
+        depend on the edit (a full-rank cross's rank: same key) or it leaves the space."""
+        if block is not None:
+            spec = op_spec(out.blocks[block - 1].dense_op)
+            if spec.check is not None and spec.check(out.blocks[block - 1]) is not None:
+                return None
+        if out.key() == arch.key():
+            return None
+        try:
+            return self.validate(out)
+        except ArchValidationError:
+            return None
+
     def local_neighbours(self, arch: Arch) -> list[Arch]:
         """Every distinct arch one `mutate_local` edit away from `arch`, in a fixed order (each move's smaller
         value first): the whole neighbourhood that local mutation draws from, e.g. to train all of it
@@ -356,55 +353,18 @@ class SearchSpace:
         self.validate(arch)
         c = self.config
         out: dict[str, Arch] = {}
-
-        def near(options: tuple[Any, ...], now: Any) -> list[Any]:
-            if now not in options:
-                return []
-            j = options.index(now)
-            return [options[k] for k in (j - 1, j + 1) if 0 <= k < len(options)]
-
-        def add(candidate: Arch) -> None:
-            if candidate.key() == arch.key() or candidate.key() in out:
-                return
-            try:
-                out[candidate.key()] = self.validate(candidate)
-            except ArchValidationError:
-                pass
-
         for move in self._local_moves(arch):
-            i, what = move[0], move[1]
-            if what in ("first_order", "field_fm"):
-                add(_flip(arch, what))
-                continue
-            if what == "emb_dim":
-                for d in near(tuple(sorted(c.emb_dims)), self.common_width(arch)):
-                    add(self._at_emb_dim(arch, d))
-                continue
-            b = arch.blocks[i - 1]
-            if what == "arg":
-                opts = tuple(op_spec(b.dense_op).arg_options(move[2]))
-                numeric = all(isinstance(o, int) and not isinstance(o, bool) for o in opts)
-                values = near(opts, b.arg(move[2])) if numeric else [o for o in opts if o != b.arg(move[2])]
-                news = [dataclasses.replace(b, dense_args=tuple(sorted({**dict(b.dense_args), move[2]: v}.items())))
-                        for v in values]
-            elif what == "fm":
-                news = [dataclasses.replace(b, fm=not b.fm)]
-            else:
-                news = [dataclasses.replace(b, **{what: v}) for v in near(self._options(i, what), getattr(b, what))]
-            for new_b in news:
-                spec = op_spec(new_b.dense_op)
-                if spec.check is not None and spec.check(new_b) is not None:
-                    continue
-                blocks = list(arch.blocks)
-                blocks[i - 1] = new_b
-                add(dataclasses.replace(arch, blocks=tuple(blocks)))
+            for candidate in self._move_outcomes(arch, move)[0]:
+                fits = self._local_fit(arch, candidate, move[0])
+                if fits is not None:
+                    out.setdefault(fits.key(), fits)
         if c.table_dims:  # each searched table one step narrower or wider (never every table dropped)
             options, common = self._table_options(arch), self.common_width(arch)
             for name in c.tables:
-                for w in near(options, arch.table_width(name, common)):
+                for w in _near(options, arch.table_width(name, common)):
                     moved = self._with_tables(arch, {name: w})
-                    if any(moved.table_width(n, common) for n in c.tables):
-                        add(moved)
+                    if any(moved.table_width(n, common) for n in c.tables) and moved.key() != arch.key():
+                        out.setdefault(moved.key(), self.validate(moved))
         return list(out.values())
 
     def _mutate_arg(self, b: BlockChoice, rng: np.random.Generator) -> BlockChoice | None:
@@ -487,6 +447,14 @@ class SearchSpace:
         reason = spec.check(b) if spec.check is not None else None
         if reason is not None:
             raise ArchValidationError(i, "dense_args", args, reason)
+
+
+def _near(options: tuple[Any, ...], now: Any) -> list[Any]:
+    """The values beside `now` in `options` (ordered as the config lists them): none if it is not there."""
+    if now not in options:
+        return []
+    j = options.index(now)
+    return [options[k] for k in (j - 1, j + 1) if 0 <= k < len(options)]
 
 
 def _flip(arch: Arch, term: str) -> Arch:
