@@ -16,8 +16,8 @@ import math
 from ctrnas.pipeline.results import FinalResult, TrainedModel
 
 # a shipped arch is the same model as a baseline module (ctrnas.space.baselines): naming it keeps a copy from
-# being read as a find
-COPIES = {"dlrm-like": "dlrm", "dcnv2-like": "dcnv2"}
+# being read as a find (deepfm-terms-like computes DeepFM's logits on DeepFM's weights: tests/space/test_baselines.py)
+COPIES = {"dlrm-like": "dlrm", "dcnv2-like": "dcnv2", "deepfm-terms-like": "deepfm"}
 
 
 def shipped_names() -> dict[str, str]:

@@ -65,6 +65,16 @@ def test_a_seed_is_named_as_a_copy_of_its_baseline(setting):
     assert o["vs_best_seed"] is None and "seed noise 0.00080" in o["line"]
 
 
+def test_deepfm_terms_like_is_named_a_copy_of_deepfm(setting):
+    history, _ = setting
+    space = get_space(dataclasses.replace(get_space("ctrnas-small-fm").config, num_blocks=7))
+    arch = space.validate(baseline_arch("deepfm-terms-like"))
+    win = model("rank 0", arch, 0.440, 0.441)
+    o = origin(final([win], [model("deepfm", None, 0.441, 0.440)], win), history)
+    assert (o["kind"], o["name"], o["copy_of"]) == ("shipped", "deepfm-terms-like", "deepfm")
+    assert "copy of the deepfm baseline" in o["line"]
+
+
 def test_a_baseline_winner_and_a_random_draw(setting):
     history, a = setting
     drawn = model("rank 0", a["drawn"], 0.45, 0.45, index=1)
