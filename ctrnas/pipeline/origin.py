@@ -37,13 +37,7 @@ def _label(key: str, shipped: dict[str, str]) -> str:
 
 def _root(history, key: str, shipped: dict[str, str]) -> str:
     """The seed or random draw a line of children descends from."""
-    first = {}
-    for r in history:
-        first.setdefault(r.key, r)
-    seen = set()
-    while key in first and first[key].parent_key and key not in seen:
-        seen.add(key)
-        key = first[key].parent_key
+    key = history.root(key)
     return shipped.get(key, f"random draw `{key}`")
 
 

@@ -57,6 +57,13 @@ class SearchStageResult:
     def history(self):
         return self.result.history
 
+    def retrained(self, k: int, lineages: int = 0) -> list:
+        """The candidates the final stage retrains: the search's k best, or with `search.evolution.lineages`
+        the best of each line evolution refined (a short rung cannot rank two model families)."""
+        if not lineages:
+            return self.result.top_k(k)
+        return self.history.best_of_lines(self.result.top_k(len(self.history)), k)
+
 
 @dataclass(frozen=True)
 class TrainedModel:

@@ -147,13 +147,15 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         atomic_write_text(marker, json.dumps(fp, indent=1))
     result = strategy.run(fitness, workers=recipe.search.workers, execution=recipe.execution,
                           checkpoint_path=ckpt, progress=progress)
-    if out_dir is not None:  # only the top-k's prefix trainings are continued: the others' disk is freed
-        remove_prefixes(Path(out_dir), keep={r.key for r in result.top_k(recipe.top_k)})
     evolution = getattr(strategy, "evolution", strategy)
     predictor = getattr(evolution, "predictor", None)
-    return SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note,
-                             tuple(directions) if kind == "multifidelity" else None,
-                             predictor.report() if predictor is not None else None, probe)
+    out = SearchStageResult(result, kind, name, maximize, time.perf_counter() - t0, note,
+                            tuple(directions) if kind == "multifidelity" else None,
+                            predictor.report() if predictor is not None else None, probe)
+    if out_dir is not None:  # only the retrained candidates' prefix trainings are continued: free the others'
+        keep = out.retrained(recipe.top_k, recipe.search.evolution.lineages)
+        remove_prefixes(Path(out_dir), keep={r.key for r in keep})
+    return out
 
 
 def remove_prefixes(search_dir: Path, keep) -> None:

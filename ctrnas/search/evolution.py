@@ -60,6 +60,13 @@ class EvolutionConfig:
     # the best arch instead of drawing the same few again (benchmarks/RESULTS.md, "Neighbourhoods"). When the
     # parents' neighbourhoods are used up, children are mutants as before.
     local_sweep: bool = False
+    # > 0: each generation's parent is the best arch of one of the `lineages` best lines (a line: a seed or
+    # random draw and all its descendants), in turn, instead of a tournament's winner; the final stage then
+    # retrains the best of each of those lines (`History.best_of_lines`). A short rung ranks edits of one
+    # model well but not two model families that learn at different speeds (benchmarks/RESULTS.md,
+    # "Structure suite": DLRM's line led DeepFM's at 40% of the training and ended behind it), so the
+    # search keeps refining more than one family and lets the full training choose between them.
+    lineages: int = 0
 
     def __post_init__(self) -> None:
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
@@ -77,6 +84,8 @@ class EvolutionConfig:
                               f"expected 0 <= elitism < population_size {self.population_size}, got {self.elitism}")
         if self.objective not in ("value", "front"):
             raise RecipeError("EvolutionConfig", "objective", f"expected 'value' or 'front', got {self.objective!r}")
+        if self.lineages < 0:
+            raise RecipeError("EvolutionConfig", "lineages", f"expected >= 0, got {self.lineages}")
         if not 0.0 <= self.local_share <= 1.0:
             raise RecipeError("EvolutionConfig", "local_share", f"expected in [0, 1], got {self.local_share}")
         if self.mutation_period is not None and self.mutation_period < 1:
@@ -141,6 +150,9 @@ class RegularizedEvolution:
         self.population: list[_Member] = []  # oldest first
         self._seen: set[str] = set()
         self._pending: list[Candidate] | None = None
+        # `lineages`: the root (seed or random draw) of every scored arch, and each root's best member so far
+        self._roots: dict[str, str] = {}
+        self._line_best: dict[str, _Member] = {}
 
     @property
     def done(self) -> bool:
@@ -161,6 +173,13 @@ class RegularizedEvolution:
             return sample[front[int(self.rng.integers(len(front)))]]
         # Ties go to the younger member (larger index), which keeps the population moving.
         return self.population[max(idx, key=lambda i: (self.population[i].rank, i))]
+
+    def _line_parent(self) -> _Member:
+        """The best member of the lines' bests ranked `(generation - 1) % lineages` (ties: the younger)."""
+        order = list(self._line_best)  # roots in the order their lines began
+        ranked = sorted(range(len(order)), key=lambda i: (self._line_best[order[i]].rank, i), reverse=True)
+        lines = ranked[: self.config.lineages]
+        return self._line_best[order[lines[(self.generation - 1) % len(lines)]]]
 
     def _mutant(self, arch: Any, n: int) -> Any:
         mutate = self.space.mutate
@@ -261,7 +280,10 @@ class RegularizedEvolution:
             out += [self._propose(lambda: self.space.sample(self.rng)) for _ in range(cfg.population_size - len(out))]
         else:
             n = mutations_at(self.generation, cfg)
-            parent = None if cfg.parent_per_child else self._tournament_parent()
+            if cfg.lineages:
+                parent = self._line_parent()
+            else:
+                parent = None if cfg.parent_per_child else self._tournament_parent()
             parents = [self._tournament_parent() if parent is None else parent
                        for _ in range(cfg.children_per_generation)]
             out = self._children(parents, n)
@@ -282,6 +304,11 @@ class RegularizedEvolution:
         if ranks is None:
             self.observe(candidates, results)
             ranks = [rank_value(r.value, self.maximize) for r in results]
+        for c, rank in zip(candidates, ranks):
+            root = self._roots.setdefault(c.key, self._roots.get(c.parent_key, c.key) if c.parent_key else c.key)
+            best = self._line_best.get(root)
+            if best is None or rank >= best.rank:  # ties go to the younger member
+                self._line_best[root] = _Member(c.arch, c.key, rank)
         front = self.config.objective == "front"
         self.population += [_Member(c.arch, c.key, rank, self.constraints.embedding_bytes(c.arch) if front else math.nan)
                             for c, rank in zip(candidates, ranks)]
@@ -303,8 +330,9 @@ class RegularizedEvolution:
 
     def fingerprint(self) -> dict[str, Any]:
         config = to_dict(self.config)
-        if not self.config.local_sweep:  # a search from before the option resumes
-            config.pop("local_sweep")
+        for name in ("local_sweep", "lineages"):  # a search from before these options resumes
+            if not getattr(self.config, name):
+                config.pop(name)
         fp = {"config": config, "seed": self.seed, "constraints": to_dict(self.constraints.config)}
         if self.initial:
             fp["initial"] = [arch_key(a) for a in self.initial]
@@ -315,7 +343,7 @@ class RegularizedEvolution:
     def state_dict(self) -> dict[str, Any]:
         return {
             "generation": self.generation, "population": list(self.population), "seen": set(self._seen),
-            "rng": self.rng.bit_generator.state,
+            "rng": self.rng.bit_generator.state, "roots": dict(self._roots), "line_best": dict(self._line_best),
             **({"predictor": self.predictor.state_dict()} if self.predictor is not None else {}),
         }
 
@@ -323,6 +351,7 @@ class RegularizedEvolution:
         self.generation, self.population = state["generation"], list(state["population"])
         self._seen, self._pending = set(state["seen"]), None
         self.rng.bit_generator.state = state["rng"]
+        self._roots, self._line_best = dict(state.get("roots", {})), dict(state.get("line_best", {}))
         if self.predictor is not None and "predictor" in state:
             self.predictor.load_state_dict(state["predictor"])
 

@@ -169,3 +169,47 @@ def test_local_sweep_tries_the_whole_neighbourhood_of_the_best_without_repeats()
     assert swept == run(True)  # seeded
     plain = run(False)
     assert len(set(plain[:10]) & neighbours) < 10  # NASRec's mutation re-draws any choice, rarely a local one
+
+
+def test_lineages_give_children_to_the_best_of_each_line_in_turn_even_after_its_seed_died():
+    """With `lineages: 2` the parents alternate between the best archs of the two best lines (a line: an
+    initial member and its descendants), the third line gets none, and a line's best stays a parent after
+    aging removed it from the population; the state round-trips (a resumed search asks the same)."""
+    import dataclasses
+
+    from ctrnas.search.history import History, HistoryRecord
+
+    cfg = dataclasses.replace(CFG, population_size=3, tournament_size=3, generations=6, children_per_generation=1,
+                              lineages=2)
+    evo = RegularizedEvolution(IntVectorSpace(6, 4), cfg, seed=3)
+    init = evo.ask()
+    a, b, c = (m.key for m in init)
+    value = {a: 10.0, b: 9.0, c: 1.0}
+    evo.tell(init, [FitnessResult(value[m.key]) for m in init])
+    parents, records = [], [HistoryRecord(i, 0, m.key, {}, value[m.key]) for i, m in enumerate(init)]
+    for g in range(1, 7):
+        if g == 4:
+            resumed = RegularizedEvolution(IntVectorSpace(6, 4), cfg, seed=3)
+            resumed.load_state_dict(evo.state_dict())
+        batch = evo.ask()
+        if g == 4:
+            assert [x.key for x in resumed.ask()] == [x.key for x in batch]
+        parents.append(batch[0].parent_key)
+        # children of a's line improve it; b's line stays at 9 (its children are worse)
+        root = a if g % 2 == 1 else b
+        v = 10.0 + g if root == a else 5.0
+        value[batch[0].key] = v
+        records.append(HistoryRecord(len(records), g, batch[0].key, {}, v, parent_key=batch[0].parent_key))
+        evo.tell(batch, [FitnessResult(v)])
+    # generation 1: a's line (best 10), 2: b's line (9), 3: a's line, whose best is now generation 1's child
+    assert parents[0] == a and parents[1] == b and parents[3] == b and parents[5] == b
+    assert parents[2] == records[3].key and parents[4] == records[5].key
+    assert b not in {m.key for m in evo.population}  # aged out, still the parent of its line
+    assert c not in parents
+    history = History(records)
+    assert history.root(records[-2].key) == a and history.root(records[-1].key) == b
+    ranked = history.top_k(len(history), maximize=True)
+    assert [r.key for r in history.best_of_lines(ranked, 2)] == [records[-2].key, b]
+    assert [r.key for r in history.best_of_lines(ranked, 4)] == [records[-2].key, b, c, records[-4].key]
+    with pytest.raises(RecipeError, match="lineages"):
+        EvolutionConfig(lineages=-1)

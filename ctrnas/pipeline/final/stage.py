@@ -136,7 +136,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     t0 = time.perf_counter()
     main = distributed is None or distributed.env.is_main
     progress = progress and main
-    top = front_top(recipe, data, search, recipe.top_k) if wants_front(recipe) else search.result.top_k(recipe.top_k)
+    top = front_top(recipe, data, search, recipe.top_k) if wants_front(recipe) else \
+        search.retrained(recipe.top_k, recipe.search.evolution.lineages)
     if not top:
         raise CtrnasError("the search returned no candidates to retrain")
     top = top + width_variants(recipe, data, top)
