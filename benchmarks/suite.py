@@ -84,9 +84,14 @@ def _without_off_options(recipe: dict) -> dict:
         search = {k: v for k, v in search.items() if k != "field_probe"}
         recipe = {**recipe, "search": search}
     evolution = search.get("evolution")
-    if isinstance(evolution, dict) and evolution.get("local_sweep") is False:  # session 15's option, off
+    # options added later, at their off values: local_sweep (session 15), lineages (session 16)
+    off = {"local_sweep": False, "lineages": 0}
+    def is_off(k, v) -> bool:
+        return k in off and type(v) is type(off[k]) and v == off[k]
+
+    if isinstance(evolution, dict) and any(is_off(k, v) for k, v in evolution.items()):
         recipe = {**recipe, "search": {**search, "evolution": {k: v for k, v in evolution.items()
-                                                                if k != "local_sweep"}}}
+                                                                if not is_off(k, v)}}}
     return recipe
 
 

@@ -124,8 +124,9 @@ def test_an_option_switched_off_keeps_the_search_key():
 def test_local_sweep_switched_off_keeps_the_search_key():
     suite = _suite()
     before = {"search": {"evolution": {"elitism": 2}, "field_probe": {"fraction": 0.0}}, "seed": 0}
-    off = {"search": {"evolution": {"elitism": 2, "local_sweep": False}, "field_probe": {"fraction": 0.0}}, "seed": 0}
-    on = {"search": {"evolution": {"elitism": 2, "local_sweep": True}}, "seed": 0}
+    off = {"search": {"evolution": {"elitism": 2, "local_sweep": False, "lineages": 0},
+                      "field_probe": {"fraction": 0.0}}, "seed": 0}
+    on = {"search": {"evolution": {"elitism": 2, "local_sweep": True, "lineages": 2}}, "seed": 0}
     assert suite._without_off_options(off) == {"search": {"evolution": {"elitism": 2}}, "seed": 0}
     assert suite._without_off_options(off) == suite._without_off_options(before)
     assert suite._without_off_options(on) == on
