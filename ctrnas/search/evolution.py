@@ -280,10 +280,11 @@ class RegularizedEvolution:
             out += [self._propose(lambda: self.space.sample(self.rng)) for _ in range(cfg.population_size - len(out))]
         else:
             n = mutations_at(self.generation, cfg)
+            parent: _Member | None = None
             if cfg.lineages:
                 parent = self._line_parent()
-            else:
-                parent = None if cfg.parent_per_child else self._tournament_parent()
+            elif not cfg.parent_per_child:
+                parent = self._tournament_parent()
             parents = [self._tournament_parent() if parent is None else parent
                        for _ in range(cfg.children_per_generation)]
             out = self._children(parents, n)

@@ -122,7 +122,7 @@ class History:
     def best_of_lines(self, ranked: list[HistoryRecord], k: int) -> list[HistoryRecord]:
         """From `ranked` (best first, distinct archs), the best of each line (`root`) until k are taken, the
         lines in the order of their bests; then the next best of any line if fewer than k lines exist."""
-        lines = {}
+        lines: dict[str, HistoryRecord] = {}
         for r in ranked:
             lines.setdefault(self.root(r.key), r)
         top = list(lines.values())[:k]

@@ -213,3 +213,28 @@ def test_lineages_give_children_to_the_best_of_each_line_in_turn_even_after_its_
     assert [r.key for r in history.best_of_lines(ranked, 4)] == [records[-2].key, b, c, records[-4].key]
     with pytest.raises(RecipeError, match="lineages"):
         EvolutionConfig(lineages=-1)
+
+
+def test_the_final_stage_retrains_the_best_of_each_line_with_a_multi_fidelity_ranking():
+    """`SearchStageResult.retrained` (what the final stage retrains, and whose prefix trainings are kept): the
+    strategy's own ranking (rung reached, then value), then one per line."""
+    from ctrnas.pipeline.results import SearchStageResult
+    from ctrnas.search.history import History, HistoryRecord
+    from ctrnas.search.runner import SearchResult
+
+    recs = [HistoryRecord(0, 0, "a", {}, 0.50, rung=0), HistoryRecord(1, 0, "b", {}, 0.52, rung=0),
+            HistoryRecord(2, 1, "a1", {}, 0.40, parent_key="a", rung=0),
+            HistoryRecord(3, 1, "a1", {}, 0.45, parent_key="a", rung=1),
+            HistoryRecord(4, 1, "a2", {}, 0.47, parent_key="a", rung=1),
+            HistoryRecord(5, 2, "b1", {}, 0.30, parent_key="b", rung=0)]
+
+    def ranker(history, k):  # rung reached first, then the value at it (lower is better)
+        last = {}
+        for r in history:
+            last[r.key] = r
+        return sorted(last.values(), key=lambda r: (-(r.rung or 0), r.value))[:k]
+
+    stage = SearchStageResult(SearchResult(History(recs), False, None, ranker), "multifidelity", "prefix", False, 0.0)
+    assert [r.key for r in stage.retrained(2)] == ["a1", "a2"]
+    assert [r.key for r in stage.retrained(2, lineages=2)] == ["a1", "b1"]
+    assert [r.key for r in stage.retrained(3, lineages=2)] == ["a1", "b1", "a2"]
