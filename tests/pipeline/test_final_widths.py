@@ -86,14 +86,22 @@ def test_the_dense_init_changes_a_job_only_when_it_is_not_the_old_default(tests_
     assert short_training_fingerprint(_recipe(tests_recipe_path, data_dir)) == {**fp, "final_dense_init": "torchrec"}
 
 
-def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_path, data_dir, tmp_path):
+AT_TWO_WIDTHS = ("space.emb_dims=[16, 32]", "final.emb_dims=[16, 32]", "final.baselines=[]")
+
+
+@pytest.fixture(scope="module")
+def width_run(tests_recipe_path, data_dir, tmp_path_factory):
+    """One serial run that searches the width and retrains the best at the other width (shared: two tests)."""
+    out = tmp_path_factory.mktemp("widths") / "serial"
+    return api.run(_recipe(tests_recipe_path, data_dir, f"output={out}", *AT_TWO_WIDTHS), progress=False, echo=None)
+
+
+def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(width_run):
     import csv
 
     from ctrnas.supernet.io import load_exported
 
-    recipe = _recipe(tests_recipe_path, data_dir, f"output={tmp_path}/run", "space.emb_dims=[16, 32]",
-                     "final.emb_dims=[16, 32]", "final.baselines=[]")
-    result = api.run(recipe, progress=False, echo=None)
+    result = width_run
     cands = result.final.candidates
     own = cands[0].arch.emb_dim or 16  # the search chose the best's width; the other one is added
     other = 48 - own
@@ -113,12 +121,10 @@ def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(tests_recipe_p
 
 @pytest.mark.slow
 def test_worker_processes_give_the_same_labelled_models_and_a_rerun_resumes_them(tests_recipe_path, data_dir,
-                                                                                 tmp_path, capsys):
+                                                                                 width_run, tmp_path, capsys):
     """The width label survives the worker processes, and a re-run reads its job folders back untrained."""
-    sets = ("space.emb_dims=[16, 32]", "final.emb_dims=[16, 32]", "final.baselines=[]")
-    serial = api.run(_recipe(tests_recipe_path, data_dir, f"output={tmp_path}/serial", *sets), progress=False,
-                     echo=None)
-    par_recipe = _recipe(tests_recipe_path, data_dir, f"output={tmp_path}/par", *sets, "final.workers=2")
+    serial = width_run
+    par_recipe = _recipe(tests_recipe_path, data_dir, f"output={tmp_path}/par", *AT_TWO_WIDTHS, "final.workers=2")
     par = api.run(par_recipe, progress=False, echo=None)
     labels = [c.label for c in serial.final.candidates]
     assert labels[-1].startswith("rank 0 at width ")
