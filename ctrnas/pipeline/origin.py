@@ -35,9 +35,9 @@ def _label(key: str, shipped: dict[str, str]) -> str:
     return shipped.get(key, f"`{key}`")
 
 
-def _root(history, key: str, shipped: dict[str, str]) -> str:
-    """The seed or random draw a line of children descends from."""
-    key = history.root(key)
+def _root(roots: dict[str, str], key: str, shipped: dict[str, str]) -> str:
+    """The seed or random draw a line of children descends from (`roots`: `History.roots()`)."""
+    key = roots.get(key, key)
     return shipped.get(key, f"random draw `{key}`")
 
 
@@ -51,13 +51,14 @@ def lineage(history, maximize: bool) -> dict:
     first: dict = {}
     for r in history:
         first.setdefault((r.key, r.rung or 0), r)
+    lines = history.roots()
     roots: dict[str, int] = {}
     better = changes = 0
     deltas = []
     for r in history:
         if not r.parent_key or (r.rung or 0) != 0:
             continue
-        root = _root(history, r.parent_key, shipped)
+        root = _root(lines, r.parent_key, shipped)
         root = "random draws" if root.startswith("random draw") else root
         roots[root] = roots.get(root, 0) + 1
         parent = first.get((r.parent_key, 0))
@@ -97,7 +98,7 @@ def origin(final: FinalResult, history, noise: float | None = None) -> dict:
             out.update(kind="shipped", name=shipped[key], copy_of=COPIES.get(shipped[key]))
         elif rec is not None and rec.parent_key:
             out.update(kind="child", parent=_label(rec.parent_key, shipped), generation=rec.generation,
-                       descends_from=_root(history, rec.parent_key, shipped))
+                       descends_from=_root(history.roots(), rec.parent_key, shipped))
         else:
             out.update(kind="random", generation=rec.generation if rec is not None else None)
     others = [b for b in final.baselines if b is not win]

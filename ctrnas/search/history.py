@@ -108,23 +108,22 @@ class History:
         ranked = sorted(best.values(), key=lambda r: (-rank_value(r.value, maximize), r.index))
         return ranked[:k]
 
-    def root(self, key: str) -> str:
-        """The seed or random draw (a record without parent) that `key`'s line of children descends from."""
-        first: dict[str, HistoryRecord] = {}
+    def roots(self) -> dict[str, str]:
+        """{key: the seed or random draw (a record without parent) its line of children descends from}, in one
+        pass (a child is scored after its parent)."""
+        out: dict[str, str] = {}
         for r in self.records:
-            first.setdefault(r.key, r)
-        seen = set()
-        while key in first and first[key].parent_key and key not in seen:
-            seen.add(key)
-            key = first[key].parent_key
-        return key
+            if r.key not in out:
+                out[r.key] = out.get(r.parent_key, r.parent_key) if r.parent_key else r.key
+        return out
 
     def best_of_lines(self, ranked: list[HistoryRecord], k: int) -> list[HistoryRecord]:
-        """From `ranked` (best first, distinct archs), the best of each line (`root`) until k are taken, the
+        """From `ranked` (best first, distinct archs), the best of each line (`roots`) until k are taken, the
         lines in the order of their bests; then the next best of any line if fewer than k lines exist."""
+        roots = self.roots()
         lines: dict[str, HistoryRecord] = {}
         for r in ranked:
-            lines.setdefault(self.root(r.key), r)
+            lines.setdefault(roots.get(r.key, r.key), r)
         top = list(lines.values())[:k]
         taken = {r.key for r in top}
         return top + [r for r in ranked if r.key not in taken][: k - len(top)]

@@ -207,7 +207,7 @@ def test_lineages_give_children_to_the_best_of_each_line_in_turn_even_after_its_
     assert b not in {m.key for m in evo.population}  # aged out, still the parent of its line
     assert c not in parents
     history = History(records)
-    assert history.root(records[-2].key) == a and history.root(records[-1].key) == b
+    assert history.roots()[records[-2].key] == a and history.roots()[records[-1].key] == b
     ranked = history.top_k(len(history), maximize=True)
     assert [r.key for r in history.best_of_lines(ranked, 2)] == [records[-2].key, b]
     assert [r.key for r in history.best_of_lines(ranked, 4)] == [records[-2].key, b, c, records[-4].key]
