@@ -2,9 +2,9 @@
 
 One FTE is the training samples of one final-stage training of one model (its training rows x its
 epochs). A stage's FTE is the training samples it processed divided by that: the warm-up's rows, every
-scoring pass of the search (proxy batches, one-shot fine-tuning steps, short trainings; cache hits cost
-nothing; validation passes are not counted), and the final stage's trainings (planned rows x epochs per
-model, the top-k and the baselines apart). So a run whose only cost is a final stage of k models is k FTE,
+scoring pass of the search (proxy batches, one-shot fine-tuning steps, short trainings, the steps an
+inherit rung's candidate trained itself; cache hits cost nothing; validation passes are not counted), and
+the final stage's trainings (planned rows x epochs per model, the top-k and the baselines apart). So a run whose only cost is a final stage of k models is k FTE,
 and the stages add up to the total.
 
 A sample counts as a training sample when it goes forward and backward through the whole model. One-shot
@@ -43,6 +43,9 @@ def search_samples(recipe: Recipe, data: DataResult, history, kind: str) -> int:
         if r.cached:
             continue
         rung = rungs[r.rung] if rungs is not None else RungConfig(kind)
+        if rung.fitness == "inherit":  # the steps it trained itself (a child continues its line's)
+            total += int(r.meta.get("trained_steps", 0)) * recipe.final_train.batch_size
+            continue
         total += rung_samples(recipe, rung, r.budget) * (FINETUNE_COST if rung.fitness == "oneshot" else 1)
     # a prefix rung continues the candidate's training: only the steps beyond its last rung are new work
     return round(total - sum(prefix_steps(recipe, data, history, kind, before=True).values()) *

@@ -83,7 +83,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`.
     Evolution starts from the shipped archs of `search.seeds` when `search.seed_population` (those that fit).
     `on_probe` is called with the field probe's record as soon as it is known (before the search)."""
-    from ctrnas.pipeline.fitness.rungs import build_ladder
+    from ctrnas.pipeline.fitness.ladder import build_ladder
     from ctrnas.search.build import make_strategy
     from ctrnas.search.strategies import get_strategy
     from ctrnas.space.baselines import initial_population
@@ -123,7 +123,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
                                  count_params=count_params, count_flops=count_flops, count_bytes=count_bytes,
                                  initial=initial, rungs=rungs, rung_maximize=directions, featurize=featurize)
         fp.update(short_training_fingerprint(recipe))
-        if any(r.fitness == "prefix" for r in rungs):  # prefix rungs are the final stage's own trainings
+        if any(r.fitness in ("prefix", "inherit") for r in rungs):  # prefix rungs are the final stage's own trainings
             fp["final_rows"] = [recipe.final.train_rows, recipe.final.val_rows, recipe.final.layernorm]
     else:
         fitness, note = make_fitness(recipe, data, warm.supernet, kind)
@@ -159,9 +159,11 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
 
 
 def remove_prefixes(search_dir: Path, keep) -> None:
-    """Delete the prefix-rung trainings (`RUN/search/prefix/<key>/`, written by ctrnas) not in `keep`."""
+    """Delete the prefix-rung trainings (`RUN/search/prefix/<key>/`, written by ctrnas) not in `keep`, and the
+    line weights an inherit rung kept in those it keeps (only the search's children start from them)."""
     import shutil
 
+    from ctrnas.pipeline.fitness.inherit import GRAFT
     from ctrnas.pipeline.fitness.rungs import PREFIX_DIR
 
     root = Path(search_dir) / PREFIX_DIR
@@ -169,6 +171,8 @@ def remove_prefixes(search_dir: Path, keep) -> None:
         for d in root.iterdir():
             if d.is_dir() and d.name not in keep:
                 shutil.rmtree(d)
+            elif d.is_dir():
+                (d / GRAFT).unlink(missing_ok=True)
 
 
 def warmup_config_for(recipe: Recipe, fraction: float) -> Recipe:

@@ -41,13 +41,15 @@ class RungConfig:
     `fraction` instead of `budget`: a share of the training rows, for fitnesses measured in rows (the caller
     turns it into rows), so one recipe means the same at any data size. `min_steps` with a `fraction`: a floor
     on the rung's size in the fitness's unit (the caller's prefix rungs: steps), for small data where a share
-    of the training is too few steps to rank."""
+    of the training is too few steps to rank. `extra`: a share of the training each candidate trains beyond
+    `budget` (the caller's inherit rung: a child continues its line's weights at `budget` for `extra`)."""
 
     fitness: str
     budget: int | None = None
     keep: float = 1 / 3
     fraction: float | None = None
     min_steps: int | None = None
+    extra: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.keep <= 1:
@@ -62,6 +64,8 @@ class RungConfig:
             raise RecipeError("search.multifidelity.rungs", "min_steps",
                               f"a floor (>= 1) on a rung given as a fraction, got {self.min_steps}"
                               + ("" if self.fraction is not None else " without a fraction"))
+        if self.extra is not None and not 0 < self.extra <= 1:
+            raise RecipeError("search.multifidelity.rungs", "extra", f"expected in (0, 1], got {self.extra}")
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,8 @@ class MultiFidelity:
 
     def fingerprint(self) -> dict[str, Any]:
         return {"evolution": self.evolution.fingerprint(),
-                "rungs": [[r.fitness, r.budget, r.keep] for r in self.rungs], "maximize": self.rung_maximize}
+                "rungs": [[r.fitness, r.budget, r.keep] + ([r.extra] if r.extra is not None else [])
+                          for r in self.rungs], "maximize": self.rung_maximize}
 
     def state_dict(self) -> dict[str, Any]:
         return {"evolution": self.evolution.state_dict(), "batch": self.batch, "rung": self.rung,

@@ -115,7 +115,8 @@ def _score_batch(
     """(result, seconds, seed, cached, budget) per candidate; each distinct uncached (key, budget) is scored once."""
     seeds = [candidate_seed(seed, start_index + i) for i in range(len(candidates))]
     given = [c.budget if c.budget is not None else budget for c in candidates]
-    budgets: list[Any] = [b if c.rung is None else Fidelity(c.rung, b) for c, b in zip(candidates, given)]
+    budgets: list[Any] = [b if c.rung is None else Fidelity(c.rung, b, c.parent_key)
+                          for c, b in zip(candidates, given)]
     seen: set[tuple[Any, ...]] = set()
     jobs, job_pos = [], []
     known: dict[tuple[Any, ...], FitnessResult] = {}

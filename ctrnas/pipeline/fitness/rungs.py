@@ -11,6 +11,9 @@ Each rung names a fitness and a budget in that fitness's unit:
   promoted candidate continues from its last rung's checkpoint (`RUN/search/prefix/<key>/`), and the final
   stage continues from there too, so no rung's work is repeated. Give its size as `fraction`, a share of
   the final training's steps.
+- `inherit`: as `prefix` for a line's root (a seed or random draw), then `extra` more steps (a share of the
+  final training); a child of evolution starts from its root's weights at `budget` steps instead of from
+  scratch and trains the same `extra` steps (`ctrnas.pipeline.fitness.inherit`). It must be the last rung.
 - `random`: a seeded uniform draw, free; as a first rung it is the control that shows what a proxy rung
   adds at equal compute.
 The final stage, which retrains the candidates that went furthest, is the last rung.
@@ -29,11 +32,10 @@ from ctrnas.errors import RecipeError
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
-from ctrnas.search.fidelity import Ladder
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.multifidelity import RungConfig
 
-KINDS = ("proxy", "oneshot", "short", "prefix", "random")
+KINDS = ("proxy", "oneshot", "short", "prefix", "inherit", "random")
 PREFIX_DIR = "prefix"  # under the search folder: one trainer checkpoint per arch key
 
 
@@ -76,14 +78,21 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
         if r.fitness not in KINDS:
             raise RecipeError(recipe.source or "recipe", f"{key}.fitness",
                               f"expected one of {', '.join(map(repr, KINDS))}, got {r.fitness!r}")
+        if r.fitness == "inherit" and (i != len(rungs) - 1 or r.extra is None):
+            raise RecipeError(recipe.source or "recipe", f"{key}.fitness",
+                              "an inherit rung is the last rung and needs `extra`, a share of the final "
+                              "training each candidate trains beyond its line's prefix (e.g. 0.1)")
+        if r.extra is not None and r.fitness != "inherit":
+            raise RecipeError(recipe.source or "recipe", f"{key}.extra", f"only an inherit rung reads extra, "
+                              f"not {r.fitness!r}")
         if r.fraction is not None:
-            if r.fitness not in ("short", "prefix"):
+            if r.fitness not in ("short", "prefix", "inherit"):
                 raise RecipeError(recipe.source or "recipe", f"{key}.fraction",
                                   f"only a short-training or prefix rung reads a share, not {r.fitness!r}")
-            if r.min_steps is not None and r.fitness != "prefix":
+            if r.min_steps is not None and r.fitness not in ("prefix", "inherit"):
                 raise RecipeError(recipe.source or "recipe", f"{key}.min_steps",
                                   f"only a prefix rung has a floor in steps, not {r.fitness!r}")
-            if r.fitness == "prefix":  # a share of the final training's steps, at least `min_steps` of them
+            if r.fitness in ("prefix", "inherit"):  # a share of the final training's steps, >= `min_steps`
                 total = final_steps(recipe, data)
                 steps = max(1, round(r.fraction * total), min(r.min_steps or 0, total))
                 rungs[i] = r = dataclasses.replace(r, budget=steps, fraction=None, min_steps=None)
@@ -93,6 +102,11 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
             raise RecipeError(recipe.source or "recipe", f"{key}.budget",
                               f"a prefix rung needs 1..{final_steps(recipe, data)} steps of the final training "
                               f"(or a fraction), got {r.budget}")
+        if r.fitness == "inherit" and not (r.budget and 0 < r.budget + inherit_extra(recipe, data, r)
+                                           <= final_steps(recipe, data)):
+            raise RecipeError(recipe.source or "recipe", f"{key}.budget",
+                              f"an inherit rung's prefix and extra steps must fit in the final training's "
+                              f"{final_steps(recipe, data)} steps, got {r.budget} + {inherit_extra(recipe, data, r)}")
         if r.fitness == "prefix" and i and rungs[i - 1].fitness == "prefix" and r.budget <= rungs[i - 1].budget:
             raise RecipeError(recipe.source or "recipe", f"{key}.budget",
                               f"a prefix rung continues the one before: expected more than its "
@@ -173,25 +187,38 @@ class PrefixTrainingFitness:
         self.default_budget = final_steps(recipe, data)
 
     def __call__(self, arch, seed: int, budget: int | None = None) -> FitnessResult:
+        steps = self.default_budget if budget is None else int(budget)
+        folder = prefix_checkpoint(self.folder, arch.key()).parent if self.folder is not None else None
+        trainer, fit = self.start(arch, folder)
+        summary = fit(steps, folder is not None)
+        meta = {"steps": int(trainer.step), "samples": int(summary["rows"])}
+        return val_score(trainer, self.data, self.val_rows, meta)
+
+    def start(self, arch, out: Path | None):
+        """(trainer, fit) of the arch's final-stage training from its initial weights, checkpointed in `out`
+        when given; fit(steps, resume) trains it up to `steps` steps in all and returns the summary."""
         from ctrnas.pipeline.fitness.scratch import final_train_batches, job_model
         from ctrnas.train.batches import dataset_batches
 
-        steps = self.default_budget if budget is None else int(budget)
         cfg = dataclasses.replace(self.recipe.final_train, progress=False)
-        f = self.recipe.final
         model = job_model(self.recipe, self.data, self.template, ("arch", arch))
         train = final_train_batches(self.recipe, self.data)
         # the final stage's own validation rows: its epoch-end model selection must see the same evaluations
-        final_val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=f.val_rows)
-        out = prefix_checkpoint(self.folder, arch.key()).parent if self.folder is not None else None
+        final_val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=self.recipe.final.val_rows)
         if out is not None and not 0 < cfg.checkpoint_every <= len(train):  # as the final stage's jobs
             cfg = dataclasses.replace(cfg, checkpoint_every=len(train))
         trainer = guarded_trainer(model, cfg, self.data, out)
-        selecting = cfg.restore_best or cfg.early_stop_patience is not None
-        summary = trainer.fit(train, final_val if selecting and split_rows(self.data, "val") else None,
-                              resume=out is not None, max_steps=steps)
-        meta = {"steps": int(trainer.step), "samples": int(summary["rows"])}
-        return val_score(trainer, self.data, self.val_rows, meta)
+        selecting = (cfg.restore_best or cfg.early_stop_patience is not None) and split_rows(self.data, "val")
+
+        def fit(steps: int, resume: bool) -> dict:
+            return trainer.fit(train, final_val if selecting else None, resume=resume, max_steps=steps)
+
+        return trainer, fit
+
+
+def inherit_extra(recipe: Recipe, data: DataResult, rung: RungConfig) -> int:
+    """The steps an inherit rung's candidates train beyond their line's prefix (at least one)."""
+    return max(1, round((rung.extra or 0) * final_steps(recipe, data)))
 
 
 def inside_warmup(recipe: Recipe, data: DataResult, rungs=None) -> list[str]:
@@ -207,47 +234,8 @@ def inside_warmup(recipe: Recipe, data: DataResult, rungs=None) -> list[str]:
     warm = math.ceil(recipe.final_train.warmup_ratio * final_steps(recipe, data))
     return [f"warning: rung {i} ({r.budget} steps) ends inside the learning rate's warm-up ({warm} steps) and "
             "ranks little more than the initial weights: raise its fraction or give min_steps"
-            for i, r in enumerate(rungs) if r.fitness == "prefix" and r.budget is not None and r.budget <= warm]
-
-
-def build_ladder(recipe: Recipe, data: DataResult, supernet, folder: Path | None = None
-                 ) -> tuple[Ladder, tuple[RungConfig, ...], list[bool], str]:
-    """(the Ladder fitness, its rungs, each rung's direction, a note on the rows each rung reads);
-    `folder`: the search's folder, where prefix rungs keep their trainings for the next rung and the final
-    stage."""
-    from ctrnas.pipeline.fitness.scratch import final_template
-    from ctrnas.pipeline.fitness.build import make_fitness
-
-    rungs = ladder_rungs(recipe, data)
-    made: dict = {}
-    fitnesses, notes = [], []
-    steps = max((r.budget or recipe.oneshot.finetune_steps for r in rungs if r.fitness == "oneshot"), default=0)
-    for r in rungs:
-        if r.fitness not in made:
-            if r.fitness == "proxy":
-                batches = max(x.budget or recipe.proxy.batches for x in rungs if x.fitness == "proxy")
-                rec = dataclasses.replace(recipe, proxy=dataclasses.replace(recipe.proxy, batches=batches))
-                made["proxy"], note = make_fitness(rec, data, supernet, "proxy")
-            elif r.fitness == "oneshot":
-                rec = dataclasses.replace(recipe, oneshot=dataclasses.replace(recipe.oneshot, finetune_steps=steps))
-                made["oneshot"], note = make_fitness(rec, data, supernet, "oneshot")
-            elif r.fitness == "random":
-                from ctrnas.pipeline.fitness.ctr_fitness import RandomFitness
-
-                made["random"], note = RandomFitness(), "no rows"
-            elif r.fitness == "prefix":
-                val = min(recipe.oneshot.eval_rows, split_rows(data, "val"))
-                made["prefix"] = PrefixTrainingFitness(recipe, data, final_template(recipe, data, supernet), val,
-                                                       folder)
-                note = f"prefixes of the final training, continued rung to rung; {val} val rows"
-            else:
-                val = min(recipe.oneshot.eval_rows, split_rows(data, "val"))
-                made["short"] = ShortTrainingFitness(recipe, data, final_template(recipe, data, supernet), val)
-                note = f"short trainings on the first training rows, {val} val rows"
-            notes.append(f"{r.fitness}: {note}")
-        fitnesses.append(made[r.fitness])
-    notes += inside_warmup(recipe, data, rungs)
-    return Ladder(tuple(fitnesses)), rungs, [made[r.fitness].maximize for r in rungs], "; ".join(notes)
+            for i, r in enumerate(rungs) if r.fitness in ("prefix", "inherit") and r.budget is not None
+            and r.budget <= warm]
 
 
 def rung_samples(recipe: Recipe, rung: RungConfig, budget: int | None) -> int:
@@ -260,7 +248,7 @@ def rung_samples(recipe: Recipe, rung: RungConfig, budget: int | None) -> int:
         return (recipe.oneshot.finetune_steps if budget is None else budget) * recipe.oneshot.batch_size
     if rung.fitness == "random":
         return 0
-    if rung.fitness == "prefix":  # steps of the final training; what a rung adds is counted by the caller
+    if rung.fitness in ("prefix", "inherit"):  # steps of the final training; the caller counts what is new
         return int(budget or 0) * recipe.final_train.batch_size
     return int(budget or 0)
 
