@@ -194,7 +194,8 @@ class RegularizedEvolution:
     def _children(self, parents: list[_Member], n: int) -> list[Candidate]:
         """One child per parent; with a predictor, `pool` mutants per child are proposed and the predictor
         picks which are scored (until it has enough scores to fit, the first of each parent's are kept)."""
-        if self.config.local_sweep and n == 1 and (swept := self._sweep(parents)) is not None:
+        # one step, whatever NASRec's schedule of mutations per child says for this generation
+        if self.config.local_sweep and (swept := self._sweep(parents)) is not None:
             return swept
         pool = self.predictor.config.pool if self.predictor is not None else 0
         if pool < 2:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ctrnas.errors import RecipeError
-from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
+from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution, mutations_at
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.multifidelity import MultiFidelity, RungConfig
 from ctrnas.search.predictor import Predictor, PredictorConfig
@@ -150,9 +150,9 @@ def test_local_sweep_tries_the_whole_neighbourhood_of_the_best_without_repeats()
     neighbours = {a.key() for a in space.local_neighbours(seed_arch)}
     assert len(neighbours) == 11  # 7 widths and 4 FM flips
 
-    def run(sweep):
-        cfg = EvolutionConfig(population_size=3, generations=6, tournament_size=3, children_per_generation=2,
-                              elitism=1, local_sweep=sweep)
+    def run(sweep, generations=6):
+        cfg = EvolutionConfig(population_size=3, generations=generations, tournament_size=3,
+                              children_per_generation=2, elitism=1, local_sweep=sweep)
         evo = RegularizedEvolution(space, cfg, seed=5, initial=(seed_arch,))
         init = evo.ask()
         evo.tell(init, [FitnessResult(1.0 if c.key == seed_arch.key() else 0.0) for c in init])
@@ -169,6 +169,10 @@ def test_local_sweep_tries_the_whole_neighbourhood_of_the_best_without_repeats()
     assert swept == run(True)  # seeded
     plain = run(False)
     assert len(set(plain[:10]) & neighbours) < 10  # NASRec's mutation re-draws any choice, rarely a local one
+    # with 30 generations NASRec's schedule asks 2 mutations a child early on; a sweep's children still
+    # are one-step edits
+    assert mutations_at(1, EvolutionConfig(generations=30)) == 2
+    assert set(run(True, generations=30)[:10]) < neighbours
 
 
 def test_lineages_give_children_to_the_best_of_each_line_in_turn_even_after_its_seed_died():
