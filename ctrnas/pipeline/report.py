@@ -320,6 +320,9 @@ def fitness_label(kind: str, recipe: Recipe | None = None, budget: int | None = 
     if kind == "prefix":
         steps = f" {budget:,}" if budget else ""
         return f"val log loss after the first{steps} steps of the final training (lower is better)"
+    if kind == "inherit":
+        steps = f" {budget:,}" if budget else ""
+        return f"val log loss after its line's first{steps} steps and its own extra steps (lower is better)"
     if kind == "oneshot":
         return "inherited-weight val log loss (lower is better)"
     if kind == "random":

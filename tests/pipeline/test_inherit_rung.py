@@ -135,3 +135,10 @@ def test_an_inherit_rung_is_checked(tests_data, tests_recipe_path, data_dir, run
                              f"search.multifidelity.rungs={rungs}", "final.train={epochs: 2}")
     with pytest.raises(RecipeError, match=f"rungs\\[[01]\\].{field}"):
         ladder_rungs(recipe, tests_data)
+
+
+def test_the_plot_axis_says_what_an_inherit_score_is():
+    from ctrnas.pipeline.report import fitness_label
+
+    assert fitness_label("inherit", budget=1250) == \
+        "val log loss after its line's first 1,250 steps and its own extra steps (lower is better)"
