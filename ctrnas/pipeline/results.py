@@ -59,10 +59,11 @@ class SearchStageResult:
 
     def retrained(self, k: int, lineages: int = 0) -> list:
         """The candidates the final stage retrains: the search's k best, or with `search.evolution.lineages`
-        the best of each line evolution refined (a short rung cannot rank two model families)."""
+        the best of each line evolution refined (a short rung cannot rank two model families), then the next
+        best of any line while k is not reached."""
         if not lineages:
             return self.result.top_k(k)
-        return self.history.best_of_lines(self.result.top_k(len(self.history)), k)
+        return self.history.best_of_lines(self.result.top_k(len(self.history)), k, lineages)
 
 
 @dataclass(frozen=True)

@@ -62,10 +62,11 @@ class EvolutionConfig:
     local_sweep: bool = False
     # > 0: each generation's parent is the best arch of one of the `lineages` best lines (a line: a seed or
     # random draw and all its descendants), in turn, instead of a tournament's winner; the final stage then
-    # retrains the best of each of those lines (`History.best_of_lines`). A short rung ranks edits of one
-    # model well but not two model families that learn at different speeds (benchmarks/RESULTS.md,
-    # "Structure suite": DLRM's line led DeepFM's at 40% of the training and ended behind it), so the
-    # search keeps refining more than one family and lets the full training choose between them.
+    # retrains the best of each of those lines (`History.best_of_lines`; a top_k beyond `lineages` takes the
+    # next best of any line: two edits of one line within a rung's noise both get a full training). A short
+    # rung ranks edits of one model well but not two model families that learn at different speeds
+    # (benchmarks/RESULTS.md, "Structure suite": DLRM's line led DeepFM's at 40% of the training and ended
+    # behind it), so the search keeps refining more than one family and lets the full training choose.
     lineages: int = 0
 
     def __post_init__(self) -> None:

@@ -117,14 +117,15 @@ class History:
                 out[r.key] = out.get(r.parent_key, r.parent_key) if r.parent_key else r.key
         return out
 
-    def best_of_lines(self, ranked: list[HistoryRecord], k: int) -> list[HistoryRecord]:
+    def best_of_lines(self, ranked: list[HistoryRecord], k: int, lines: int | None = None) -> list[HistoryRecord]:
         """From `ranked` (best first, distinct archs), the best of each line (`roots`) until k are taken, the
-        lines in the order of their bests; then the next best of any line if fewer than k lines exist."""
+        lines in the order of their bests (only the `lines` best lines, when given); then the next best of any
+        line."""
         roots = self.roots()
-        lines: dict[str, HistoryRecord] = {}
+        bests: dict[str, HistoryRecord] = {}
         for r in ranked:
-            lines.setdefault(roots.get(r.key, r.key), r)
-        top = list(lines.values())[:k]
+            bests.setdefault(roots.get(r.key, r.key), r)
+        top = list(bests.values())[: k if lines is None else min(k, lines)]
         taken = {r.key for r in top}
         return top + [r for r in ranked if r.key not in taken][: k - len(top)]
 

@@ -215,6 +215,8 @@ def test_lineages_give_children_to_the_best_of_each_line_in_turn_even_after_its_
     ranked = history.top_k(len(history), maximize=True)
     assert [r.key for r in history.best_of_lines(ranked, 2)] == [records[-2].key, b]
     assert [r.key for r in history.best_of_lines(ranked, 4)] == [records[-2].key, b, c, records[-4].key]
+    # only the 2 refined lines get a place of their own: the third place goes to the next best of any line
+    assert [r.key for r in history.best_of_lines(ranked, 3, lines=2)] == [records[-2].key, b, records[-4].key]
     with pytest.raises(RecipeError, match="lineages"):
         EvolutionConfig(lineages=-1)
 
