@@ -9,29 +9,40 @@ import pytest
 import torch
 
 
-@pytest.mark.slow
-def test_distributed_train_command_equals_one_process(tmp_path):
-    synthetic = pytest.importorskip("ctrnas.data.synthetic", reason="synthetic generator not available")
-    from ctrnas.data.dataset import load_schema
+@pytest.fixture(scope="module")
+def two_rank_trainings(tmp_path_factory):
+    """2000 synthetic rows, and on one spawn of 2 ranks (row-wise, DLRM) both what `ctrnas train --distributed`
+    runs without a model folder (`dist/`) and what it runs with `--out` (`model/`)."""
+    from ctrnas.data import synthetic
     from ctrnas.distributed.launch import spawn
-    from ctrnas.distributed.testing import toy_config, train_command_ranks
+    from tests.helpers.distributed_run import train_command_then_model_ranks
+
+    tmp = tmp_path_factory.mktemp("dist-train")
+    synthetic.generate("criteo", 2000, 7, tmp / "data", chunk_rows=10_000)
+    spawn(train_command_then_model_ranks, 2, str(tmp / "data"), str(tmp / "dist"), str(tmp / "model"), "row_wise",
+          ("baseline", "dlrm"))
+    return tmp
+
+
+@pytest.mark.slow
+def test_distributed_train_command_equals_one_process(two_rank_trainings, tmp_path):
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.distributed.testing import toy_config
     from ctrnas.train.baselines import build_baseline
     from ctrnas.train.run import train_and_test
 
-    data = tmp_path / "data"
-    synthetic.generate("criteo", 2000, 7, data, chunk_rows=10_000)
-    spawn(train_command_ranks, 2, str(data), str(tmp_path / "dist"), "row_wise")
+    data, dist = two_rank_trainings / "data", two_rank_trainings / "dist"
     cfg = toy_config(batch_size=64, eval_batch_size=256)
     ref = train_and_test(build_baseline("dlrm", load_schema(data), cfg.embedding_dim, cfg.row_cap, cfg.seed),
                          data, cfg, tmp_path / "one", "dlrm")
-    got = json.loads((tmp_path / "dist" / "metrics.json").read_text())
+    got = json.loads((dist / "metrics.json").read_text())
     assert got["distributed"]["world_size"] == 2
     assert set(got["distributed"]["sharding"].values()) == {"row_wise"}
     assert got["train"]["steps"] == ref["train"]["steps"] and got["train"]["rows"] == ref["train"]["rows"]
     assert math.isclose(got["train"]["train_logloss"], ref["train"]["train_logloss"], rel_tol=1e-5)
     assert got["test"]["rows"] == ref["test"]["rows"]
     assert math.isclose(got["test"]["logloss"], ref["test"]["logloss"], rel_tol=1e-5)
-    a, b = torch.load(tmp_path / "one" / "model.pt"), torch.load(tmp_path / "dist" / "model.pt")
+    a, b = torch.load(tmp_path / "one" / "model.pt"), torch.load(dist / "model.pt")
     assert set(a) == set(b)
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
 
@@ -50,18 +61,13 @@ def test_cli_flags_offer_every_sharding_type_and_default_to_the_planner():
 
 
 @pytest.mark.slow
-def test_distributed_train_writes_a_model_folder_with_the_gathered_weights(tmp_path):
+def test_distributed_train_writes_a_model_folder_with_the_gathered_weights(two_rank_trainings, tmp_path):
     """`torchrun ... ctrnas train --distributed --out T`: T is a model folder as in one process (predict takes
     it), and its model holds the gathered weights rank 0 wrote."""
     from ctrnas.api import predict
-    from ctrnas.data import synthetic
-    from ctrnas.distributed.launch import spawn
     from ctrnas.train.baselines.folder import load_baseline
-    from tests.helpers.distributed_run import train_model_ranks
 
-    data, out = tmp_path / "data", tmp_path / "dist"
-    synthetic.generate("criteo", 2000, 7, data, chunk_rows=10_000)
-    spawn(train_model_ranks, 2, str(data), str(out), "row_wise", ("baseline", "dlrm"))
+    data, out = two_rank_trainings / "data", two_rank_trainings / "model"
     card = json.loads((out / "model_card.json").read_text())
     assert card["kind"] == "baseline" and card["baseline"] == "dlrm" and (out / "model.pt2").is_file()
     metrics = json.loads((out / "metrics.json").read_text())

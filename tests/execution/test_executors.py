@@ -101,10 +101,11 @@ def test_ray_gives_the_serial_results():
         assert ex.map(JOBS) == _expected()
         assert sorted(ex.imap(JOBS, ordered=False)) == list(enumerate(_expected()))
     assert not ray.is_initialized()  # a private local Ray is shut down on close
-    with make_executor(ExecutionConfig("ray", 1), jobs.fail_on, 3) as ex:
-        with pytest.raises(RecipeError, match="refused"):
-            ex.map([1, 3])
-    with make_executor(ExecutionConfig("ray", 1), jobs.kill_self_on, 2, describe=lambda j: f"arch #{j}") as ex:
+    # one private Ray for both failures (each start costs seconds): a job's error, then a killed actor
+    with make_executor(ExecutionConfig("ray", 1), jobs.fail_or_kill_self_on, (5, 2),
+                       describe=lambda j: f"arch #{j}") as ex:
+        with pytest.raises(RecipeError, match="job 5 refused"):
+            ex.map([1, 5])
         with pytest.raises(WorkerDied, match="a Ray actor died while running arch #2"):
             ex.map([1, 2, 3])
     assert not ray.is_initialized()

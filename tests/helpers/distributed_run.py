@@ -42,3 +42,13 @@ def train_model_ranks(env, data_dir: str, out_dir: str, sharding: str | None, wh
     kind, name = what
     metrics, _ = train_model(data_dir, cfg, **{kind: name}, out_dir=out_dir, distributed=True, sharding=sharding)
     assert (metrics is not None) == env.is_main, f"rank {env.rank} got metrics {metrics!r}"
+
+
+def train_command_then_model_ranks(env, data_dir: str, command_out: str, model_out: str, sharding: str | None,
+                                   what: tuple[str, str]) -> None:
+    """`train_command_ranks` into `command_out`, then `train_model_ranks` into `model_out`, on the same ranks (the
+    tests of both share one spawn: each rank pays seconds importing torchrec)."""
+    from ctrnas.distributed.testing import train_command_ranks
+
+    train_command_ranks(env, data_dir, command_out, sharding, what[1])
+    train_model_ranks(env, data_dir, model_out, sharding, what)

@@ -37,6 +37,11 @@ def kill_self_on(bad: int, job: int) -> int:
     return job
 
 
+def fail_or_kill_self_on(bad: tuple[int, int], job: int) -> int:
+    """`fail_on(bad[0], job)`, then `kill_self_on(bad[1], job)`: both failures from one executor."""
+    return kill_self_on(bad[1], fail_on(bad[0], job))
+
+
 def note_pid_and_sleep(folder: str, seconds: float) -> int:
     Path(folder, str(os.getpid())).write_text("")
     time.sleep(seconds)

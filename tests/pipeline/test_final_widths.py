@@ -122,26 +122,32 @@ def test_a_run_retrains_the_best_at_the_other_width_and_counts_it(width_run):
 @pytest.mark.slow
 def test_worker_processes_give_the_same_labelled_models_and_a_rerun_resumes_them(tests_recipe_path, data_dir,
                                                                                  width_run, tmp_path, capsys):
-    """The width label survives the worker processes, and a re-run reads its job folders back untrained."""
+    """The width label survives the worker processes, and a re-run reads its job folders back untrained. The
+    final stage of the serial run's search (its data, warm-up and search are not redone: only the final
+    stage differs), in worker processes."""
     serial = width_run
     par_recipe = _recipe(tests_recipe_path, data_dir, f"output={tmp_path}/par", *AT_TWO_WIDTHS, "final.workers=2")
-    par = api.run(par_recipe, progress=False, echo=None)
+
+    def final_in_workers():
+        return api.train_final(par_recipe, serial.data, serial.search, serial.warmup, progress=False)
+
+    par = final_in_workers()
     labels = [c.label for c in serial.final.candidates]
     assert labels[-1].startswith("rank 0 at width ")
-    assert [c.label for c in par.final.candidates] == labels
-    assert [c.test["logloss"] for c in par.final.candidates] == [c.test["logloss"] for c in serial.final.candidates]
+    assert [c.label for c in par.candidates] == labels
+    assert [c.test["logloss"] for c in par.candidates] == [c.test["logloss"] for c in serial.final.candidates]
     # the chosen one is not rank 0, so a re-run must not ask for the weights rank 0's folder dropped
-    assert par.final.best.label != "rank 0"
+    assert par.best.label != "rank 0"
 
     # the re-run trains in worker processes too: no folder's result or kept weights is written again
     folders = tmp_path / "par/final/train"
     stamps = {p: p.stat().st_mtime_ns for p in folders.glob("*/*") if p.suffix in (".json", ".pt")}
     assert any(p.suffix == ".pt" for p in stamps)  # the chosen one's weights, which the re-run exports
     capsys.readouterr()
-    again = api.run(par_recipe, progress=False, echo=None)
+    again = final_in_workers()
     assert {p: p.stat().st_mtime_ns for p in folders.glob("*/*") if p.suffix in (".json", ".pt")} == stamps
     assert f"final stage: resumed: {', '.join(labels)} done (not retrained)" in capsys.readouterr().err
-    assert [c.test["logloss"] for c in again.final.candidates] == [c.test["logloss"] for c in par.final.candidates]
+    assert [c.test["logloss"] for c in again.candidates] == [c.test["logloss"] for c in par.candidates]
 
 
 def test_baselines_are_trained_at_every_width_the_search_may_choose(tests_recipe_path, data_dir, tests_data):

@@ -180,7 +180,8 @@ def test_prefix_rung_floor_in_steps_and_the_warmup_warning(tests_recipe_path, da
 
 def test_compare_shows_the_multifidelity_search_with_compute(tests_recipe_path, data_dir, tests_data, tmp_path):
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path / 'cmp'}",
-                             "search.evolution.generations=1", "final.baselines=[]", "search.top_k=1", RUNGS)
+                             "search.evolution.generations=1", "final.baselines=[]", "search.top_k=1", RUNGS,
+                             "final.export=false")  # no torch.export per setting: mf_run exports
     result = api.compare(recipe, fractions=(0.05,), progress=False, echo=None, multifidelity=True)
     assert [r["setting"] for r in result.table] == ["sub-one-shot-0.05", "multifidelity"]
     assert result.table[1]["fitness"] == "proxy > oneshot > short"

@@ -21,10 +21,12 @@ import sys
 sys.modules["ctrnas"] = None  # importing ctrnas fails here
 import numpy as np, torch
 x = np.load(sys.argv[1])
-with torch.no_grad():
-    p = torch.export.load(sys.argv[2]).module()(torch.from_numpy(x["dense"]), torch.from_numpy(x["ids"]))
-np.save(sys.argv[3], p.numpy())
+for model, out in zip(sys.argv[2::2], sys.argv[3::2]):  # each (model.pt2, probabilities .npy) pair
+    with torch.no_grad():
+        p = torch.export.load(model).module()(torch.from_numpy(x["dense"]), torch.from_numpy(x["ids"]))
+    np.save(out, p.numpy())
 """
+EXPORTED = [["--arch", "dlrm-like"], ["--baseline", "fm"]]
 
 
 @pytest.fixture(scope="module")
@@ -66,29 +68,42 @@ def test_prepare_train_predict(tmp_path, prepared, what, capsys):
     assert "predicted" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("what", [["--arch", "dlrm-like"], ["--baseline", "fm"]])
-def test_train_export_loads_with_torch_alone(tmp_path, prepared, what):
+@pytest.fixture(scope="module")
+def loaded_with_torch_alone(prepared, tmp_path_factory):
+    """For each of EXPORTED: train into T<i>, `export --trained` into M<i>; then ONE fresh interpreter without
+    ctrnas loads every M<i>/model.pt2 and writes its probabilities on the test split to p<i>.npy (one torch
+    import for all). The load's CompletedProcess; the folders under `.tmp`."""
+    tmp = tmp_path_factory.mktemp("torch-alone")
+    for i, what in enumerate(EXPORTED):
+        assert main(["train", "--data", str(prepared), *what, "--out", str(tmp / f"T{i}"), *FAST]) == 0
+        assert main(["export", "--trained", str(tmp / f"T{i}"), "--out", str(tmp / f"M{i}")]) == 0
+    schema = load_schema(prepared)
+    t = pq.read_table(split_files(prepared, "test")[0])
+    np.savez(tmp / "rows.npz", dense=np.stack([t.column(c).to_numpy() for c in schema.dense], 1),
+             ids=np.stack([t.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64))
+    (tmp / "load.py").write_text(LOAD)
+    pairs = [str(p) for i in range(len(EXPORTED)) for p in (tmp / f"M{i}" / "model.pt2", tmp / f"p{i}.npy")]
+    done = subprocess.run([sys.executable, "-I", str(tmp / "load.py"), str(tmp / "rows.npz"), *pairs],
+                          capture_output=True, text=True, timeout=300)
+    done.tmp = tmp
+    return done
+
+
+@pytest.mark.parametrize("what", EXPORTED)
+def test_train_export_loads_with_torch_alone(loaded_with_torch_alone, tmp_path, prepared, what):
     """prepare -> train -> `export --trained` -> model.pt2 in a fresh interpreter without ctrnas gives the
     probabilities `predict` gives."""
-    out, model = tmp_path / "T", tmp_path / "M"
-    assert main(["train", "--data", str(prepared), *what, "--out", str(out), *FAST]) == 0
-    assert main(["export", "--trained", str(out), "--out", str(model)]) == 0
+    i, tmp = EXPORTED.index(what), loaded_with_torch_alone.tmp
+    out, model = tmp / f"T{i}", tmp / f"M{i}"
     card = json.loads((model / "model_card.json").read_text())
     assert (card.get("init") == "fresh+trained") if what[0] == "--arch" else (card["baseline"] == "fm")
     assert (model / "transform.json").is_file()
 
-    schema = load_schema(prepared)
-    t = pq.read_table(split_files(prepared, "test")[0])
-    np.savez(tmp_path / "rows.npz", dense=np.stack([t.column(c).to_numpy() for c in schema.dense], 1),
-             ids=np.stack([t.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64))
-    (tmp_path / "load.py").write_text(LOAD)
-    done = subprocess.run([sys.executable, "-I", str(tmp_path / "load.py"), str(tmp_path / "rows.npz"),
-                           str(model / "model.pt2"), str(tmp_path / "p.npy")], capture_output=True, text=True,
-                          timeout=300)
+    done = loaded_with_torch_alone
     assert done.returncode == 0, done.stderr[-2000:]
     _predict(out, [prepared], tmp_path / "test.parquet", "--split", "test")
     want = pq.read_table(tmp_path / "test.parquet").column("probability").to_numpy()
-    np.testing.assert_allclose(np.load(tmp_path / "p.npy"), want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.load(tmp / f"p{i}.npy"), want, rtol=1e-5, atol=1e-7)
 
 
 def test_export_of_a_folder_that_is_no_trained_model_is_one_short_line(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """The exported model equals the supernet path: forward and gradients of the shared weights."""
 
 import copy
+import weakref
 
 import numpy as np
 import pytest
@@ -22,12 +23,25 @@ def tiny_space(base):
     return get_space({"base": base, **TINY})
 
 
+_HOLDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _grad_holder(net):
+    """A copy of `net` to write its gradients into, made once per supernet (a deepcopy per arch took most of
+    the time of the 60-arch tests); made again if the supernet's parameters changed shape or device."""
+    held = _HOLDERS.get(net)
+    if held is None or [(p.shape, p.device) for p in held.parameters()] != [(p.shape, p.device)
+                                                                            for p in net.parameters()]:
+        held = _HOLDERS[net] = copy.deepcopy(net)
+    return held
+
+
 def assert_grads_are_the_slices(net, model, arch, tol=1e-5):
     """The exported model's gradients equal the supernet's gradients at the subnet's slices, elementwise,
     and the supernet has no gradient outside them (equal total |grad|)."""
-    grads = copy.deepcopy(net)
-    with torch.no_grad():  # export the supernet's gradients as if they were its weights
-        for p, g in zip(grads.parameters(), net.parameters()):
+    grads = _grad_holder(net)
+    with torch.no_grad():  # export the supernet's gradients as if they were its weights (every one overwritten)
+        for p, g in zip(grads.parameters(), net.parameters(), strict=True):
             p.copy_(g.grad if g.grad is not None else torch.zeros_like(g))
     total = 0.0
     for (n, g), (n2, p) in zip(export(grads, arch).net.named_parameters(), model.net.named_parameters()):
