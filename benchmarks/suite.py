@@ -104,16 +104,20 @@ def _set_only(obj):
     return obj
 
 
+def _variant(args) -> str:
+    """The folder suffix of runs with overrides: a search (or random control) resumed under other settings would
+    be refused or continue another run's trainings, so each set of overrides gets its own folders."""
+    return f"-{_key(args.set)[:6]}" if args.set else ""
+
+
 def recipe_for(args, profile: str, seed: int = 0):
     """The demo recipe on `profile`'s data (one folder per profile and row count), search seed `seed`."""
     from ctrnas import api
 
     shape, structure = PROFILES[profile]
     out = Path(args.out)
-    # runs with other overrides get their own folders: a search resumed under other settings is refused
-    variant = f"-{_key(args.set)[:6]}" if args.set else ""
     return api.load_recipe(ROOT / args.recipe, *[
-        f"name={profile}-s{seed}{variant}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
+        f"name={profile}-s{seed}{_variant(args)}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
         f"data.synthetic.profile={shape}", f"data.synthetic.structure={structure}", f"data.synthetic.rows={args.rows}",
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
         f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set])
@@ -236,7 +240,7 @@ def run_random(args, profile: str, cache: Cache) -> None:
         n = max(1, math.floor(search["fte"] + 1e-9))
         rng = np.random.default_rng([seed, 1000])
         space = get_space(recipe.space)
-        folder = Path(args.out) / profile / f"random-s{seed}"
+        folder = Path(args.out) / profile / f"random-s{seed}{_variant(args)}"
         folder.mkdir(parents=True, exist_ok=True)
         cfg = dataclasses.replace(recipe.final_train, seed=0, progress=False)
         t0, models = time.perf_counter(), []

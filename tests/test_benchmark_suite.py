@@ -130,3 +130,13 @@ def test_local_sweep_switched_off_keeps_the_search_key():
     assert suite._without_off_options(off) == {"search": {"evolution": {"elitism": 2}}, "seed": 0}
     assert suite._without_off_options(off) == suite._without_off_options(before)
     assert suite._without_off_options(on) == on
+
+
+def test_each_set_of_overrides_gets_its_own_run_and_random_control_folders():
+    """A random control under other overrides must not resume another one's trainings (their archs differ)."""
+    import argparse
+
+    suite = _suite()
+    plain, a, b = (argparse.Namespace(set=s) for s in ([], ["search.top_k=2"], ["search.top_k=3"]))
+    assert suite._variant(plain) == "" and suite._variant(a) != suite._variant(b)
+    assert suite._variant(a) == suite._variant(argparse.Namespace(set=["search.top_k=2"]))
