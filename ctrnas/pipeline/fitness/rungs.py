@@ -88,10 +88,10 @@ def ladder_rungs(recipe: Recipe, data: DataResult) -> tuple[RungConfig, ...]:
         if r.fraction is not None:
             if r.fitness not in ("short", "prefix", "inherit"):
                 raise RecipeError(recipe.source or "recipe", f"{key}.fraction",
-                                  f"only a short-training or prefix rung reads a share, not {r.fitness!r}")
+                                  f"only a short-training, prefix or inherit rung reads a share, not {r.fitness!r}")
             if r.min_steps is not None and r.fitness not in ("prefix", "inherit"):
                 raise RecipeError(recipe.source or "recipe", f"{key}.min_steps",
-                                  f"only a prefix rung has a floor in steps, not {r.fitness!r}")
+                                  f"only a prefix or inherit rung has a floor in steps, not {r.fitness!r}")
             if r.fitness in ("prefix", "inherit"):  # a share of the final training's steps, >= `min_steps`
                 total = final_steps(recipe, data)
                 steps = max(1, round(r.fraction * total), min(r.min_steps or 0, total))
