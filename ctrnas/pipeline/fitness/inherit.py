@@ -126,7 +126,7 @@ class InheritedTrainingFitness:
             fit(base, True)
             if not (out / GRAFT).is_file() and trainer.step == base and not trainer.diverged:
                 save_weights_file(graft_state(trainer), out / GRAFT, "line's weights")
-            fit(end, True)
+            fit(end, False)  # the live trainer is at `base` already: no second read of its checkpoint
             meta = {"steps": int(trainer.step), "trained_steps": int(trainer.step)}
         else:
             trainer, fit = self.prefix.start(arch, None)
