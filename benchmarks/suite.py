@@ -90,8 +90,12 @@ def _without_off_options(recipe: dict) -> dict:
         return k in off and type(v) is type(off[k]) and v == off[k]
 
     if isinstance(evolution, dict) and any(is_off(k, v) for k, v in evolution.items()):
-        recipe = {**recipe, "search": {**search, "evolution": {k: v for k, v in evolution.items()
-                                                                if not is_off(k, v)}}}
+        search = {**search, "evolution": {k: v for k, v in evolution.items() if not is_off(k, v)}}
+        recipe = {**recipe, "search": search}
+    predictor = search.get("predictor")  # the predictor's `relative` (session 18)
+    if isinstance(predictor, dict) and predictor.get("relative") is False:
+        recipe = {**recipe, "search": {**search, "predictor": {k: v for k, v in predictor.items()
+                                                                if k != "relative"}}}
     return recipe
 
 
@@ -216,7 +220,8 @@ def search_facts(run) -> dict:
         "seeds": {shipped[width_key(c)]: {"test": c.test["logloss"], "val": c.val["logloss"]}
                   for c in ok if width_key(c) in shipped},
         "ladder": m.get("ladder"), "lineage": m.get("lineage"),
-        "predictor": {k: pred.get(k) for k in ("unseen_tau", "unseen_n", "per_rung")} if pred else None,
+        "predictor": {k: pred.get(k) for k in ("unseen_tau", "unseen_n", "per_rung", "unseen_change_tau",
+                                               "unseen_change_n", "relative", "importances")} if pred else None,
         "fte_by_stage": run.metrics["compute"]["fte"]}
 
 

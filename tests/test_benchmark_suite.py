@@ -132,6 +132,16 @@ def test_local_sweep_switched_off_keeps_the_search_key():
     assert suite._without_off_options(on) == on
 
 
+def test_the_predictors_relative_mode_switched_off_keeps_the_search_key():
+    suite = _suite()
+    before = {"search": {"predictor": {"pool": 8}, "evolution": {"elitism": 2}}, "seed": 0}
+    off = {"search": {"predictor": {"pool": 8, "relative": False}, "evolution": {"elitism": 2, "lineages": 0}},
+           "seed": 0}
+    on = {"search": {"predictor": {"pool": 8, "relative": True}, "evolution": {"elitism": 2}}, "seed": 0}
+    assert suite._without_off_options(off) == before
+    assert suite._without_off_options(on) == on
+
+
 def test_each_set_of_overrides_gets_its_own_run_and_random_control_folders():
     """A random control under other overrides must not resume another one's trainings (their archs differ)."""
     import argparse

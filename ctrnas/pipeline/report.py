@@ -124,8 +124,11 @@ def search_lines(search: dict) -> list[str]:
     p = search.get("predictor")
     if p:
         top = ", ".join(f"{k} {v:.2f}" for k, v in list(p["importances"].items())[:5])
-        lines.append(f"- predictor ({p['model']}): tau on candidates it had not seen {_fmt(p['unseen_tau'], 2)} "
-                     f"(n {p['unseen_n']}); top importances: {top or '-'}")
+        mode = ", relative to the parent" if p.get("relative") else ""
+        change = (f"; tau of the predicted change from the parent {_fmt(p['unseen_change_tau'], 2)} "
+                  f"(n {p['unseen_change_n']})" if p.get("unseen_change_n") else "")
+        lines.append(f"- predictor ({p['model']}{mode}): tau on candidates it had not seen "
+                     f"{_fmt(p['unseen_tau'], 2)} (n {p['unseen_n']}){change}; top importances: {top or '-'}")
     if search.get("field_probe"):
         lines.append("- " + probe_line(search["field_probe"]))
     g = search.get("lineage") or {}

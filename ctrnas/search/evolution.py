@@ -218,7 +218,8 @@ class RegularizedEvolution:
                 taken.add(c.key)
                 proposals.append(Candidate(c.arch, c.key, self.generation, c.params, c.flops, p.key))
         assert self.predictor is not None  # pool >= 2 comes from it
-        chosen = self.predictor.choose([(c.key, c.arch) for c in proposals], len(parents))
+        chosen = self.predictor.choose([(c.key, c.arch) for c in proposals], len(parents),
+                                       [c.parent_key for c in proposals])
         if chosen is None:
             chosen = [i * pool for i in range(len(parents))]  # each parent's first mutant
         out = [proposals[i] for i in sorted(chosen)]
@@ -244,7 +245,8 @@ class RegularizedEvolution:
         k = len(parents)
         if len(options) < k:
             return None
-        chosen = None if self.predictor is None else self.predictor.choose([(c.key, c.arch) for c in options], k)
+        chosen = None if self.predictor is None else self.predictor.choose(
+            [(c.key, c.arch) for c in options], k, [c.parent_key for c in options])
         if chosen is None:
             chosen = [int(i) for i in self.rng.choice(len(options), size=k, replace=False)]
         out = [options[i] for i in sorted(chosen)]
@@ -256,7 +258,7 @@ class RegularizedEvolution:
         every rung; `tell` without `ranks` reports its own)."""
         if self.predictor is not None:
             for c, r in zip(candidates, results):
-                self.predictor.observe(c.key, c.arch, rung, r.value)
+                self.predictor.observe(c.key, c.arch, rung, r.value, c.parent_key)
 
     def _seeded(self) -> list[Candidate]:
         """The `initial` archs that fit the constraints, without repeats, as generation-0 candidates."""
@@ -340,7 +342,10 @@ class RegularizedEvolution:
         if self.initial:
             fp["initial"] = [arch_key(a) for a in self.initial]
         if self.predictor is not None:
-            fp["predictor"] = to_dict(self.predictor.config)
+            predictor = to_dict(self.predictor.config)
+            if not self.predictor.config.relative:  # a search from before the option resumes
+                predictor.pop("relative")
+            fp["predictor"] = predictor
         return fp
 
     def state_dict(self) -> dict[str, Any]:

@@ -17,6 +17,14 @@ A multi-fidelity search scores candidates at several rungs whose values are not 
 fitted on the deepest rung with at least `min_train` finite scores, and predicts that rung. Every
 prediction made for a candidate before it is scored is kept, so the run can report Kendall's tau of the
 predictor on candidates it had not seen (`report`).
+
+`relative`: the model learns what an edit does instead of what an arch scores: its target is a child's
+score minus its parent's at the same rung, its inputs the change of the child's features from the
+parent's, and a proposal's prediction is its parent's score plus the predicted change. Children that start from their
+line's weights (`fitness: inherit`) differ far more between lines than between the edits of one line, and
+a forest on absolute features spends its few rows learning the lines. The report gives, in both modes, the
+tau of the predicted against the actual change from the parent (`unseen_change_tau`): how well the
+predictor ranks the edits themselves, which a tau over several lines can hide.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ class PredictorConfig:
     # zero-cost proxies the caller scores as features (the CTR pipeline: registry names on the warmed-up
     # supernet); empty: the architecture's own features, parameters and FLOPs only
     proxies: tuple[str, ...] = ("sigeo", "zico", "naswot")
+    # learn each child's change from its parent's score (module docstring), not its score
+    relative: bool = False
 
     def __post_init__(self) -> None:
         if self.pool < 0 or self.pool == 1:
@@ -74,7 +84,8 @@ class Predictor:
         self.features: dict[str, dict[str, float]] = {}   # key -> features
         self.scores: list[list[Any]] = []                      # [key, rung, utility]
         self.pending: dict[str, list[Any]] = {}                # "key|rung" -> [predicted utility, spread]
-        self.checked: list[list[Any]] = []                     # [key, rung, predicted, actual]: unseen before scoring
+        self.checked: list[list[Any]] = []  # [key, rung, predicted, actual, parent's then]: unseen before scoring
+        self.parents: dict[str, str] = {}                      # key -> parent key ("": none)
         self.importances: dict[str, float] = {}
 
     # -- data ---------------------------------------------------------------------------------------
@@ -85,9 +96,12 @@ class Predictor:
                                   for k, v in raw.items()}
         return self.features[key]
 
-    def observe(self, key: str, arch: Any, rung: int | None, value: float) -> None:
-        """Record a score (rung None: a single-fidelity search's only rung); non-finite scores are skipped."""
+    def observe(self, key: str, arch: Any, rung: int | None, value: float, parent: str = "") -> None:
+        """Record a score (rung None: a single-fidelity search's only rung) of `key`, mutated from `parent`;
+        non-finite scores are skipped."""
         r = rung or 0
+        if parent:
+            self.parents[key] = parent
         if not math.isfinite(value):
             return
         utility = float(value) if self.maximize[r] else -float(value)
@@ -95,14 +109,33 @@ class Predictor:
         self.scores.append([key, r, utility])
         guess = self.pending.pop(f"{key}|{r}", None)
         if guess is not None:
-            self.checked.append([key, r, guess[0], utility])
+            self.checked.append([key, r, guess[0], utility, guess[2] if len(guess) > 2 else None])
 
     # -- the model ----------------------------------------------------------------------------------
+    def _at(self, rung: int) -> dict[str, float]:
+        """key -> utility at `rung` (a re-scored key keeps its latest value)."""
+        return {key: u for key, r, u in self.scores if r == rung}
+
+    def _inputs(self, key: str, arch: Any, parent: str) -> dict[str, float]:
+        """The model's inputs: the features, or in `relative` mode their change from the parent's. Only the
+        change: with the ten or so children a search trains, a forest cannot also learn where an edit helps,
+        and the absolute features only dilute its splits (tests/search/test_relative_predictor.py's toy)."""
+        own = self.features_of(key, arch)
+        if not self.config.relative:
+            return own
+        base = self.features.get(parent, {})
+        return {f"change:{n}": own.get(n, 0.0) - base.get(n, 0.0) for n in {*own, *base}}
+
+    def _rows(self, rung: int) -> dict[str, float]:
+        """The training targets at `rung`: scores, or in `relative` mode each child's change from its
+        parent's score (children whose parent has none at that rung are left out)."""
+        at = self._at(rung)
+        if not self.config.relative:
+            return at
+        return {k: u - at[p] for k, u in at.items() if (p := self.parents.get(k, "")) in at}
+
     def _rung(self) -> int | None:
-        counts: dict[int, int] = {}
-        for _, r, _ in self.scores:
-            counts[r] = counts.get(r, 0) + 1
-        ready = [r for r, n in counts.items() if n >= self.config.min_train]
+        ready = [r for r in {s[1] for s in self.scores} if len(self._rows(r)) >= self.config.min_train]
         return max(ready) if ready else None
 
     def _fit(self) -> tuple[int, Any, list[str]] | None:
@@ -112,34 +145,44 @@ class Predictor:
         rung = self._rung()
         if rung is None:
             return None
-        rows = {}
-        for key, r, u in self.scores:
-            if r == rung:
-                rows[key] = u  # a re-scored key keeps its latest value
-        names = sorted({n for k in rows for n in self.features[k]})
-        x = np.array([[self.features[k].get(n, 0.0) for n in names] for k in rows])
+        rows = self._rows(rung)
+        inputs = {k: self._inputs(k, None, self.parents.get(k, "")) for k in rows}
+        names = sorted({n for k in rows for n in inputs[k]})
+        x = np.array([[inputs[k].get(n, 0.0) for n in names] for k in rows])
         y = np.array(list(rows.values()))
-        forest = RandomForestRegressor(n_estimators=self.config.trees, min_samples_leaf=2,
+        # leaves of 2 rows smooth the noise of scores; an edit is mostly seen once, so a relative model whose
+        # leaves needed 2 rows could not split at all (it predicted one constant change for every edit)
+        forest = RandomForestRegressor(n_estimators=self.config.trees,
+                                       min_samples_leaf=1 if self.config.relative else 2,
                                        random_state=self.seed + len(self.scores))
         forest.fit(x, y)
         self.importances = dict(sorted(zip(names, map(float, forest.feature_importances_)),
                                        key=lambda t: -t[1]))
         return rung, forest, names
 
-    def choose(self, proposals: list[tuple[str, Any]], k: int) -> list[int] | None:
-        """Indices of the k proposals ((key, arch) pairs) with the best acquisition, or None while no rung
-        has `min_train` scores (the caller then keeps its own default)."""
+    def choose(self, proposals: list[tuple[str, Any]], k: int, parents: list[str] | None = None) -> list[int] | None:
+        """Indices of the k proposals ((key, arch) pairs, mutated from `parents`' keys) with the best
+        acquisition, or None while no rung has `min_train` scores (the caller then keeps its own default).
+        In `relative` mode a proposal whose parent has no score at the fitted rung is placed at the rung's
+        median score plus its predicted change."""
         fitted = self._fit()
         if fitted is None:
             return None
         rung, forest, names = fitted
-        x = np.array([[self.features_of(key, arch).get(n, 0.0) for n in names] for key, arch in proposals])
+        parents = parents or [""] * len(proposals)
+        at = self._at(rung)
+        x = np.array([[self._inputs(key, arch, p).get(n, 0.0) for n in names]
+                      for (key, arch), p in zip(proposals, parents, strict=True)])
         per_tree = np.stack([t.predict(x) for t in forest.estimators_])
         mean, spread = per_tree.mean(axis=0), per_tree.std(axis=0)
+        if self.config.relative:
+            middle = float(np.median(list(at.values())))
+            mean = mean + np.array([at.get(p, middle) for p in parents])
         acquisition = mean + self.config.kappa * spread
         order = sorted(range(len(proposals)), key=lambda i: (-acquisition[i], i))[:k]
         for i in order:
-            self.pending[f"{proposals[i][0]}|{rung}"] = [float(mean[i]), float(spread[i])]
+            self.parents[proposals[i][0]] = parents[i]
+            self.pending[f"{proposals[i][0]}|{rung}"] = [float(mean[i]), float(spread[i]), at.get(parents[i])]
         return order
 
     def report(self) -> dict[str, Any]:
@@ -151,15 +194,18 @@ class Predictor:
             per_rung[str(r)] = {"n": len(pairs), "tau": kendall_tau([p for p, _ in pairs], [a for _, a in pairs])}
         usable = [(v["tau"], v["n"]) for v in per_rung.values() if math.isfinite(v["tau"])]
         pooled = sum(t * n for t, n in usable) / sum(n for _, n in usable) if usable else math.nan
+        # the edits themselves: predicted against actual change from the parent's score when it was predicted
+        change = [(c[2] - c[4], c[3] - c[4]) for c in self.checked if len(c) > 4 and c[4] is not None]
         return {"model": "scikit-learn RandomForestRegressor", "trees": self.config.trees,
-                "pool": self.config.pool, "kappa": self.config.kappa,
+                "pool": self.config.pool, "kappa": self.config.kappa, "relative": self.config.relative,
                 "unseen_tau": pooled, "unseen_n": len(self.checked), "per_rung": per_rung,
-                "scored": len(self.scores), "importances": dict(self.importances)}
+                "unseen_change_tau": kendall_tau([p for p, _ in change], [a for _, a in change]),
+                "unseen_change_n": len(change), "scored": len(self.scores), "importances": dict(self.importances)}
 
     # -- checkpoints (plain data: JSON-ready) --------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"features": self.features, "scores": self.scores, "pending": self.pending,
-                "checked": self.checked, "importances": self.importances}
+                "checked": self.checked, "importances": self.importances, "parents": self.parents}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.features = {k: dict(v) for k, v in state["features"].items()}
@@ -167,3 +213,4 @@ class Predictor:
         self.pending = {k: list(v) for k, v in state["pending"].items()}
         self.checked = [list(c) for c in state["checked"]]
         self.importances = dict(state["importances"])
+        self.parents = dict(state.get("parents", {}))  # a checkpoint from before `relative`

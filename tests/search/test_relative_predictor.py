@@ -1,0 +1,123 @@
+"""The predictor's `relative` mode: it learns what an edit does (a child's score minus its parent's) instead of
+what an arch scores, for children that start from their line's weights and so score mostly as their line."""
+
+import json
+
+import numpy as np
+import pytest
+
+from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
+from ctrnas.search.fitness import FitnessResult
+from ctrnas.search.predictor import Predictor, PredictorConfig
+from tests.helpers.toy_search import IntVector, IntVectorSpace
+
+
+WEIGHTS = (3.0, -2.0, 1.0, 0.0, 0.0)
+
+
+def quality(arch: IntVector) -> float:
+    """The part of a score an arch's features explain (higher is better): each edit has an effect of its own,
+    as adding a layer or widening one has in a CTR arch."""
+    return sum(w * v for w, v in zip(WEIGHTS, arch.values, strict=True))
+
+
+def features(arch: IntVector) -> dict:
+    return {f"v{i}": float(v) for i, v in enumerate(arch.values)}
+
+
+def edits(arch: IntVector, top: int) -> list[IntVector]:
+    """Every one-step edit of `arch`: one position up or down by one."""
+    out = []
+    for i, v in enumerate(arch.values):
+        for w in (v - 1, v + 1):
+            if 0 <= w < top:
+                out.append(IntVector(arch.values[:i] + (w,) + arch.values[i + 1:]))
+    return out
+
+
+def hits(relative: bool, trials: int = 10) -> tuple[int, int]:
+    """(picks of the predictor that are the best edit of a new line, picks of random at the same budget).
+
+    Each line's score is a large offset of its own, unrelated to the features (a line's training history),
+    plus its arch's quality, plus noise; 4 lines of 4 children each are scored, then the predictor picks one
+    edit of each of 6 new lines' roots."""
+    space = IntVectorSpace(5, 5)
+    got = {"predictor": 0, "random": 0}
+    for trial in range(trials):
+        rng = np.random.default_rng(trial)
+        pred = Predictor(PredictorConfig(pool=4, min_train=6, trees=50, relative=relative), features, [True],
+                         seed=trial)
+
+        def score(arch: IntVector, offset: float) -> float:
+            return offset + quality(arch) + float(rng.normal(0, 0.3))
+
+        for _ in range(4):
+            root, offset = space.sample(rng), float(rng.normal(0, 20))
+            pred.observe(root.key(), root, 0, score(root, offset))
+            for child in rng.permutation(np.array(edits(root, 5), dtype=object))[:4]:
+                pred.observe(child.key(), child, 0, score(child, offset), parent=root.key())
+        for _ in range(6):
+            root, offset = space.sample(rng), float(rng.normal(0, 20))
+            pred.observe(root.key(), root, 0, score(root, offset))
+            pool = edits(root, 5)
+            best = max(quality(a) for a in pool)
+            pick = pred.choose([(a.key(), a) for a in pool], 1, [root.key()] * len(pool))[0]
+            got["predictor"] += quality(pool[pick]) == best
+            got["random"] += quality(pool[int(rng.integers(len(pool)))]) == best
+    return got["predictor"], got["random"]
+
+
+def test_relative_mode_picks_the_best_edit_where_lines_differ_more_than_edits():
+    relative, random = hits(True)
+    absolute, _ = hits(False)
+    # 60 picks: the edit model finds the best edit most of the time, the score model and random rarely
+    assert relative >= 40, (relative, absolute, random)
+    assert relative > absolute + 15 and relative > 2 * random, (relative, absolute, random)
+
+
+def test_the_report_gives_the_tau_of_the_changes_from_the_parent():
+    space = IntVectorSpace(5, 5)
+    rng = np.random.default_rng(0)
+    for relative in (False, True):
+        pred = Predictor(PredictorConfig(pool=4, min_train=4, trees=30, relative=relative), features, [True])
+        root = IntVector((2, 2, 2, 2, 2))
+        pred.observe(root.key(), root, 0, 50.0 + quality(root))  # another line: an offset of its own
+        for child in edits(root, 5):
+            pred.observe(child.key(), child, 0, 50.0 + quality(child), parent=root.key())
+        parent = IntVector((1, 3, 1, 2, 2))
+        pred.observe(parent.key(), parent, 0, quality(parent))
+        pool = edits(parent, 5)
+        chosen = pred.choose([(a.key(), a) for a in pool], 3, [parent.key()] * len(pool))
+        for i in chosen:
+            pred.observe(pool[i].key(), pool[i], 0, quality(pool[i]) + float(rng.normal(0, 0.01)),
+                         parent=parent.key())
+        report = pred.report()
+        assert report["relative"] is relative and report["unseen_change_n"] == 3
+        # the changes the predictor was checked on are the actual score minus the parent's at prediction time
+        for _, _, _, actual, base in pred.checked:
+            assert base == quality(parent) and actual - base == pytest.approx(0.0, abs=3.1)
+        if relative:  # the best three edits (v0 up +3, v1 down +2, v2 up +1), learnt from the other line's
+            assert sorted(quality(pool[i]) - quality(parent) for i in chosen) == [1.0, 2.0, 3.0]
+        # the state is plain data and restores the same report, parents included
+        other = Predictor(pred.config, features, [True])
+        other.load_state_dict(json.loads(json.dumps(pred.state_dict())))
+        assert other.report() == report and other.parents == pred.parents
+
+
+def test_evolution_tells_the_predictor_each_childs_parent():
+    cfg = EvolutionConfig(population_size=6, generations=5, tournament_size=3, children_per_generation=2)
+    pred = Predictor(PredictorConfig(pool=4, min_train=3, trees=20, relative=True), features, [True], seed=1)
+    evo = RegularizedEvolution(IntVectorSpace(5, 5), cfg, seed=1, predictor=pred)
+    parents = {}
+    while not evo.done:
+        cands = evo.ask()
+        parents.update({c.key: c.parent_key for c in cands if c.parent_key})
+        evo.tell(cands, [FitnessResult(quality(c.arch)) for c in cands])
+    assert parents and all(pred.parents[k] == p for k, p in parents.items())
+    report = pred.report()
+    assert report["unseen_n"] > 0 and report["unseen_change_n"] == report["unseen_n"]
+    # a search without the option keeps its old fingerprint (a checkpoint from before it resumes)
+    assert "relative" in evo.fingerprint()["predictor"]
+    plain = RegularizedEvolution(IntVectorSpace(5, 5), cfg, seed=1,
+                                 predictor=Predictor(PredictorConfig(pool=4), features, [True]))
+    assert "relative" not in plain.fingerprint()["predictor"]
