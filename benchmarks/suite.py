@@ -84,8 +84,9 @@ def _without_off_options(recipe: dict) -> dict:
         search = {k: v for k, v in search.items() if k != "field_probe"}
         recipe = {**recipe, "search": search}
     evolution = search.get("evolution")
-    # options added later, at their off values: local_sweep (session 15), lineages (session 16)
-    off = {"local_sweep": False, "lineages": 0}
+    # options added later, at their off values: local_sweep (session 15), lineages (session 16),
+    # lines_by_predictor (session 18)
+    off = {"local_sweep": False, "lineages": 0, "lines_by_predictor": False}
     def is_off(k, v) -> bool:
         return k in off and type(v) is type(off[k]) and v == off[k]
 

@@ -68,6 +68,12 @@ class EvolutionConfig:
     # (benchmarks/RESULTS.md, "Structure suite": DLRM's line led DeepFM's at 40% of the training and ended
     # behind it), so the search keeps refining more than one family and lets the full training choose.
     lineages: int = 0
+    # with `lineages`, `local_sweep` and a fitted predictor: each generation's children are the best edits, by
+    # the predictor's acquisition, of all the lines' bests together instead of one line's in turn, so a line
+    # far behind gets no children unless an edit is predicted to make up the gap (lines take turns until the
+    # predictor is fitted). Meant for the predictor's `relative` mode, whose prediction is the parent's score
+    # plus the edit's predicted change.
+    lines_by_predictor: bool = False
 
     def __post_init__(self) -> None:
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
@@ -87,6 +93,8 @@ class EvolutionConfig:
             raise RecipeError("EvolutionConfig", "objective", f"expected 'value' or 'front', got {self.objective!r}")
         if self.lineages < 0:
             raise RecipeError("EvolutionConfig", "lineages", f"expected >= 0, got {self.lineages}")
+        if self.lines_by_predictor and not (self.lineages and self.local_sweep):
+            raise RecipeError("EvolutionConfig", "lines_by_predictor", "needs lineages > 0 and local_sweep: true")
         if not 0.0 <= self.local_share <= 1.0:
             raise RecipeError("EvolutionConfig", "local_share", f"expected in [0, 1], got {self.local_share}")
         if self.mutation_period is not None and self.mutation_period < 1:
@@ -175,12 +183,16 @@ class RegularizedEvolution:
         # Ties go to the younger member (larger index), which keeps the population moving.
         return self.population[max(idx, key=lambda i: (self.population[i].rank, i))]
 
-    def _line_parent(self) -> _Member:
-        """The best member of the lines' bests ranked `(generation - 1) % lineages` (ties: the younger)."""
+    def _line_bests(self) -> list[_Member]:
+        """The best members of the `lineages` best lines, best first (ties: the younger line)."""
         order = list(self._line_best)  # roots in the order their lines began
         ranked = sorted(range(len(order)), key=lambda i: (self._line_best[order[i]].rank, i), reverse=True)
-        lines = ranked[: self.config.lineages]
-        return self._line_best[order[lines[(self.generation - 1) % len(lines)]]]
+        return [self._line_best[order[i]] for i in ranked[: self.config.lineages]]
+
+    def _line_parent(self) -> _Member:
+        """The best member of the lines' bests ranked `(generation - 1) % lineages`."""
+        lines = self._line_bests()
+        return lines[(self.generation - 1) % len(lines)]
 
     def _mutant(self, arch: Any, n: int) -> Any:
         mutate = self.space.mutate
@@ -226,9 +238,11 @@ class RegularizedEvolution:
         self._seen.update(c.key for c in out)
         return out
 
-    def _sweep(self, parents: list[_Member]) -> list[Candidate] | None:
-        """One child per parent from the parents' untried one-step local edits, picked by the predictor when
-        it is fitted, else at random without replacement; None when fewer are left than children wanted."""
+    def _sweep(self, parents: list[_Member], k: int | None = None, turn: _Member | None = None
+               ) -> list[Candidate] | None:
+        """`k` children (default: one per parent) from the parents' untried one-step local edits, picked by
+        the predictor when it is fitted, else at random without replacement (from `turn`'s edits only when it
+        is given and has enough); None when fewer are left than children wanted."""
         neighbours = getattr(self.space, "local_neighbours", None)
         if neighbours is None:
             return None
@@ -242,13 +256,15 @@ class RegularizedEvolution:
                 taken.add(key)
                 params, flops = self.constraints.measure(arch)
                 options.append(Candidate(arch, key, self.generation, params, flops, p.key))
-        k = len(parents)
+        k = k or len(parents)
         if len(options) < k:
             return None
         chosen = None if self.predictor is None else self.predictor.choose(
             [(c.key, c.arch) for c in options], k, [c.parent_key for c in options])
         if chosen is None:
-            chosen = [int(i) for i in self.rng.choice(len(options), size=k, replace=False)]
+            mine = [i for i, c in enumerate(options) if turn is not None and c.parent_key == turn.key]
+            pick = mine if len(mine) >= k else list(range(len(options)))
+            chosen = [pick[int(i)] for i in self.rng.choice(len(pick), size=k, replace=False)]
         out = [options[i] for i in sorted(chosen)]
         self._seen.update(c.key for c in out)
         return out
@@ -291,7 +307,9 @@ class RegularizedEvolution:
                 parent = self._tournament_parent()
             parents = [self._tournament_parent() if parent is None else parent
                        for _ in range(cfg.children_per_generation)]
-            out = self._children(parents, n)
+            swept = self._sweep(self._line_bests(), cfg.children_per_generation, parent) \
+                if cfg.lines_by_predictor else None
+            out = swept if swept is not None else self._children(parents, n)
         self._pending = out
         return out
 
@@ -335,7 +353,7 @@ class RegularizedEvolution:
 
     def fingerprint(self) -> dict[str, Any]:
         config = to_dict(self.config)
-        for name in ("local_sweep", "lineages"):  # a search from before these options resumes
+        for name in ("local_sweep", "lineages", "lines_by_predictor"):  # a search from before these resumes
             if not getattr(self.config, name):
                 config.pop(name)
         fp = {"config": config, "seed": self.seed, "constraints": to_dict(self.constraints.config)}

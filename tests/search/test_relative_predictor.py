@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from ctrnas.errors import RecipeError
 from ctrnas.search.evolution import EvolutionConfig, RegularizedEvolution
 from ctrnas.search.fitness import FitnessResult
 from ctrnas.search.predictor import Predictor, PredictorConfig
@@ -121,3 +122,40 @@ def test_evolution_tells_the_predictor_each_childs_parent():
     plain = RegularizedEvolution(IntVectorSpace(5, 5), cfg, seed=1,
                                  predictor=Predictor(PredictorConfig(pool=4), features, [True]))
     assert "relative" not in plain.fingerprint()["predictor"]
+
+
+class SweptSpace(IntVectorSpace):
+    """The toy space with one-step local edits, as `ctrnas-small` has (`local_sweep`)."""
+
+    def local_neighbours(self, arch: IntVector) -> list[IntVector]:
+        return edits(arch, self.choices)
+
+
+def test_lines_by_predictor_give_no_children_to_a_line_far_behind():
+    """With `lines_by_predictor` the children come from the edits of both lines' bests, picked by the relative
+    predictor; lines take turns until it is fitted. Line b is 50 behind line a: once fitted, every child is
+    a's, while with turns half go to b."""
+    def run(by_predictor: bool) -> list[str]:
+        cfg = EvolutionConfig(population_size=2, tournament_size=2, generations=12, children_per_generation=1,
+                              local_sweep=True, lineages=2, lines_by_predictor=by_predictor)
+        pred = Predictor(PredictorConfig(pool=2, min_train=4, trees=20, relative=True), features, [True], seed=0)
+        a, b = IntVector((0, 0, 0, 0, 0)), IntVector((4, 4, 4, 4, 4))
+        evo = RegularizedEvolution(SweptSpace(5, 5), cfg, seed=0, initial=(a, b), predictor=pred)
+        offset = {a.key(): 0.0, b.key(): -50.0}
+        roots = {a.key(): a.key(), b.key(): b.key()}
+        init = evo.ask()
+        evo.tell(init, [FitnessResult(offset[c.key] + quality(c.arch)) for c in init])
+        lines = []
+        while not evo.done:
+            (child,) = evo.ask()
+            roots[child.key] = roots[child.parent_key]
+            lines.append(roots[child.key])
+            evo.tell([child], [FitnessResult(offset[roots[child.key]] + quality(child.arch))])
+        return [("a" if r == a.key() else "b") for r in lines]
+
+    turns, chosen = run(False), run(True)
+    assert turns == ["a", "b"] * 6
+    assert chosen[:4] == ["a", "b"] * 2  # 4 children to fit on (min_train), in turns
+    assert chosen[4:] == ["a"] * 8
+    with pytest.raises(RecipeError, match="lines_by_predictor"):
+        EvolutionConfig(lines_by_predictor=True, lineages=2)
