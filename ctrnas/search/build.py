@@ -103,6 +103,11 @@ def make_strategy(
                                                    constraints=constraints, initial=initial, rungs=rungs,
                                                    rung_maximize=rung_maximize)
     evolution = getattr(strategy, "evolution", strategy)  # multi-fidelity runs an evolution underneath
+    if not config.predictor.pool:
+        lines = getattr(getattr(evolution, "config", None), "lines_by_predictor", False)
+        for name, on in (("predictor.relative", config.predictor.relative), ("evolution.lines_by_predictor", lines)):
+            if on:
+                raise RecipeError("search", name, "needs the predictor: set search.predictor.pool (>= 2)")
     if config.predictor.pool and hasattr(evolution, "predictor"):
         if featurize is None:
             raise RecipeError("search", "predictor.pool", "this caller gives the predictor no features")

@@ -41,8 +41,8 @@ from ctrnas.errors import RecipeError
 @dataclass(frozen=True)
 class PredictorConfig:
     """pool: mutants proposed per child to score (0: no predictor, evolution as before); kappa: weight of
-    the trees' spread in the acquisition; min_train: scores at a rung before its model is used; trees: the
-    forest's size."""
+    the trees' spread in the acquisition; min_train: scores at a rung before its model is used (in `relative`
+    mode: children scored there whose parent was too); trees: the forest's size."""
 
     pool: int = 0
     kappa: float = 0.5
@@ -163,8 +163,10 @@ class Predictor:
     def choose(self, proposals: list[tuple[str, Any]], k: int, parents: list[str] | None = None) -> list[int] | None:
         """Indices of the k proposals ((key, arch) pairs, mutated from `parents`' keys) with the best
         acquisition, or None while no rung has `min_train` scores (the caller then keeps its own default).
-        In `relative` mode a proposal whose parent has no score at the fitted rung is placed at the rung's
-        median score plus its predicted change."""
+        In `relative` mode (which needs `parents`) a proposal whose parent has no score at the fitted rung is
+        placed at the rung's worst score plus its predicted change: such a parent stopped below that rung."""
+        if self.config.relative and parents is None:
+            raise ValueError("a relative predictor needs each proposal's parent key")
         fitted = self._fit()
         if fitted is None:
             return None
@@ -176,8 +178,8 @@ class Predictor:
         per_tree = np.stack([t.predict(x) for t in forest.estimators_])
         mean, spread = per_tree.mean(axis=0), per_tree.std(axis=0)
         if self.config.relative:
-            middle = float(np.median(list(at.values())))
-            mean = mean + np.array([at.get(p, middle) for p in parents])
+            worst = min(at.values())
+            mean = mean + np.array([at.get(p, worst) for p in parents])
         acquisition = mean + self.config.kappa * spread
         order = sorted(range(len(proposals)), key=lambda i: (-acquisition[i], i))[:k]
         for i in order:
@@ -190,17 +192,23 @@ class Predictor:
         count-weighted mean), how many, and the last model's feature importances."""
         per_rung = {}
         for r in sorted({c[1] for c in self.checked}):
-            pairs = [(c[2], c[3]) for c in self.checked if c[1] == r]
-            per_rung[str(r)] = {"n": len(pairs), "tau": kendall_tau([p for p, _ in pairs], [a for _, a in pairs])}
-        usable = [(v["tau"], v["n"]) for v in per_rung.values() if math.isfinite(v["tau"])]
-        pooled = sum(t * n for t, n in usable) / sum(n for _, n in usable) if usable else math.nan
-        # the edits themselves: predicted against actual change from the parent's score when it was predicted
-        change = [(c[2] - c[4], c[3] - c[4]) for c in self.checked if len(c) > 4 and c[4] is not None]
+            rows = [c for c in self.checked if c[1] == r]
+            # the edits themselves: predicted against actual change from the parent's score at prediction time
+            change = [(c[2] - c[4], c[3] - c[4]) for c in rows if len(c) > 4 and c[4] is not None]
+            per_rung[str(r)] = {"n": len(rows), "tau": kendall_tau([c[2] for c in rows], [c[3] for c in rows]),
+                                "change_n": len(change),
+                                "change_tau": kendall_tau([p for p, _ in change], [a for _, a in change])}
+
+        def pooled(tau: str, n: str) -> float:  # count-weighted mean over rungs (their values are not comparable)
+            usable = [(v[tau], v[n]) for v in per_rung.values() if math.isfinite(v[tau])]
+            return sum(t * k for t, k in usable) / sum(k for _, k in usable) if usable else math.nan
+
         return {"model": "scikit-learn RandomForestRegressor", "trees": self.config.trees,
                 "pool": self.config.pool, "kappa": self.config.kappa, "relative": self.config.relative,
-                "unseen_tau": pooled, "unseen_n": len(self.checked), "per_rung": per_rung,
-                "unseen_change_tau": kendall_tau([p for p, _ in change], [a for _, a in change]),
-                "unseen_change_n": len(change), "scored": len(self.scores), "importances": dict(self.importances)}
+                "unseen_tau": pooled("tau", "n"), "unseen_n": len(self.checked), "per_rung": per_rung,
+                "unseen_change_tau": pooled("change_tau", "change_n"),
+                "unseen_change_n": sum(v["change_n"] for v in per_rung.values()),
+                "scored": len(self.scores), "importances": dict(self.importances)}
 
     # -- checkpoints (plain data: JSON-ready) --------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -159,3 +159,19 @@ def test_lines_by_predictor_give_no_children_to_a_line_far_behind():
     assert chosen[4:] == ["a"] * 8
     with pytest.raises(RecipeError, match="lines_by_predictor"):
         EvolutionConfig(lines_by_predictor=True, lineages=2)
+
+
+def test_the_options_need_the_predictor_and_the_parents():
+    import yaml
+
+    from ctrnas.config import from_dict
+    from ctrnas.search.build import SearchConfig, make_strategy
+
+    for text in ("predictor: {relative: true}",
+                 "evolution: {lineages: 2, local_sweep: true, lines_by_predictor: true}"):
+        cfg = from_dict(SearchConfig, yaml.safe_load(text), source="recipe.yaml")
+        with pytest.raises(RecipeError, match="predictor.pool"):
+            make_strategy(cfg, SweptSpace(5, 5), seed=0, maximize=True)
+    pred = Predictor(PredictorConfig(pool=4, relative=True), features, [True])
+    with pytest.raises(ValueError, match="parent"):
+        pred.choose([("a", IntVector((0, 0, 0, 0, 0)))], 1)
