@@ -13,7 +13,10 @@ has no first-order (LR) part, which the space does not hold, and its FM reads mi
 `deepfm-terms-like` is DeepFM itself in a space with FM's logit terms as choices (`ctrnas-small-fm`, or
 `first_order` / `field_fm: [false, true]`): deepfm-like's tower, the first-order term and the FM over the
 fields' embeddings, and no FM block (on kdd2012-crosses deepfm-like is 0.0047 behind DeepFM, this one level;
-benchmarks/RESULTS.md, "Neighbourhoods"). The others fit `ctrnas-small` and `ctrnas-full`; `BASELINE_ARCHS` start a search's population unless a recipe lists
+benchmarks/RESULTS.md, "Neighbourhoods"). `xdeepfm-like` is xDeepFM (`ctrnas-small-cin`): the first-order
+term, a 400-400 deep tower over the dense features and the embeddings flattened, and beside it a CIN of 2 x 16
+maps over the embeddings and the dense features as one more token (xDeepFM's CIN reads the fields only),
+its pooled maps projected to 16 before the head. The others fit `ctrnas-small` and `ctrnas-full`; `BASELINE_ARCHS` start a search's population unless a recipe lists
 others (`search.seeds`).
 """
 
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 
 ARCH_DIR = Path(__file__).with_name("archs")
 BASELINE_ARCHS = ("dlrm-like", "dcnv2-like")  # the seeded population: what a user would build by hand
-SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked", "deepfm-like", "deepfm-terms-like")
+SHIPPED_ARCHS = BASELINE_ARCHS + ("dcnv2-stacked", "deepfm-like", "deepfm-terms-like", "xdeepfm-like")
 
 
 def baseline_arch(name: str) -> Arch:
@@ -40,7 +43,7 @@ def baseline_arch(name: str) -> Arch:
     return Arch.from_json((ARCH_DIR / f"{name}.json").read_text())
 
 
-HOME_SPACES = ("ctrnas-small", "ctrnas-full", "ctrnas-small-fm")  # the presets the shipped archs fit, in order
+HOME_SPACES = ("ctrnas-small", "ctrnas-full", "ctrnas-small-fm", "ctrnas-small-cin")  # the presets the shipped archs fit, in order
 
 
 def home_space(name: str) -> str:

@@ -116,6 +116,11 @@ PRESETS = {
     "ctrnas-small-fm": SpaceConfig(name="ctrnas-small-fm", dense_ops=("fc", "dot", "cross", "interaction", "concat"),
                                    sparse_ops=("efc", "none"), dense_dims=CTRNAS_DENSE_DIMS,
                                    first_order=(False, True), field_fm=(False, True)),
+    # ctrnas-small-fm with xDeepFM's CIN, so xDeepFM (`xdeepfm-like`) is a point of it too
+    "ctrnas-small-cin": SpaceConfig(name="ctrnas-small-cin",
+                                    dense_ops=("fc", "dot", "cross", "interaction", "cin", "concat"),
+                                    sparse_ops=("efc", "none"), dense_dims=CTRNAS_DENSE_DIMS,
+                                    first_order=(False, True), field_fm=(False, True)),
 }
 
 

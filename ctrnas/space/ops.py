@@ -112,6 +112,14 @@ _TABLE = (
     OpSpec("interaction", "dense", 1, False, "interaction",
            "[Linear(dense_in -> E) unless dense_in = E], F+1 vectors: Linear(E + F(F+1)/2 -> d) + LN; "
            "bmm 2 (F+1)^2 E FLOPs", reads_raw=True),
+    # xDeepFM's CIN (Lian et al. 2018) over the dense input (a token, as in `interaction`) and the raw
+    # embeddings: layer k's maps are products of layer k-1's with the raw tokens, degree k + 1; the pooled
+    # maps are projected and normalised, so with LayerNorm on the output's degree is reset.
+    OpSpec("cin", "dense", 1, False, "cin",
+           "[Linear(dense_in -> E) unless dense_in = E], m = F+1 tokens; depth x Conv1x1(H_prev m -> maps) "
+           "over the E positions (H_0 = m), pooled over E; Linear(depth maps -> d) + LN",
+           reads_raw=True, args=(("depth", (1, 2, 3)), ("maps", (8, 16, 32))),
+           degree=lambda ins, tokens: 4 * max(max(ins), tokens)),
     OpSpec("efc", "sparse", 1, True, "efc", "token Linear(tok_in -> s) + LN(E)"),
     # Attention ends in LayerNorms, kept even with LayerNorm off: they reset the degree.
     OpSpec("attention", "sparse", 1, True, "attention", "token Linear(tok_in -> s) + LN, MHA and FFN over E",

@@ -1,5 +1,5 @@
 """Supernet ops, one module each: dense FC / Sum / Gating / Dot / Cross /
-Interaction / Concat, sparse EFC / Attention / none, FM and merge.
+Interaction / CIN / Concat, sparse EFC / Attention / none, FM and merge.
 
 Each op holds max-size weights, runs a subnet choice by slicing (`forward(io, x)`), copies its slice into
 a standalone module (`extract`), and gives its (params, FLOPs) analytically (`cost`). `BLOCKS` maps the
@@ -8,6 +8,7 @@ op table's block keys (`ctrnas.space.ops`) to these classes; the two must agree 
 
 from ctrnas.space.ops import OPS, op_spec
 from ctrnas.supernet.blocks.attention import Attention
+from ctrnas.supernet.blocks.cin import CIN
 from ctrnas.supernet.blocks.concat import Concat
 from ctrnas.supernet.blocks.cross import Cross
 from ctrnas.supernet.blocks.dot import Dot
@@ -21,7 +22,7 @@ from ctrnas.supernet.blocks.none import NoTokens
 from ctrnas.supernet.blocks.sum import Sum
 
 BLOCKS = {"fc": FC, "sum": Sum, "gating": Gating, "dot": Dot, "cross": Cross, "interaction": Interaction,
-          "concat": Concat, "efc": EFC, "attention": Attention, "none": NoTokens}
+          "cin": CIN, "concat": Concat, "efc": EFC, "attention": Attention, "none": NoTokens}
 
 
 def check_blocks(ops=None, blocks=None) -> None:
@@ -40,5 +41,5 @@ def op_class(name: str):
 
 check_blocks()
 
-__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "Interaction", "Concat", "NoTokens", "EFC", "Attention", "FM",
+__all__ = ["FC", "Sum", "Gating", "Dot", "Cross", "Interaction", "CIN", "Concat", "NoTokens", "EFC", "Attention", "FM",
            "Merge", "BLOCKS", "op_class", "check_blocks"]
