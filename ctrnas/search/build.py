@@ -103,6 +103,10 @@ def make_strategy(
                                                    constraints=constraints, initial=initial, rungs=rungs,
                                                    rung_maximize=rung_maximize)
     evolution = getattr(strategy, "evolution", strategy)  # multi-fidelity runs an evolution underneath
+    size = getattr(getattr(evolution, "config", None), "population_size", None)
+    if initial and size is not None and len(initial) > size:  # the initial population would drop the last seeds
+        raise RecipeError("search", "seeds", f"{len(initial)} seed archs fit the space but "
+                          f"search.evolution.population_size is {size}: raise it or list fewer seeds")
     if not config.predictor.pool:
         lines = getattr(getattr(evolution, "config", None), "lines_by_predictor", False)
         for name, on in (("predictor.relative", config.predictor.relative), ("evolution.lines_by_predictor", lines)):

@@ -175,3 +175,18 @@ def test_the_options_need_the_predictor_and_the_parents():
     pred = Predictor(PredictorConfig(pool=4, relative=True), features, [True])
     with pytest.raises(ValueError, match="parent"):
         pred.choose([("a", IntVector((0, 0, 0, 0, 0)))], 1)
+
+
+def test_more_seed_archs_than_the_initial_population_is_an_error():
+    """Evolution's generation 0 takes the seeds first; a seed beyond `population_size` would be dropped unseen."""
+    import yaml
+
+    from ctrnas.config import from_dict
+    from ctrnas.search.build import SearchConfig, make_strategy
+
+    cfg = from_dict(SearchConfig, yaml.safe_load("evolution: {population_size: 2, tournament_size: 2}"), source="recipe.yaml")
+    seeds = [IntVector((i, 0, 0, 0, 0)) for i in range(3)]
+    with pytest.raises(RecipeError, match="3 seed archs fit the space but search.evolution.population_size is 2"):
+        make_strategy(cfg, SweptSpace(5, 5), seed=0, maximize=True, initial=seeds)
+    strategy = make_strategy(cfg, SweptSpace(5, 5), seed=0, maximize=True, initial=seeds[:2])
+    assert [c.arch for c in strategy.ask()] == seeds[:2]
