@@ -1,8 +1,6 @@
 """CIN (xDeepFM) in the supernet: a hand-computed layer, slices equal the xDeepFM baseline's own CIN on the same
 weights, export equals the supernet path (values and gradients), and hand-counted params/FLOPs."""
 
-import copy
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -15,6 +13,7 @@ from ctrnas.supernet.blocks.cin import CIN, MAX_MAPS, cin_layers
 from ctrnas.supernet.layout import BlockIO, Dims
 from ctrnas.supernet.testing import make_batch, make_schema
 from ctrnas.train.baselines.xdeepfm import CIN as BaselineCIN
+from tests.supernet.test_export_equivalence import TINY, check_equal
 
 DIMS = Dims(n_dense=3, n_sparse=4, emb=2, max_dense=6, max_tokens=3, merge_tokens=0, heads=1, layernorm=True)
 
@@ -64,33 +63,23 @@ def test_the_subnet_path_is_the_xdeepfm_baselines_cin_on_the_sliced_weights():
 def test_export_equals_supernet_path_for_archs_with_cin():
     torch.manual_seed(0)
     schema = make_schema()
-    space = get_space({"dense_ops": ["fc", "cin", "concat"], "sparse_ops": ["efc"], "num_blocks": 3,
-                       "dense_dims": [4, 6], "sparse_tokens": [2, 3], "merge_tokens": 2})
+    space = get_space({"base": "ctrnas-small", **TINY, "dense_ops": ["fc", "dot", "cross", "cin", "concat"]})
     net = Supernet(schema, space)
-    dense, kjt, labels = make_batch(schema, batch=8, seed=1)
+    batch = make_batch(schema, batch=8, seed=1)
+    dense, kjt, _ = batch
     rng = np.random.default_rng(0)
-    grads, seen = copy.deepcopy(net), set()
+    seen = set()
     for _ in range(40):
         arch = space.sample(rng)
         cin = [arch.blocks[i - 1] for i, p in arch.live_parts().items() if p.dense and arch.blocks[i - 1].dense_op == "cin"]
         if not cin:
             continue
         seen |= {(b.arg("depth"), b.arg("maps")) for b in cin}
-        net.zero_grad(set_to_none=True)
-        y = net(dense, kjt, arch)
+        check_equal(net, arch, batch)  # values, and gradients equal to the supernet's at the slices
         model = export(net, arch)
-        y_exp = model(dense, kjt)
-        torch.testing.assert_close(y_exp, y, atol=1e-5, rtol=1e-5)
+        y = net(dense, kjt, arch)
         torch.testing.assert_close(torch.jit.script(model.net)(dense, model.stem(kjt)), y, atol=1e-5, rtol=1e-5)
         assert count_params(schema, space, arch) == sum(p.numel() for p in model.net.parameters())
-        F.binary_cross_entropy_with_logits(y, labels).backward()
-        F.binary_cross_entropy_with_logits(y_exp, labels).backward()
-        with torch.no_grad():  # the supernet's gradients exported as if they were weights
-            for p, g in zip(grads.parameters(), net.parameters()):
-                p.copy_(g.grad if g.grad is not None else torch.zeros_like(g))
-        for (n, g), (n2, p) in zip(export(grads, arch).net.named_parameters(), model.net.named_parameters()):
-            assert n == n2
-            torch.testing.assert_close(p.grad if p.grad is not None else torch.zeros_like(p), g, atol=1e-5, rtol=1e-5)
     assert len(seen) >= 5
     assert torch.isfinite(net(dense, kjt, full=True)).all()  # the full supernet runs the CIN at its largest
 
