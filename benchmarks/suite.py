@@ -97,6 +97,9 @@ def _without_off_options(recipe: dict) -> dict:
     if isinstance(predictor, dict) and predictor.get("relative") is False:
         recipe = {**recipe, "search": {**search, "predictor": {k: v for k, v in predictor.items()
                                                                 if k != "relative"}}}
+    space = recipe.get("space")  # the space's `branch_moves` (session 19)
+    if isinstance(space, dict) and space.get("branch_moves") is False:
+        recipe = {**recipe, "space": {k: v for k, v in space.items() if k != "branch_moves"}}
     return recipe
 
 

@@ -142,6 +142,15 @@ def test_the_predictors_relative_mode_switched_off_keeps_the_search_key():
     assert suite._without_off_options(on) == on
 
 
+def test_the_spaces_branch_moves_switched_off_keep_the_search_key():
+    suite = _suite()
+    before = {"space": {"base": "ctrnas-small"}, "seed": 0}
+    off = {"space": {"base": "ctrnas-small", "branch_moves": False}, "seed": 0}
+    on = {"space": {"base": "ctrnas-small", "branch_moves": True}, "seed": 0}
+    assert suite._without_off_options(off) == before
+    assert suite._without_off_options(on) == on
+
+
 def test_each_set_of_overrides_gets_its_own_run_and_random_control_folders():
     """A random control under other overrides must not resume another one's trainings (their archs differ)."""
     import argparse

@@ -54,6 +54,10 @@ class SpaceConfig:
     first_order: tuple[bool, ...] = (False,)
     # Whether an arch may add FM's second-order term over the fields' embeddings to its logit (`Arch.field_fm`).
     field_fm: tuple[bool, ...] = (False,)
+    # Whether local moves (`mutate_local`, `local_neighbours`) may also change the wiring at the top: add a
+    # branch to the last block's dense inputs (an unused block becomes one op over the raw inputs at the
+    # smallest width) or remove one of its inputs. Off: local moves keep the wiring and the ops.
+    branch_moves: bool = False
 
     def __post_init__(self) -> None:
         src = f"space {self.name!r}"
@@ -125,8 +129,8 @@ PRESETS = {
 
 
 def space_record(config: SpaceConfig) -> dict[str, Any]:
-    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices, `first_order`, `field_fm`)
-    while at their defaults: a fingerprint written before the field existed (a warm-up, a final-stage job)
+    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices, `first_order`, `field_fm`,
+    `branch_moves`) while at their defaults: a fingerprint written before the field existed (a warm-up, a final-stage job)
     still matches, so those runs resume."""
     from ctrnas.config import to_dict
 
@@ -137,5 +141,7 @@ def space_record(config: SpaceConfig) -> dict[str, Any]:
     for key in ("first_order", "field_fm"):
         if tuple(getattr(config, key)) == (False,):
             out.pop(key, None)
+    if not config.branch_moves:
+        out.pop("branch_moves", None)
     return out
 

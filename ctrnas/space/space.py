@@ -11,7 +11,7 @@ import numpy as np
 from ctrnas.config import from_dict
 from ctrnas.errors import ArchValidationError, RecipeError
 from ctrnas.space.arch import Arch, BlockChoice
-from ctrnas.space.ops import op_spec
+from ctrnas.space.ops import is_binary, op_spec
 from ctrnas.space.config import (CTRNAS_DENSE_DIMS, MACRO_FIELDS, MICRO_FIELDS, NASREC_FULL_DENSE_OPS,  # noqa: F401
                                   NASREC_FULL_SPARSE_OPS, PRESETS, SpaceConfig)
 
@@ -286,7 +286,8 @@ class SearchSpace:
 
     def _local_moves(self, arch: Arch) -> list[tuple[Any, ...]]:
         """The kinds of edit `mutate_local` draws from, in a fixed order: (block, field[, arg name]) of a live
-        block, or (None, "emb_dim" / "first_order" / "field_fm")."""
+        block, (None, "emb_dim" / "first_order" / "field_fm"), or with `branch_moves` (last block, "branch" /
+        "prune")."""
         c = self.config
         live = sorted(i for i, p in arch.live_parts().items() if p.dense or p.sparse)
         moves: list[tuple[Any, ...]] = []
@@ -303,7 +304,40 @@ class SearchSpace:
         if len(c.emb_dims) > 1:
             moves.append((None, "emb_dim"))
         moves += [(None, key) for key in ("first_order", "field_fm") if len(getattr(c, key)) > 1]
+        last = arch.blocks[-1]
+        if c.branch_moves and not is_binary(last.dense_op):
+            if len(last.dense_idx) < c.max_inputs and self._unused_block(arch) is not None:
+                moves.append((arch.num_blocks, "branch"))
+            if len(last.dense_idx) > 1:
+                moves.append((arch.num_blocks, "prune"))
         return moves
+
+    @staticmethod
+    def _unused_block(arch: Arch) -> int | None:
+        """The first block before the last that the output does not depend on (where a branch can go)."""
+        live = arch.live_parts()
+        return next((k for k in range(1, arch.num_blocks) if k not in live), None)
+
+    def _branches(self, arch: Arch) -> list[Arch]:
+        """`arch` with one more input to its last block: an unused block made one unary op over the raw
+        inputs (each op of the space that block may take), at the smallest width and each arg's first option."""
+        k = self._unused_block(arch)
+        assert k is not None
+        old, last = arch.blocks[k - 1], arch.blocks[-1]
+        fm = False if False in self._options(k, "fm") else self._options(k, "fm")[0]
+        outs = []
+        for op in self._options(k, "dense_op"):
+            spec = op_spec(str(op))
+            if spec.arity != 1:
+                continue
+            new = dataclasses.replace(old, dense_op=op, dense_idx=(0,), sparse_idx=(0,), fm=fm,
+                                      dense_dim=min(self._options(k, "dense_dim")),
+                                      dense_args=tuple(sorted((n, opts[0]) for n, opts in spec.args)))
+            blocks = list(arch.blocks)
+            blocks[k - 1] = new
+            blocks[-1] = dataclasses.replace(last, dense_idx=tuple(sorted(last.dense_idx + (k,))))
+            outs.append(dataclasses.replace(arch, blocks=tuple(blocks)))
+        return outs
 
     def _move_outcomes(self, arch: Arch, move: tuple[Any, ...]) -> tuple[list[Arch], bool]:
         """The archs one move of `_local_moves` can give, unchecked, each move's smaller value first, and
@@ -315,6 +349,11 @@ class SearchSpace:
         if what == "emb_dim":
             return [self._at_emb_dim(arch, d) for d in near(tuple(sorted(c.emb_dims)), self.common_width(arch))], True
         b = arch.blocks[i - 1]
+        if what == "branch":
+            return self._branches(arch), True
+        if what == "prune":
+            return [dataclasses.replace(arch, blocks=arch.blocks[:-1] + (dataclasses.replace(
+                b, dense_idx=tuple(x for x in b.dense_idx if x != s)),)) for s in b.dense_idx], True
         if what == "arg":
             opts = tuple(op_spec(b.dense_op).arg_options(move[2]))
             numeric = all(isinstance(o, int) and not isinstance(o, bool) for o in opts)

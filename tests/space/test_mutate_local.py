@@ -1,5 +1,5 @@
 """`mutate_local`: one small step from an arch (a width, depth or rank to its neighbour, FM flipped, a
-categorical op choice re-drawn), never a change of wiring or op."""
+categorical op choice re-drawn), never a change of wiring or op unless the space has `branch_moves`."""
 
 import dataclasses
 
@@ -8,6 +8,7 @@ import numpy as np
 from ctrnas.space import get_space
 from ctrnas.space.baselines import baseline_arch
 from ctrnas.space.config import PRESETS
+from ctrnas.space.ops import op_spec
 
 
 def diffs(a, b):
@@ -87,3 +88,32 @@ def test_local_neighbours_hold_every_draw_of_mutate_local():
         rng = np.random.default_rng(3)
         drawn = {space.mutate_local(arch, rng).key() for _ in range(1500)}
         assert drawn == {n.key() for n in space.local_neighbours(arch)}
+
+
+def test_branch_moves_add_or_remove_one_input_of_the_last_block():
+    """With `branch_moves`, a local move may also wire an unused block, made one unary op over the raw inputs
+    at the smallest width, into the last block, or drop one of the last block's inputs; everything else
+    stays. Off (the default), the neighbourhood is the same as before the option existed."""
+    base = dataclasses.replace(PRESETS["ctrnas-small-cin"], num_blocks=7, dense_dims=(16, 32, 64, 128, 256, 400),
+                               sparse_tokens=(16, 32), dense_sparse_merge=(False,))
+    on = get_space(dataclasses.replace(base, branch_moves=True))
+    off = get_space(base)
+    arch = on.validate(baseline_arch("dcnv2-like"))  # concat of blocks 1 and 3; blocks 4-6 unused
+    plain = {a.key() for a in off.local_neighbours(arch)}
+    extra = [a for a in on.local_neighbours(arch) if a.key() not in plain]
+    grown = [a for a in extra if len(a.blocks[-1].dense_idx) == 3]
+    shrunk = [a for a in extra if len(a.blocks[-1].dense_idx) == 1]
+    assert len(grown) + len(shrunk) == len(extra)
+    assert sorted(a.blocks[3].dense_op for a in grown) == sorted(["fc", "dot", "cross", "interaction", "cin"])
+    for a in grown:
+        new = a.blocks[3]
+        assert a.blocks[-1].dense_idx == (1, 3, 4) and new.dense_idx == (0,) and new.dense_dim == 16
+        assert dict(new.dense_args) == {n: opts[0] for n, opts in op_spec(new.dense_op).args}
+        assert a.blocks[:3] == arch.blocks[:3] and a.blocks[4:6] == arch.blocks[4:6]
+    assert sorted(a.blocks[-1].dense_idx for a in shrunk) == [(1,), (3,)]
+    assert all(len(diffs(arch, a)) == 1 for a in shrunk)
+    rng = np.random.default_rng(0)
+    drawn = {on.mutate_local(arch, rng).key() for _ in range(200)}
+    assert {a.key() for a in extra} <= drawn  # mutate_local draws them too
+    from ctrnas.space.config import space_record
+    assert "branch_moves" not in space_record(base) and space_record(on.config)["branch_moves"] is True
