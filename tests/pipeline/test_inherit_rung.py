@@ -122,6 +122,50 @@ def test_graft_copies_the_overlapping_slice_of_a_reshaped_layer():
     assert counts == {"copied": 2, "fresh": 2}  # the second layer's weight and bias are not in the root
 
 
+def test_a_branch_child_gets_each_block_of_the_root_by_its_number():
+    """A branch (space.branch_moves) makes a used block of an unused one, so the last block moves from position 3
+    to 4 among the exported model's live blocks: its weights still come from the root's last block, the new
+    block's are its own draw, and a child without the branch is the root again."""
+    import dataclasses as dc
+    from types import SimpleNamespace
+
+    from ctrnas.pipeline.fitness.inherit import graft, graft_state
+    from ctrnas.space import get_space
+    from ctrnas.space.baselines import baseline_arch
+    from ctrnas.space.config import PRESETS
+    from ctrnas.supernet import Supernet, export
+    from ctrnas.supernet.testing import make_schema
+
+    cfg = dc.replace(PRESETS["ctrnas-small"], num_blocks=7, dense_dims=(16, 64, 128, 256), sparse_tokens=(16,),
+                     dense_sparse_merge=(False,), branch_moves=True)
+    space, schema = get_space(cfg), make_schema()
+    root_arch = space.validate(baseline_arch("dlrm-like"))  # live blocks 1, 2, 3, 7
+    child_arch = next(a for a in space.local_neighbours(root_arch) if a.blocks[-1].dense_idx == (3, 4)
+                      and a.blocks[3].dense_op == "fc")
+    torch.manual_seed(0)
+    net = Supernet(schema, space)
+    root = export(net, root_arch, init="fresh", seed=1)
+
+    def trainer(model):
+        return SimpleNamespace(model=model, optimizers=[], step=0, rows_seen=0)
+
+    state = graft_state(SimpleNamespace(model=root, optimizers=[], step=3, rows_seen=30))
+    assert state["blocks"] == [1, 2, 3, 7]
+    child = export(net, child_arch, init="fresh", seed=2)
+    counts = graft(trainer(child), state)
+    rw, cw = root.state_dict(), child.state_dict()
+    top = [n for n in cw if n.startswith("net.blocks.4.")]  # block 7, position 3 in the root
+    for n in top:  # its input is 16 wider (the branch's output comes last): the root's columns, then its own
+        r = rw[n.replace("net.blocks.4.", "net.blocks.3.")]
+        assert torch.equal(cw[n][tuple(slice(0, k) for k in r.shape)], r), n
+    assert cw["net.blocks.4.dense_op.lin.weight"].shape[1] == rw["net.blocks.3.dense_op.lin.weight"].shape[1] + 16
+    new = [n for n in cw if n.startswith("net.blocks.3.")]  # the branch: block 4, not in the root
+    assert top and new and counts["fresh"] == len(new)
+    again = export(net, root_arch, init="fresh", seed=3)
+    graft(trainer(again), state)
+    assert all(torch.equal(a, b) for a, b in zip(again.state_dict().values(), rw.values()))
+
+
 @pytest.mark.parametrize("rungs, field", [
     ("[{fitness: inherit, fraction: 0.25, extra: 0.25}, {fitness: prefix, fraction: 0.75}]", "fitness"),
     ("[{fitness: inherit, fraction: 0.25}]", "fitness"),

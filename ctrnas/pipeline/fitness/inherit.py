@@ -3,8 +3,8 @@
 A line is a seed (or a random draw) and all its descendants. Its root trains the first `budget` steps of its
 final-stage training from scratch, as a prefix rung does (the same checkpoint in `RUN/search/prefix/<key>/`,
 which the final stage continues), and keeps its weights and Adagrad sums at that step (`graft.pt`). Every
-descendant, at any depth, starts from that state: each weight it shares with the root by name gets the
-root's values in their overlapping slice (a wider or narrower layer keeps the slice both have, a new layer
+descendant, at any depth, starts from that state: each weight it shares with the root (same block number
+of the arch, same name within the block) gets the root's values in their overlapping slice (a wider or narrower layer keeps the slice both have, a new layer
 its own initial draw), and so do the optimizer's sums. Root and descendants then all train `extra` more steps
 on the same batches and learning-rate schedule and are scored on the search's validation rows, so the archs
 of a line are compared at the same point of training. This is hill climbing by network morphism (Elsken et
@@ -43,8 +43,38 @@ def graft_state(trainer) -> dict:
                 sums[names[id(p)]] = st["sum"].detach().clone()
                 steps[names[id(p)]] = st["step"].detach().clone()
     weights = {n: t.detach().clone() for n, t in trainer.model.state_dict().items()}
-    return {"weights": weights, "sums": sums, "opt_steps": steps, "step": int(trainer.step),
-            "rows_seen": int(trainer.rows_seen)}
+    out = {"weights": weights, "sums": sums, "opt_steps": steps, "step": int(trainer.step),
+           "rows_seen": int(trainer.rows_seen)}
+    if (blocks := live_blocks(trainer.model)) is not None:
+        out["blocks"] = blocks
+    return out
+
+
+BLOCKS = "net.blocks."  # an exported model's blocks: numbered by position among its live blocks
+
+
+def live_blocks(model) -> list[int] | None:
+    """The arch's block numbers in the order of the exported model's `net.blocks` (its live blocks)."""
+    arch = getattr(model, "arch", None)
+    return None if arch is None else sorted(arch.live_parts())
+
+
+def root_names(model, state: dict):
+    """name -> the root's name of the same tensor: a block is matched by its number in the arch, not by its
+    position among the live blocks, which moves when an edit adds or removes a block (a branch). A block
+    the root does not have maps to None. Without the root's block numbers (an older graft file), by name."""
+    child, root = live_blocks(model), state.get("blocks")
+    if child is None or root is None:
+        return lambda n: n
+    pos = {int(b): i for i, b in enumerate(root)}
+
+    def name(n: str) -> str | None:
+        if not n.startswith(BLOCKS):
+            return n
+        p, rest = n[len(BLOCKS):].split(".", 1)
+        q = pos.get(child[int(p)])
+        return None if q is None else f"{BLOCKS}{q}.{rest}"
+    return name
 
 
 def _overlap(dst, src) -> bool:
@@ -63,16 +93,17 @@ def graft(trainer, state: dict) -> dict:
 
     copied = fresh = 0
     names = {id(p): n for n, p in trainer.model.named_parameters()}
+    root = root_names(trainer.model, state)
     with torch.no_grad():
         for n, t in trainer.model.state_dict(keep_vars=True).items():
-            src = state["weights"].get(n)
+            src = state["weights"].get(root(n) or "")
             if src is not None and _overlap(t.data if isinstance(t, torch.nn.Parameter) else t, src):
                 copied += 1
             else:
                 fresh += 1
         for opt in trainer.optimizers:
             for p, st in opt.state.items():
-                n = names[id(p)]
+                n = root(names[id(p)]) or ""
                 if "sum" in st and n in state["sums"] and _overlap(st["sum"], state["sums"][n]):
                     st["step"] = state["opt_steps"][n].clone()
     trainer.step, trainer.rows_seen = int(state["step"]), int(state["rows_seen"])
