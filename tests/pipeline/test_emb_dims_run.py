@@ -139,13 +139,13 @@ def test_a_final_job_records_its_own_width(wide_run, tests_data, tmp_path):
 
 def test_fingerprints_without_emb_dims_read_as_before(tests_recipe_path, data_dir, tests_data):
     """Runs from before the fields existed resume: an empty `emb_dims` (and empty table choices, and the
-    FM terms' choices when off) is left out of the fingerprints."""
+    FM terms' choices and `branch_moves` when off) is left out of the fingerprints."""
     from ctrnas.config import to_dict
     from ctrnas.pipeline.final.resume import fingerprint
     from ctrnas.pipeline.fitness.build import warmup_fingerprint
 
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}")
-    later = ("emb_dims", "table_dims", "tables", "first_order", "field_fm")  # fields added since
+    later = ("emb_dims", "table_dims", "tables", "first_order", "field_fm", "branch_moves")  # fields added since
     before = {k: v for k, v in to_dict(recipe.space).items() if k not in later}
     assert fingerprint(recipe, tests_data)["space"] == before
     assert warmup_fingerprint(recipe, tests_data)["space"] == before
