@@ -85,10 +85,18 @@ def run_curves(args) -> dict:
     return done
 
 
-def run_retrain(args) -> dict:
+def retrain(run: Path, arch: dict, seed: int, data_path: str | None = None) -> dict:
+    """`arch` (its JSON) trained as `run`'s final stage trains, at training seed `seed`: val / test log loss."""
     from ctrnas.pipeline.fitness.scratch import final_template, job_model, train_as_final
     from ctrnas.space import Arch
 
+    recipe, data = _setup(run, data_path, [f"final.train.seed={seed}"])
+    model = job_model(recipe, data, final_template(recipe, data, None), ("arch", Arch.from_json(arch)))
+    v, t, seconds, _ = train_as_final(model, recipe, data)
+    return {"val": v.get("logloss"), "test": t.get("logloss"), "seconds": seconds}
+
+
+def run_retrain(args) -> dict:
     records = distinct(args.run)
     done = json.loads(args.out.read_text()) if args.out.exists() else {}
     for prefix in args.retrain:
@@ -99,10 +107,7 @@ def run_retrain(args) -> dict:
             tag = f"{r['key']}@{seed}"
             if tag in done:
                 continue
-            recipe, data = _setup(args.run, args.data, [f"final.train.seed={seed}"])
-            model = job_model(recipe, data, final_template(recipe, data, None), ("arch", Arch.from_json(r["arch"])))
-            v, t, seconds, _ = train_as_final(model, recipe, data)
-            done[tag] = {"val": v.get("logloss"), "test": t.get("logloss"), "seconds": seconds}
+            done[tag] = retrain(args.run, r["arch"], seed, args.data)
             args.out.write_text(json.dumps(done, indent=1))
             print(tag, done[tag], flush=True)
     return done

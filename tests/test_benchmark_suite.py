@@ -80,6 +80,27 @@ def test_goals_count_margins_in_units_of_the_best_baselines_seed_sd():
     assert suite.goals([("b", {**b, "fm": fm}, {"bayes": 0.2})], 2)[-4].endswith("0 of 1 profiles -> not met")
 
 
+def test_the_goal_also_reads_the_own_archs_mean_over_the_baselines_training_seeds():
+    """One training of the own arch 0.0975 is within 2 sd of DLRM's 0.1000 (sd 0.0014); its mean over the same
+    2 training seeds, 0.0965, is 2.5 sd below: a win on that reading only, and only where both search seeds have
+    their retrains (collect() fills `own.tests` from the cache)."""
+    suite = _suite()
+    lr = [{"model": "lr", "seed": i, "test": 0.2, "val": 0.2} for i in range(2)]
+    dlrm = [{"model": "dlrm", "seed": i, "test": x, "val": x} for i, x in enumerate((0.099, 0.101))]
+
+    def search(seed, tests):
+        return {"seed": seed, "test": tests[0], "val": tests[0], "fte": 5.0, "origin": "a child of evolution",
+                "own": {"test": tests[0], "tests": tests}, "predictor": None}
+
+    both = {"lr": lr, "dlrm": dlrm, "search": [search(0, [0.0975, 0.0955]), search(1, [0.0975, 0.0955])]}
+    text = "\n".join(suite.goals([("a", both, {"bayes": 0.05})], 2))
+    assert "| 0.0975: +0.0025 (+1.8 sd) | 0.0965: +0.0035 (+2.5 sd) |" in text
+    assert "at both search seeds: 0 of 1 profiles (goal: at least 1) -> not met; its mean over the same " \
+           "training seeds as the baseline's: 1 of 1" in text
+    one = {**both, "search": [search(0, [0.0975, 0.0955]), search(1, [0.0975])]}  # seed 1 not retrained
+    assert "as the baseline's: 0 of 1" in "\n".join(suite.goals([("a", one, {"bayes": 0.05})], 2))
+
+
 def test_a_rewrite_keeps_the_hand_written_notes(tmp_path):
     suite = _suite()
     section = tmp_path / "s.md"
