@@ -504,6 +504,8 @@ def report(args) -> str:
         lines += ["", f"Not run for this table: {' and '.join(missing)} (`--methods search,random` adds them; the "
                   "search costs about 5.8 FTE per seed)."]
     extra = "".join(f" --set {x}" for x in args.set)
+    extra = (f" --recipe {args.recipe}" if args.recipe != RECIPE else "") + \
+        (f" --own-seeds {args.own_seeds}" if getattr(args, "own_seeds", 0) else "") + extra
     lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
               f"--train-seeds {args.train_seeds} --profiles {','.join(args.profiles)} "
               f"--methods {','.join(args.methods)}{extra}`", ""]
