@@ -115,10 +115,7 @@ class FixedCIN(nn.Module):
                 right: torch.Tensor) -> torch.Tensor:
         proj = self.proj
         z = dense if proj is None else proj(dense)
-        x0 = torch.cat([z.unsqueeze(1), sparse], dim=1).transpose(1, 2)  # [B, E, m]
-        b, e, m = x0.shape
-        xk, pooled = x0, []
+        weights: list[tuple[torch.Tensor, torch.Tensor]] = []
         for layer in self.layers:
-            xk = torch.relu(layer((xk.unsqueeze(3) * x0.unsqueeze(2)).reshape(b, e, -1)))
-            pooled.append(xk.sum(dim=1))
-        return torch.relu(self.ln(self.lin(torch.cat(pooled, dim=1))))
+            weights.append((layer.weight, layer.bias))
+        return torch.relu(self.ln(self.lin(cin_layers(torch.cat([z.unsqueeze(1), sparse], dim=1), weights))))
