@@ -16,8 +16,8 @@ fields' embeddings, and no FM block (on kdd2012-crosses deepfm-like is 0.0047 be
 benchmarks/RESULTS.md, "Neighbourhoods"). `xdeepfm-like` is xDeepFM (`ctrnas-small-cin`): the first-order
 term, a 400-400 deep tower over the dense features and the embeddings flattened, and beside it a CIN of 2 x 16
 maps over the embeddings and the dense features as one more token (xDeepFM's CIN reads the fields only),
-its pooled maps projected to 16 before the head. The others fit `ctrnas-small` and `ctrnas-full`; `BASELINE_ARCHS` start a search's population unless a recipe lists
-others (`search.seeds`).
+its pooled maps projected to 16 before the head. The others fit `ctrnas-small` and `ctrnas-full`;
+`BASELINE_ARCHS` start a search's population unless a recipe lists others (`search.seeds`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def baseline_arch(name: str) -> Arch:
     return Arch.from_json((ARCH_DIR / f"{name}.json").read_text())
 
 
-HOME_SPACES = ("ctrnas-small", "ctrnas-full", "ctrnas-small-fm", "ctrnas-small-cin")  # the presets the shipped archs fit, in order
+HOME_SPACES = ("ctrnas-small", "ctrnas-full", "ctrnas-small-fm",
+               "ctrnas-small-cin")  # the presets the shipped archs fit, in order
 
 
 def home_space(name: str) -> str:

@@ -129,9 +129,9 @@ PRESETS = {
 
 
 def space_record(config: SpaceConfig) -> dict[str, Any]:
-    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices, `first_order`, `field_fm`,
-    `branch_moves`) while at their defaults: a fingerprint written before the field existed (a warm-up, a final-stage job)
-    still matches, so those runs resume."""
+    """`config` as a plain dict for fingerprints, without `emb_dims` (or the table choices, `first_order`,
+    `field_fm`, `branch_moves`) while at their defaults: a fingerprint written before the field existed (a
+    warm-up, a final-stage job) still matches, so those runs resume."""
     from ctrnas.config import to_dict
 
     out = to_dict(config)

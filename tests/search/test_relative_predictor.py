@@ -184,7 +184,8 @@ def test_more_seed_archs_than_the_initial_population_is_an_error():
     from ctrnas.config import from_dict
     from ctrnas.search.build import SearchConfig, make_strategy
 
-    cfg = from_dict(SearchConfig, yaml.safe_load("evolution: {population_size: 2, tournament_size: 2}"), source="recipe.yaml")
+    cfg = from_dict(SearchConfig, yaml.safe_load("evolution: {population_size: 2, tournament_size: 2}"),
+                    source="recipe.yaml")
     seeds = [IntVector((i, 0, 0, 0, 0)) for i in range(3)]
     with pytest.raises(RecipeError, match="3 seed archs fit the space but search.evolution.population_size is 2"):
         make_strategy(cfg, SweptSpace(5, 5), seed=0, maximize=True, initial=seeds)

@@ -71,7 +71,8 @@ def test_export_equals_supernet_path_for_archs_with_cin():
     seen = set()
     for _ in range(40):
         arch = space.sample(rng)
-        cin = [arch.blocks[i - 1] for i, p in arch.live_parts().items() if p.dense and arch.blocks[i - 1].dense_op == "cin"]
+        cin = [arch.blocks[i - 1] for i, p in arch.live_parts().items()
+               if p.dense and arch.blocks[i - 1].dense_op == "cin"]
         if not cin:
             continue
         seen |= {(b.arg("depth"), b.arg("maps")) for b in cin}

@@ -4,10 +4,11 @@ A line is a seed (or a random draw) and all its descendants. Its root trains the
 final-stage training from scratch, as a prefix rung does (the same checkpoint in `RUN/search/prefix/<key>/`,
 which the final stage continues), and keeps its weights and Adagrad sums at that step (`graft.pt`). Every
 descendant, at any depth, starts from that state: each weight it shares with the root (same block number
-of the arch, same name within the block) gets the root's values in their overlapping slice (a wider or narrower layer keeps the slice both have, a new layer
-its own initial draw), and so do the optimizer's sums. Root and descendants then all train `extra` more steps
-on the same batches and learning-rate schedule and are scored on the search's validation rows, so the archs
-of a line are compared at the same point of training. This is hill climbing by network morphism (Elsken et
+of the arch, same name within the block) gets the root's values in their overlapping slice (a wider or
+narrower layer keeps the slice both have, a new layer its own initial draw), and so do the optimizer's
+sums. Root and descendants then all train `extra` more steps on the same batches and learning-rate
+schedule and are scored on the search's validation rows, so the archs of a line are compared at the same
+point of training. This is hill climbing by network morphism (Elsken et
 al., "Simple and efficient architecture search for CNNs", 2017; Net2Net, Chen et al. 2016) on top of the
 prefix rung's shared training.
 
