@@ -1,0 +1,309 @@
+"""The learnable floor of a synthetic profile: its click model's own form, with every parameter learned.
+
+    .venv/bin/python benchmarks/oracle.py --rows 1000000 --profiles kdd2012-dense-gates --train-seeds 2
+
+The generator (`ctrnas.data.synthetic`) writes the logit as a sum of components, each a known function of a
+few fields and counts with unknown tables. `OracleForm` is that sum with the same fields, pairs, triples,
+gates and widths, its tables and weights learned from the profile's training rows by the trainer that trains
+the baselines (the suite's final-stage settings and rows). No architecture of the search space knows which
+fields and pairs matter, so its test log loss is a practical floor for any of them at these rows: if it is
+not below the best baseline by more than the seed noise, no architecture can be either, and the gap between
+it and the Bayes optimum is the estimation error of the rows, which no architecture removes.
+
+Every training is cached in the suite's trainings file (`benchmarks/out/suite-<rows>k/<profile>`); the
+section goes to benchmarks/sections/oracle.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import _results  # noqa: E402
+import suite  # noqa: E402
+
+NOTES = _results.notes_marker("oracle.py")
+
+
+class _Tables(nn.Module):
+    """One `EmbeddingStem` of width `dim` holding tables for `fields` only (the others get width 0)."""
+
+    def __init__(self, schema, fields, dim: int, row_cap, std: float):
+        super().__init__()
+        from ctrnas.supernet.stem import EmbeddingStem
+
+        self.fields = sorted(set(int(f) for f in fields))
+        widths = [dim if f in self.fields else 0 for f in range(len(schema.sparse))]
+        self.stem = EmbeddingStem(schema, dim, row_cap, widths=widths)
+        with torch.no_grad():
+            for w in self.stem.embedding_parameters():
+                w.normal_(0.0, std)
+
+    def forward(self, kjt) -> torch.Tensor:
+        return self.stem(kjt)  # [B, F, dim]; fields without a table are zero
+
+    @torch.no_grad()
+    def set(self, values: dict) -> None:
+        """Table of field f <- values[f] ([rows] or [rows, dim])."""
+        for f, w in zip(self.fields, self.stem.embedding_parameters()):
+            w.copy_(torch.as_tensor(values[f], dtype=w.dtype).reshape(w.shape))
+
+
+class OracleForm(nn.Module):
+    """logit = bias + sum of the click model's active components, each in its own form with learned tables."""
+
+    def __init__(self, schema, click, row_cap=None, std: float = 0.02, rank: int | None = None, drop=(),
+                 shared: bool = False):
+        super().__init__()
+        from ctrnas.train.baselines.common import FirstOrder
+
+        s, D = click.settings, schema.dense_dim
+        r = self.rank = rank or s.rank  # the generator's code width, or wider (easier to fit)
+        on = {c for c, v in click.scale.items() if v > 0 and c not in drop}
+        self.on = on
+        self.register_buffer("t_mean", torch.tensor(click.t_mean, dtype=torch.float32))
+        self.register_buffer("t_std", torch.tensor(click.t_std, dtype=torch.float32))
+        self.first = FirstOrder(schema, row_cap)  # bias + linear counts + first order
+        # `shared`: every r-wide component reads one table per field, as a baseline's single embedding does
+        one = _Tables(schema, range(len(schema.sparse)), r, row_cap, std) if shared else None
+
+        def tables(fields):
+            return one if shared else _Tables(schema, fields, r, row_cap, std)
+        if "dense" in on:  # a sum of tanh ridges per count
+            self.ridge_a = nn.Parameter(torch.randn(D, 3))
+            self.ridge_c = nn.Parameter(torch.randn(D, 3) * 0.5)
+            self.ridge_w = nn.Parameter(torch.randn(D, 3) * 0.1)
+        if "pairwise" in on:
+            self.pairs = [tuple(p) for p in click.pairs]
+            self.v = tables([f for p in self.pairs for f in p])
+        if "triple" in on:
+            self.triples = [tuple(int(f) for f in t) for t in click.triples]
+            self.vt = tables([f for t in self.triples for f in t])
+        if "mlp" in on:
+            self.mlp_fields = [int(f) for f in click.mlp_fields]
+            self.u = tables(self.mlp_fields)
+            self.mlp = nn.Sequential(nn.Linear(r * len(self.mlp_fields) + D, s.mlp_hidden), nn.Tanh(),
+                                     nn.Linear(s.mlp_hidden, 1))
+        if "gate" in on:  # per gate: q at the gate field, e at the gated field
+            self.gates = [(int(g), int(h), int(j)) for g, h, j, _, _ in click.gates]
+            self.gate_tables = nn.ModuleList(_Tables(schema, [g, h], 1, row_cap, std) for g, h, _ in self.gates)
+            self.gate_ab = nn.Parameter(torch.tensor([[3.0, 3.0, 0.0]] * len(self.gates)))
+        if "bilinear" in on:
+            self.bpairs = [tuple(p) for p in click.bpairs]
+            self.b = tables([f for p in self.bpairs for f in p])
+            self.m = nn.Parameter(torch.randn(len(self.bpairs), r, r) / r)
+        if "dense_cat" in on:
+            self.cat_fields = list(click.cat_fields)
+            self.d = tables(self.cat_fields)
+            self.phi = nn.Linear(D, r)
+        if "dense_product" in on:
+            self.dpairs = [tuple(p) for p in click.dpairs]
+            self.dp_w = nn.Parameter(torch.zeros(len(self.dpairs)))
+        if "high_order" in on:
+            self.hterms = [(tuple(int(f) for f in fs), int(j)) for fs, j in click.hterms]
+            self.sc = _Tables(schema, [f for fs, _ in self.hterms for f in fs], 1, row_cap, std)
+            self.h_ab = nn.Parameter(torch.tensor([[1.0, 0.0]] * len(self.hterms)))
+
+    @torch.no_grad()
+    def load_truth(self, click) -> None:
+        """Set every parameter to the click model's own (its scales folded in), so the logit is the generator's:
+        the check that this form can represent the truth exactly (tests/test_benchmark_oracle.py)."""
+        import numpy as np
+
+        from ctrnas.data.synthetic import COMPONENTS
+
+        if self.rank != click.settings.rank:
+            raise ValueError(f"the truth has width {click.settings.rank}, this form {self.rank}")
+        sc = click.scale
+
+        def t(x):
+            return torch.as_tensor(np.asarray(x), dtype=torch.float32)
+
+        weights = self.first.weights.embedding_parameters()
+        for f, w in enumerate(weights):
+            w.copy_(t(click.w[f] * sc["first_order"]).reshape(w.shape))
+        if self.first.dense is not None:
+            self.first.dense.weight.zero_()
+            self.first.dense.bias.zero_()
+        self.first.bias.fill_(click.bias - sum(sc[c] * click.center[c] for c in COMPONENTS))
+        if "dense" in self.on:
+            self.ridge_a.copy_(t(click.ridge_s))
+            self.ridge_c.copy_(t(click.ridge_c))
+            self.ridge_w.copy_(t(click.ridge_a * sc["dense"]))
+        if "pairwise" in self.on:
+            self.v.set({f: click.v[f] * sc["pairwise"] ** 0.5 for f in self.v.fields})
+        if "triple" in self.on:
+            self.vt.set({f: click.vt[f] * sc["triple"] ** (1 / 3) for f in self.vt.fields})
+        if "mlp" in self.on:
+            self.u.set({f: click.u[f] for f in self.u.fields})
+            self.mlp[0].weight.copy_(t(click.w1.T))
+            self.mlp[0].bias.copy_(t(click.b1))
+            self.mlp[2].weight.copy_(t(click.w2[None] * sc["mlp"]))
+            self.mlp[2].bias.zero_()
+        if "gate" in self.on:
+            for tab, ab, (g, h, _, q, e) in zip(self.gate_tables, self.gate_ab, click.gates):
+                tab.set({g: q, h: e * sc["gate"]})
+                ab.copy_(torch.tensor([3.0, 3.0, 0.0]))
+        if "bilinear" in self.on:
+            self.b.set({f: click.b[f] for f in self.b.fields})
+            self.m.copy_(t(np.stack([click.m[p] * sc["bilinear"] for p in click.bpairs])))
+        if "dense_cat" in self.on:
+            self.d.set({f: click.d[f] * sc["dense_cat"] for f in self.d.fields})
+            self.phi.weight.copy_(t(click.cat_a.T))
+            self.phi.bias.copy_(t(click.cat_c))
+        if "dense_product" in self.on:
+            self.dp_w.fill_(sc["dense_product"])
+        if "high_order" in self.on:
+            self.sc.set({f: click.sc[f] * sc["high_order"] ** (1 / 3) for f in self.sc.fields})
+            self.h_ab.copy_(torch.tensor([[1.0, 0.0]] * len(self.hterms)))
+
+    def forward(self, dense: torch.Tensor, kjt) -> torch.Tensor:
+        t = (dense - self.t_mean) / self.t_std
+        out = self.first(dense, kjt)
+        if "dense" in self.on:
+            out = out + (self.ridge_w * torch.tanh(self.ridge_a * (t[:, :, None] - self.ridge_c))).sum((1, 2))
+        if "pairwise" in self.on:
+            v = self.v(kjt)
+            out = out + sum((v[:, f] * v[:, g]).sum(1) for f, g in self.pairs)
+        if "triple" in self.on:
+            v = self.vt(kjt)
+            out = out + sum((v[:, f] * v[:, g] * v[:, h]).sum(1) for f, g, h in self.triples)
+        if "mlp" in self.on:
+            u = self.u(kjt)
+            out = out + self.mlp(torch.cat([u[:, f] for f in self.mlp_fields] + [t], 1)).squeeze(1)
+        if "gate" in self.on:
+            for (g, h, j), tab, ab in zip(self.gates, self.gate_tables, self.gate_ab):
+                x = tab(kjt)[:, :, 0]
+                out = out + torch.sigmoid(ab[0] * x[:, g] + ab[1] * t[:, j] + ab[2]) * x[:, h]
+        if "bilinear" in self.on:
+            b = self.b(kjt)
+            out = out + sum(torch.einsum("bk,kl,bl->b", b[:, f], m, b[:, g]) for (f, g), m in zip(self.bpairs, self.m))
+        if "dense_cat" in self.on:
+            d, phi = self.d(kjt), torch.tanh(self.phi(t))
+            out = out + sum((phi * d[:, f]).sum(1) for f in self.cat_fields)
+        if "dense_product" in self.on:
+            out = out + sum(w * t[:, i] * t[:, j] for w, (i, j) in zip(self.dp_w, self.dpairs))
+        if "high_order" in self.on:
+            sc = self.sc(kjt)[:, :, 0]
+            out = out + sum(sc[:, f] * sc[:, g] * sc[:, h] * (ab[0] * t[:, j] + ab[1])
+                            for ((f, g, h), j), ab in zip(self.hterms, self.h_ab))
+        return out
+
+
+def click_model(data):
+    """The generator's click model of a synthetic data folder, rebuilt from its meta.json."""
+    from ctrnas.data.synthetic import build, make_settings
+
+    meta = data.meta
+    settings = {k: v for k, v in meta["settings"].items()}
+    settings["split"] = tuple(settings["split"])
+    return build(meta["source"]["profile"], meta["source"]["seed"], make_settings(**settings))[1]
+
+
+def _variant(args) -> str:
+    return (f"std{args.std}" + (f"-r{args.rank}" if args.rank else "") + "".join(f"-no-{c}" for c in args.drop)
+            + ("-shared" if args.shared else ""))
+
+
+def run(args, profile: str, cache) -> None:
+    from ctrnas import api
+    from ctrnas.train.run import train_and_test
+
+    recipe = suite.recipe_for(args, profile)
+    data = api.prepare_data(recipe)
+    settings = suite._settings(recipe, data)
+    rows = {k: v for k, v in settings["rows"].items() if v is not None}
+    click = click_model(data)
+    for seed in range(args.train_seeds):
+        key = f"oracle:{_variant(args)}@{seed}:{suite._key(settings)}"
+        if cache.get(key):
+            continue
+        cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
+        t0 = time.perf_counter()
+        torch.manual_seed(seed)
+        model = OracleForm(data.schema, click, cfg.row_cap, std=args.std, rank=args.rank,
+                            drop=args.drop, shared=args.shared)
+        m = train_and_test(model, data.path, cfg, None, "oracle", **rows)
+        r = {"model": "oracle", "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
+             "seconds": time.perf_counter() - t0, "components": sorted(model.on)}
+        cache.put(key, r)
+        print(f"{profile} oracle seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
+
+
+def _mean_sd(xs):
+    return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0) if xs else (None, None)
+
+
+def report(args) -> str:
+    lines = [f"## Learnable floor: the click model's own form, learned (issue 28, {args.rows // 1000}k rows)", "",
+             "Command: `python benchmarks/oracle.py " + " ".join(args.argv) + "`", "",
+             "| profile | Bayes optimum | LR | best baseline (mean, sd) | oracle form (mean, sd) | oracle - best baseline "
+             "| share of LR's gap to Bayes the oracle form closes beyond the best baseline |",
+             "|---|---|---|---|---|---|---|"]
+    for profile in args.profiles:
+        cache = suite.Cache(args, profile)
+        truth = suite._truth(args, profile)
+        base, orc = {}, []
+        for k, r in cache.data.items():
+            if k.startswith("baseline:"):
+                base.setdefault(r["model"], []).append(r["test"])
+            elif k.startswith(f"oracle:{_variant(args)}@"):
+                orc.append(r["test"])
+        if not base or not orc:
+            continue
+        best = min(base, key=lambda b: statistics.mean(base[b]))
+        bm, bs = _mean_sd(base[best])
+        om, osd = _mean_sd(orc)
+        lr = statistics.mean(base["lr"]) if "lr" in base else None
+        share = (bm - om) / (lr - truth["bayes"]) if lr and truth["bayes"] else None
+        lines.append(f"| {profile} | {truth['bayes']:.4f} | {lr:.4f} | {best} {bm:.4f} ({bs:.4f}, {len(base[best])}) "
+                     f"| {om:.4f} ({osd:.4f}, {len(orc)}) | {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) "
+                     f"| {100 * share:.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--profiles", default="kdd2012-dense-by-category,kdd2012-crosses,kdd2012-dense-gates,"
+                                          "kdd2012-deep,avazu-pairwise")
+    ap.add_argument("--train-seeds", type=int, default=2)
+    ap.add_argument("--std", type=float, default=0.02, help="the learned tables' initial std")
+    ap.add_argument("--rank", type=int, default=16,
+                    help="the product tables' width (0: the generator's own, 4; wider trains better)")
+    ap.add_argument("--drop", default="", help="components to leave out (an ablation: what each is worth)")
+    ap.add_argument("--shared", action="store_true", help="one r-wide table per field for every component")
+    ap.add_argument("--recipe", default=suite.RECIPE)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe overrides (as suite.py's)")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--section", default=None)
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    args.argv = list(argv if argv is not None else sys.argv[1:])
+    args.profiles = [p for p in args.profiles.split(",") if p]
+    args.drop = sorted(c for c in args.drop.split(",") if c)
+    from ctrnas.data.synthetic import COMPONENTS
+
+    if set(args.drop) - set(COMPONENTS):
+        ap.error(f"--drop: unknown {', '.join(sorted(set(args.drop) - set(COMPONENTS)))}; known: {', '.join(COMPONENTS)}")
+    args.workers = 1
+    args.out = Path(args.out or ROOT / f"benchmarks/out/suite-{args.rows // 1000}k")
+    if not args.report_only:
+        for profile in args.profiles:
+            run(args, profile, suite.Cache(args, profile))
+    _results.publish(report(args), Path(args.section or ROOT / "benchmarks/sections/oracle.md"), NOTES)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
