@@ -1,17 +1,19 @@
-"""The learnable floor of a synthetic profile: its click model's own form, with every parameter learned.
+"""Room beyond the baselines on a synthetic profile: its click model's own form, with every parameter learned.
 
-    .venv/bin/python benchmarks/oracle.py --rows 1000000 --profiles kdd2012-dense-gates --train-seeds 2
+    .venv/bin/python benchmarks/oracle.py --rows 1000000 --train-seeds 4
 
 The generator (`ctrnas.data.synthetic`) writes the logit as a sum of components, each a known function of a
 few fields and counts with unknown tables. `OracleForm` is that sum with the same fields, pairs, triples,
-gates and widths, its tables and weights learned from the profile's training rows by the trainer that trains
-the baselines (the suite's final-stage settings and rows). No architecture of the search space knows which
-fields and pairs matter, so its test log loss is a practical floor for any of them at these rows: if it is
-not below the best baseline by more than the seed noise, no architecture can be either, and the gap between
-it and the Bayes optimum is the estimation error of the rows, which no architecture removes.
+gates and dense terms, each component on tables of its own (`--rank` wide; `--shared`: one table per field
+for all, as every arch of the search space has), learned from the profile's training rows by the trainer and
+settings that train the suite's baselines. No arch of the search space knows which fields, pairs and forms
+matter, so where this form, trained as well as the baselines are, is not below the best baseline by more than
+the seed noise, a search has no evidence of room to win there. It is not a bound: a form whose products
+train badly (three-table products, kdd2012-crosses) can end above the baselines; the report shows it.
 
-Every training is cached in the suite's trainings file (`benchmarks/out/suite-<rows>k/<profile>`); the
-section goes to benchmarks/sections/oracle.md.
+Every training is cached in the suite's trainings file (`benchmarks/out/suite-<rows>k/<profile>`), beside
+the baselines it is compared with (`benchmarks/suite.py --methods baselines`); the section goes to
+benchmarks/sections/oracle.md. `--drop` leaves components out (what each is worth).
 """
 
 from __future__ import annotations
@@ -200,6 +202,76 @@ class OracleForm(nn.Module):
         return out
 
 
+class _DenseByField(nn.Module):
+    """sum_f <P relu(MLP(counts)), e_f>: a DLRM-style dense-by-field term straight into the logit."""
+
+    def __init__(self, schema, dim: int, row_cap):
+        super().__init__()
+        from ctrnas.supernet.stem import EmbeddingStem
+
+        self.stem = EmbeddingStem(schema, dim, row_cap)
+        self.bottom = nn.Sequential(nn.Linear(schema.dense_dim, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(),
+                                    nn.Linear(128, dim))
+
+    def forward(self, dense, kjt):
+        return (self.bottom(dense)[:, None, :] * self.stem(kjt)).sum((1, 2))
+
+
+class TwoSets(nn.Module):
+    """Two models' logits summed, on two table sets (one per model, Guo et al. 2023's multi-embedding) or,
+    `shared`, the second reading the first's tables: does a second table set per field pay?"""
+
+    def __init__(self, first: nn.Module, second: nn.Module, shared: bool):
+        super().__init__()
+        self.first, self.second = first, second
+        if shared:
+            self.second.stem = self.first.stem
+
+    def forward(self, dense, kjt):
+        return self.first(dense, kjt) + self.second(dense, kjt)
+
+
+class XDeepFMTwoSets(nn.Module):
+    """xDeepFM with its CIN and its deep part on separate table sets."""
+
+    def __init__(self, schema, dim: int, row_cap):
+        super().__init__()
+        from ctrnas.supernet.stem import EmbeddingStem
+        from ctrnas.train.baselines.xdeepfm import XDeepFM
+
+        self.x = XDeepFM(schema, dim, row_cap)
+        self.deep_stem = EmbeddingStem(schema, dim, row_cap)
+
+    def forward(self, dense, kjt):
+        from ctrnas.train.baselines.common import flat_input
+
+        x = self.x
+        return (x.linear(dense, kjt) + x.cin_out(x.cin(x.stem(kjt))).squeeze(1)
+                + x.deep(flat_input(dense, self.deep_stem(kjt))).squeeze(1))
+
+
+def _probe(name: str, schema, row_cap, seed: int) -> nn.Module:
+    """The hand-built multi-table models of the report's probe table (`--probes`)."""
+    from ctrnas.train.baselines import build_baseline
+
+    def base(n, dim=16):
+        return build_baseline(n, schema, dim, row_cap, seed=seed)
+
+    probes = {
+        "xdeepfm-32": lambda: base("xdeepfm", 32),
+        "xdeepfm-two-sets": lambda: XDeepFMTwoSets(schema, 16, row_cap),
+        "xdeepfm+dense-by-field": lambda: TwoSets(base("xdeepfm"), _DenseByField(schema, 16, row_cap), False),
+        "xdeepfm+dense-by-field-shared": lambda: TwoSets(base("xdeepfm"), _DenseByField(schema, 16, row_cap), True),
+        "dlrm+fm": lambda: TwoSets(base("dlrm"), base("fm"), False),
+        "dlrm+fm-shared": lambda: TwoSets(base("dlrm"), base("fm"), True),
+    }
+    return probes[name]()
+
+
+PROBES = ("xdeepfm-32", "xdeepfm-two-sets", "xdeepfm+dense-by-field", "xdeepfm+dense-by-field-shared", "dlrm+fm",
+          "dlrm+fm-shared")
+
+
 def click_model(data):
     """The generator's click model of a synthetic data folder, rebuilt from its meta.json."""
     from ctrnas.data.synthetic import build, make_settings
@@ -238,38 +310,91 @@ def run(args, profile: str, cache) -> None:
              "seconds": time.perf_counter() - t0, "components": sorted(model.on)}
         cache.put(key, r)
         print(f"{profile} oracle seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
+    for name in args.probes:
+        for seed in range(args.train_seeds):
+            key = f"probe:{name}@{seed}:{suite._key(settings)}"
+            if cache.get(key):
+                continue
+            cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
+            t0 = time.perf_counter()
+            torch.manual_seed(seed)
+            m = train_and_test(_probe(name, data.schema, cfg.row_cap, seed), data.path, cfg, None, name, **rows)
+            r = {"model": name, "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
+                 "seconds": time.perf_counter() - t0}
+            cache.put(key, r)
+            print(f"{profile} probe {name} seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
 
 
 def _mean_sd(xs):
     return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0) if xs else (None, None)
 
 
+def _cached(args, profile: str) -> tuple[dict, dict]:
+    """(baseline -> test log losses, oracle variant -> ..., probe -> ...) from the profile's trainings file."""
+    base, orc, probes = {}, {}, {}
+    for k, r in suite.Cache(args, profile).data.items():
+        if k.startswith("baseline:"):
+            base.setdefault(r["model"], []).append(r["test"])
+        elif k.startswith("oracle:"):
+            orc.setdefault(k[len("oracle:"):k.index("@")], []).append(r["test"])
+        elif k.startswith("probe:"):
+            probes.setdefault(r["model"], []).append(r["test"])
+    return base, orc, probes
+
+
+def _cell(xs) -> str:
+    m, sd = _mean_sd(xs)
+    return f"{m:.4f} ({sd:.4f}, {len(xs)})" if len(xs) > 1 else f"{m:.4f} (1 seed)"
+
+
 def report(args) -> str:
-    lines = [f"## Learnable floor: the click model's own form, learned (issue 28, {args.rows // 1000}k rows)", "",
-             "Command: `python benchmarks/oracle.py " + " ".join(args.argv) + "`", "",
-             "| profile | Bayes optimum | LR | best baseline (mean, sd) | oracle form (mean, sd) | oracle - best baseline "
-             "| share of LR's gap to Bayes the oracle form closes beyond the best baseline |",
+    main = _variant(args)
+    lines = [f"## Room beyond the baselines: the click model's own form, learned (issue 28, {args.rows // 1000}k rows)",
+             "",
+             "Command: `python benchmarks/oracle.py " + " ".join(a for a in args.argv if a != "--report-only") + "`",
+             "",
+             f"The oracle form `{main}` (test log loss: mean (sd, training seeds)) against the best baseline of the "
+             "suite's cached trainings (`benchmarks/suite.py --methods baselines`); the gap column is the share of "
+             "LR's gap to the Bayes optimum the form closes beyond the best baseline.", "",
+             "| profile | Bayes optimum | LR | best baseline | oracle form | oracle - best baseline | gap |",
              "|---|---|---|---|---|---|---|"]
+    variants, probes = [], []
     for profile in args.profiles:
-        cache = suite.Cache(args, profile)
         truth = suite._truth(args, profile)
-        base, orc = {}, []
-        for k, r in cache.data.items():
-            if k.startswith("baseline:"):
-                base.setdefault(r["model"], []).append(r["test"])
-            elif k.startswith(f"oracle:{_variant(args)}@"):
-                orc.append(r["test"])
-        if not base or not orc:
+        base, orc, probed = _cached(args, profile)
+        variants += [(profile, v, xs) for v, xs in sorted(orc.items())]
+        if probed and base:
+            best = min(base, key=lambda b: statistics.mean(base[b]))
+            bm, bs = _mean_sd(base[best])
+            probes += [(profile, p, xs, statistics.mean(xs) - bm, bs) for p, xs in sorted(probed.items())]
+        if main not in orc:
+            continue
+        om = statistics.mean(orc[main])
+        if not base:
+            lines.append(f"| {profile} | {truth['bayes']:.4f} | - | - (no cached baselines) | {_cell(orc[main])} "
+                         "| - | - |")
             continue
         best = min(base, key=lambda b: statistics.mean(base[b]))
         bm, bs = _mean_sd(base[best])
-        om, osd = _mean_sd(orc)
         lr = statistics.mean(base["lr"]) if "lr" in base else None
-        share = (bm - om) / (lr - truth["bayes"]) if lr and truth["bayes"] else None
-        lines.append(f"| {profile} | {truth['bayes']:.4f} | {lr:.4f} | {best} {bm:.4f} ({bs:.4f}, {len(base[best])}) "
-                     f"| {om:.4f} ({osd:.4f}, {len(orc)}) | {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) "
-                     f"| {100 * share:.1f}% |")
+        share = f"{100 * (bm - om) / (lr - truth['bayes']):.1f}%" if lr and truth["bayes"] else "-"
+        lines.append(f"| {profile} | {truth['bayes']:.4f} | {_f(lr)} | {best} {_cell(base[best])} | {_cell(orc[main])} "
+                     f"| {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) | {share} |")
+    lines += ["", "Every variant trained (`std`: the tables' initial sd; `r`: the product tables' width, none: the "
+              "generator's 4; `no-X`: component X left out; `shared`: one table per field for all components):", "",
+              "| profile | variant | test log loss |", "|---|---|---|"]
+    lines += [f"| {p} | {v} | {_cell(xs)} |" for p, v, xs in variants]
+    if probes:
+        lines += ["", "Probes (`--probes`): hand-built models with a second table set per field, or xDeepFM at "
+                  "width 32, against the best baseline:", "",
+                  "| profile | probe | test log loss | - best baseline |", "|---|---|---|---|"]
+        lines += [f"| {p} | {n} | {_cell(xs)} | {d:+.4f} ({d / bs if bs else 0:+.1f} sd) |"
+                  for p, n, xs, d, bs in probes]
     return "\n".join(lines) + "\n"
+
+
+def _f(x) -> str:
+    return "-" if x is None else f"{x:.4f}"
 
 
 def main(argv=None) -> int:
@@ -283,6 +408,7 @@ def main(argv=None) -> int:
                     help="the product tables' width (0: the generator's own, 4; wider trains better)")
     ap.add_argument("--drop", default="", help="components to leave out (an ablation: what each is worth)")
     ap.add_argument("--shared", action="store_true", help="one r-wide table per field for every component")
+    ap.add_argument("--probes", default="", help=f"hand-built models to train too ({', '.join(PROBES)})")
     ap.add_argument("--recipe", default=suite.RECIPE)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe overrides (as suite.py's)")
     ap.add_argument("--out", default=None)
@@ -294,8 +420,13 @@ def main(argv=None) -> int:
     args.drop = sorted(c for c in args.drop.split(",") if c)
     from ctrnas.data.synthetic import COMPONENTS
 
-    if set(args.drop) - set(COMPONENTS):
-        ap.error(f"--drop: unknown {', '.join(sorted(set(args.drop) - set(COMPONENTS)))}; known: {', '.join(COMPONENTS)}")
+    args.probes = [p for p in args.probes.split(",") if p]
+    unknown = sorted(set(args.probes) - set(PROBES))
+    if unknown:
+        ap.error(f"--probes: unknown {', '.join(unknown)}; known: {', '.join(PROBES)}")
+    unknown = sorted(set(args.drop) - set(COMPONENTS))
+    if unknown:
+        ap.error(f"--drop: unknown {', '.join(unknown)}; known: {', '.join(COMPONENTS)}")
     args.workers = 1
     args.out = Path(args.out or ROOT / f"benchmarks/out/suite-{args.rows // 1000}k")
     if not args.report_only:

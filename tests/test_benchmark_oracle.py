@@ -67,7 +67,7 @@ def test_oracle_form_learns_and_reports_against_the_baselines(tmp_path, capsys):
     with pytest.raises(SystemExit):
         oracle.main(["--drop", "gates", "--report-only", "--out", str(out), "--section", str(tmp_path / "x.md")])
     argv = ["--rows", "20000", "--profiles", "kdd2012-dense-gates", "--out", str(out), "--section",
-            str(tmp_path / "o.md"), "--set", settings]
+            str(tmp_path / "o.md"), "--set", settings, "--probes", "dlrm+fm"]
     assert oracle.main(argv) == 0
     cache = suite.Cache(type("A", (), {"out": out})(), "kdd2012-dense-gates").data
     lr = [r["test"] for k, r in cache.items() if k.startswith("baseline:lr@")]
@@ -78,6 +78,26 @@ def test_oracle_form_learns_and_reports_against_the_baselines(tmp_path, capsys):
     assert all(bayes < r["test"] for r in orc)
     text = (tmp_path / "o.md").read_text()
     assert "| kdd2012-dense-gates |" in text and "| lr " in text
+    probes = sorted(r["seed"] for k, r in cache.items() if k.startswith("probe:dlrm+fm@"))
+    assert probes == [0, 1] and "| kdd2012-dense-gates | dlrm+fm |" in text
     capsys.readouterr()
     assert oracle.main(argv) == 0  # cached: nothing trains again
-    assert "oracle seed" not in capsys.readouterr().out
+    assert "seed" not in capsys.readouterr().out.split("## Room")[0]
+
+
+def test_probes_build_two_table_sets_and_train_through_the_same_forward():
+    oracle = _oracle()
+    settings = make_settings(**{**structure_overrides("dense-gates"), "cardinality_cap": 300, "calibration_rows": 2000})
+    features, _ = build("kdd2012", 2, settings)
+    ids, dense = features.sample(np.random.default_rng(0), 40)
+    schema, d, kjt = _inputs(features, ids, dense)
+    from ctrnas.train.trainer import split_parameters
+
+    for name in oracle.PROBES:
+        model = oracle._probe(name, schema, None, seed=0)
+        assert model(d, kjt).shape == (40,)
+        tables, _ = split_parameters(model)
+        per_field = len(tables) // len(schema.sparse)
+        # two table sets (plus the first-order tables) unless shared or a single model
+        want = {"xdeepfm-32": 2}.get(name, 2 if "shared" in name else 3)
+        assert per_field == want, (name, per_field)
