@@ -76,6 +76,12 @@ class OracleForm(nn.Module):
         self.register_buffer("t_mean", torch.tensor(click.t_mean, dtype=torch.float32))
         self.register_buffer("t_std", torch.tensor(click.t_std, dtype=torch.float32))
         self.first = FirstOrder(schema, row_cap)  # bias + linear counts + first order
+        self.signal = sorted(int(f) for f in click.signal)
+        if len(self.signal) < len(schema.sparse):  # noise fields get no first-order table (their weights are 0)
+            from ctrnas.supernet.stem import EmbeddingStem
+
+            self.first.weights = EmbeddingStem(schema, 1, row_cap,
+                                               widths=[int(f in self.signal) for f in range(len(schema.sparse))])
         # `shared`: every r-wide component reads one table per field, as a baseline's single embedding does
         one = _Tables(schema, range(len(schema.sparse)), r, row_cap, std) if shared else None
 
@@ -132,7 +138,7 @@ class OracleForm(nn.Module):
             return torch.as_tensor(np.asarray(x), dtype=torch.float32)
 
         weights = self.first.weights.embedding_parameters()
-        for f, w in enumerate(weights):
+        for f, w in zip(self.signal, weights):
             w.copy_(t(click.w[f] * sc["first_order"]).reshape(w.shape))
         if self.first.dense is not None:
             self.first.dense.weight.zero_()
