@@ -295,7 +295,6 @@ def _variant(args) -> str:
 
 def run(args, profile: str, cache) -> None:
     from ctrnas import api
-    from ctrnas.train.run import train_and_test
 
     recipe = suite.recipe_for(args, profile)
     data = api.prepare_data(recipe)
@@ -303,32 +302,32 @@ def run(args, profile: str, cache) -> None:
     rows = {k: v for k, v in settings["rows"].items() if v is not None}
     click = click_model(data)
     for seed in range(args.train_seeds):
-        key = f"oracle:{_variant(args)}@{seed}:{suite._key(settings)}"
-        if cache.get(key):
-            continue
-        cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
-        t0 = time.perf_counter()
-        torch.manual_seed(seed)
-        model = OracleForm(data.schema, click, cfg.row_cap, std=args.std, rank=args.rank,
-                            drop=args.drop, shared=args.shared)
-        m = train_and_test(model, data.path, cfg, None, "oracle", **rows)
-        r = {"model": "oracle", "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
-             "seconds": time.perf_counter() - t0, "components": sorted(model.on)}
-        cache.put(key, r)
-        print(f"{profile} oracle seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
+        _train(cache, f"oracle:{_variant(args)}@{seed}:{suite._key(settings)}", profile, "oracle", seed, recipe, data,
+               rows, lambda cfg: OracleForm(data.schema, click, cfg.row_cap, std=args.std, rank=args.rank,
+                                            drop=args.drop, shared=args.shared))
     for name in args.probes:
         for seed in range(args.train_seeds):
-            key = f"probe:{name}@{seed}:{suite._key(settings)}"
-            if cache.get(key):
-                continue
-            cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
-            t0 = time.perf_counter()
-            torch.manual_seed(seed)
-            m = train_and_test(_probe(name, data.schema, cfg.row_cap, seed), data.path, cfg, None, name, **rows)
-            r = {"model": name, "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
-                 "seconds": time.perf_counter() - t0}
-            cache.put(key, r)
-            print(f"{profile} probe {name} seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
+            _train(cache, f"probe:{name}@{seed}:{suite._key(settings)}", profile, name, seed, recipe, data, rows,
+                   lambda cfg: _probe(name, data.schema, cfg.row_cap, seed))
+
+
+def _train(cache, key: str, profile: str, name: str, seed: int, recipe, data, rows: dict, build) -> None:
+    """Train `build(cfg)` as the suite trains its baselines at training seed `seed`, unless `key` is cached."""
+    from ctrnas.train.run import train_and_test
+
+    if cache.get(key):
+        return
+    cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
+    t0 = time.perf_counter()
+    torch.manual_seed(seed)
+    model = build(cfg)
+    m = train_and_test(model, data.path, cfg, None, name, **rows)
+    r = {"model": name, "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
+         "seconds": time.perf_counter() - t0}
+    if isinstance(model, OracleForm):
+        r["components"] = sorted(model.on)
+    cache.put(key, r)
+    print(f"{profile} {name} seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
 
 
 def _mean_sd(xs):
