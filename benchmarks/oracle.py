@@ -256,6 +256,19 @@ class XDeepFMTwoSets(nn.Module):
                 + x.deep(flat_input(dense, self.deep_stem(kjt))).squeeze(1))
 
 
+class _CountsMLP(nn.Module):
+    """An MLP over the counts alone (their ridges and products), no tables."""
+
+    def __init__(self, schema):
+        super().__init__()
+        self.stem = None  # nothing to share
+        self.net = nn.Sequential(nn.Linear(schema.dense_dim, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                                 nn.Linear(64, 1))
+
+    def forward(self, dense, kjt):
+        return self.net(dense).squeeze(1)
+
+
 def _probe(name: str, schema, row_cap, seed: int) -> nn.Module:
     """The hand-built multi-table models of the report's probe table (`--probes`)."""
     from ctrnas.train.baselines import build_baseline
@@ -270,12 +283,17 @@ def _probe(name: str, schema, row_cap, seed: int) -> nn.Module:
         "xdeepfm+dense-by-field-shared": lambda: TwoSets(base("xdeepfm"), _DenseByField(schema, 16, row_cap), True),
         "dlrm+fm": lambda: TwoSets(base("dlrm"), base("fm"), False),
         "dlrm+fm-shared": lambda: TwoSets(base("dlrm"), base("fm"), True),
+        # the form's terms without its field knowledge: FM on every pair, a dense-by-field term on every field
+        "fm+dense-by-field": lambda: TwoSets(TwoSets(base("fm"), _DenseByField(schema, 16, row_cap), False),
+                                             _CountsMLP(schema), False),
+        "fm+dense-by-field-shared": lambda: TwoSets(TwoSets(base("fm"), _DenseByField(schema, 16, row_cap), True),
+                                                    _CountsMLP(schema), False),
     }
     return probes[name]()
 
 
 PROBES = ("xdeepfm-32", "xdeepfm-two-sets", "xdeepfm+dense-by-field", "xdeepfm+dense-by-field-shared", "dlrm+fm",
-          "dlrm+fm-shared")
+          "dlrm+fm-shared", "fm+dense-by-field", "fm+dense-by-field-shared")
 
 
 def click_model(data):
