@@ -87,6 +87,8 @@ class OracleForm(nn.Module):
 
         def tables(fields):
             return one if shared else _Tables(schema, fields, r, row_cap, std)
+
+        self.shared = shared
         if "dense" in on:  # a sum of tanh ridges per count
             self.ridge_a = nn.Parameter(torch.randn(D, 3))
             self.ridge_c = nn.Parameter(torch.randn(D, 3) * 0.5)
@@ -132,6 +134,8 @@ class OracleForm(nn.Module):
 
         if self.rank != click.settings.rank:
             raise ValueError(f"the truth has width {click.settings.rank}, this form {self.rank}")
+        if self.shared:
+            raise ValueError("one shared table per field cannot hold every term's own codes")
         sc = click.scale
 
         def t(x):

@@ -54,6 +54,10 @@ def test_oracle_form_options_widen_and_drop_components():
     assert wide(d, kjt).shape == (50,)
     with pytest.raises(ValueError, match="width 4"):
         wide.load_truth(click)  # the truth has the generator's width only
+    shared = oracle.OracleForm(schema, click, shared=True)
+    assert shared.d is shared.v  # one table set for every term
+    with pytest.raises(ValueError, match="shared"):
+        shared.load_truth(click)
 
 
 def test_oracle_form_learns_and_reports_against_the_baselines(tmp_path, capsys):
