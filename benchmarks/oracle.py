@@ -33,6 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 import _results  # noqa: E402
 import suite  # noqa: E402
+from ctrnas.data.synthetic import COMPONENTS, build, make_settings  # noqa: E402
+from ctrnas.supernet.stem import EmbeddingStem  # noqa: E402
+from ctrnas.train.baselines import build_baseline  # noqa: E402
+from ctrnas.train.baselines.common import FirstOrder, flat_input  # noqa: E402
+from ctrnas.train.baselines.xdeepfm import XDeepFM  # noqa: E402
 
 NOTES = _results.notes_marker("oracle.py")
 
@@ -42,8 +47,6 @@ class _Tables(nn.Module):
 
     def __init__(self, schema, fields, dim: int, row_cap, std: float):
         super().__init__()
-        from ctrnas.supernet.stem import EmbeddingStem
-
         self.fields = sorted(set(int(f) for f in fields))
         widths = [dim if f in self.fields else 0 for f in range(len(schema.sparse))]
         self.stem = EmbeddingStem(schema, dim, row_cap, widths=widths)
@@ -67,8 +70,6 @@ class OracleForm(nn.Module):
     def __init__(self, schema, click, row_cap=None, std: float = 0.02, rank: int | None = None, drop=(),
                  shared: bool = False):
         super().__init__()
-        from ctrnas.train.baselines.common import FirstOrder
-
         s, D = click.settings, schema.dense_dim
         r = self.rank = rank or s.rank  # the generator's code width, or wider (easier to fit)
         on = {c for c, v in click.scale.items() if v > 0 and c not in drop}
@@ -78,9 +79,7 @@ class OracleForm(nn.Module):
         self.first = FirstOrder(schema, row_cap)  # bias + linear counts + first order
         self.signal = sorted(int(f) for f in click.signal)
         if len(self.signal) < len(schema.sparse):  # noise fields get no first-order table (their weights are 0)
-            from ctrnas.supernet.stem import EmbeddingStem
-
-            self.first.weights = EmbeddingStem(schema, 1, row_cap,
+                self.first.weights = EmbeddingStem(schema, 1, row_cap,
                                                widths=[int(f in self.signal) for f in range(len(schema.sparse))])
         # `shared`: every r-wide component reads one table per field, as a baseline's single embedding does
         one = _Tables(schema, range(len(schema.sparse)), r, row_cap, std) if shared else None
@@ -129,8 +128,6 @@ class OracleForm(nn.Module):
         """Set every parameter to the click model's own (its scales folded in), so the logit is the generator's:
         the check that this form can represent the truth exactly (tests/test_benchmark_oracle.py)."""
         import numpy as np
-
-        from ctrnas.data.synthetic import COMPONENTS
 
         if self.rank != click.settings.rank:
             raise ValueError(f"the truth has width {click.settings.rank}, this form {self.rank}")
@@ -217,8 +214,6 @@ class _DenseByField(nn.Module):
 
     def __init__(self, schema, dim: int, row_cap):
         super().__init__()
-        from ctrnas.supernet.stem import EmbeddingStem
-
         self.stem = EmbeddingStem(schema, dim, row_cap)
         self.bottom = nn.Sequential(nn.Linear(schema.dense_dim, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(),
                                     nn.Linear(128, dim))
@@ -246,15 +241,10 @@ class XDeepFMTwoSets(nn.Module):
 
     def __init__(self, schema, dim: int, row_cap):
         super().__init__()
-        from ctrnas.supernet.stem import EmbeddingStem
-        from ctrnas.train.baselines.xdeepfm import XDeepFM
-
         self.x = XDeepFM(schema, dim, row_cap)
         self.deep_stem = EmbeddingStem(schema, dim, row_cap)
 
     def forward(self, dense, kjt):
-        from ctrnas.train.baselines.common import flat_input
-
         x = self.x
         return (x.linear(dense, kjt) + x.cin_out(x.cin(x.stem(kjt))).squeeze(1)
                 + x.deep(flat_input(dense, self.deep_stem(kjt))).squeeze(1))
@@ -273,39 +263,44 @@ class _CountsMLP(nn.Module):
         return self.net(dense).squeeze(1)
 
 
+def _pair(first, second, shared=False):
+    return lambda schema, row_cap, seed: TwoSets(first(schema, row_cap, seed), second(schema, row_cap, seed), shared)
+
+
+def _baseline(name: str, dim: int = 16):
+    return lambda schema, row_cap, seed: build_baseline(name, schema, dim, row_cap, seed=seed)
+
+
+def _dense_by_field(schema, row_cap, seed):
+    return _DenseByField(schema, 16, row_cap)
+
+
+def _counts_mlp(schema, row_cap, seed):
+    return _CountsMLP(schema)
+
+
+# the hand-built models of the report's probe table (`--probes`): name -> (schema, row_cap, seed) -> model
+PROBES = {
+    "xdeepfm-32": _baseline("xdeepfm", 32),
+    "xdeepfm-two-sets": lambda schema, row_cap, seed: XDeepFMTwoSets(schema, 16, row_cap),
+    "xdeepfm+dense-by-field": _pair(_baseline("xdeepfm"), _dense_by_field),
+    "xdeepfm+dense-by-field-shared": _pair(_baseline("xdeepfm"), _dense_by_field, shared=True),
+    "dlrm+fm": _pair(_baseline("dlrm"), _baseline("fm")),
+    "dlrm+fm-shared": _pair(_baseline("dlrm"), _baseline("fm"), shared=True),
+    # the form's terms without its field knowledge: FM on every pair, a dense-by-field term on every field
+    "fm+dense-by-field": _pair(_pair(_baseline("fm"), _dense_by_field), _counts_mlp),
+    "fm+dense-by-field-shared": _pair(_pair(_baseline("fm"), _dense_by_field, shared=True), _counts_mlp),
+}
+
+
 def _probe(name: str, schema, row_cap, seed: int) -> nn.Module:
-    """The hand-built multi-table models of the report's probe table (`--probes`)."""
-    from ctrnas.train.baselines import build_baseline
-
-    def base(n, dim=16):
-        return build_baseline(n, schema, dim, row_cap, seed=seed)
-
-    probes = {
-        "xdeepfm-32": lambda: base("xdeepfm", 32),
-        "xdeepfm-two-sets": lambda: XDeepFMTwoSets(schema, 16, row_cap),
-        "xdeepfm+dense-by-field": lambda: TwoSets(base("xdeepfm"), _DenseByField(schema, 16, row_cap), False),
-        "xdeepfm+dense-by-field-shared": lambda: TwoSets(base("xdeepfm"), _DenseByField(schema, 16, row_cap), True),
-        "dlrm+fm": lambda: TwoSets(base("dlrm"), base("fm"), False),
-        "dlrm+fm-shared": lambda: TwoSets(base("dlrm"), base("fm"), True),
-        # the form's terms without its field knowledge: FM on every pair, a dense-by-field term on every field
-        "fm+dense-by-field": lambda: TwoSets(TwoSets(base("fm"), _DenseByField(schema, 16, row_cap), False),
-                                             _CountsMLP(schema), False),
-        "fm+dense-by-field-shared": lambda: TwoSets(TwoSets(base("fm"), _DenseByField(schema, 16, row_cap), True),
-                                                    _CountsMLP(schema), False),
-    }
-    return probes[name]()
-
-
-PROBES = ("xdeepfm-32", "xdeepfm-two-sets", "xdeepfm+dense-by-field", "xdeepfm+dense-by-field-shared", "dlrm+fm",
-          "dlrm+fm-shared", "fm+dense-by-field", "fm+dense-by-field-shared")
+    return PROBES[name](schema, row_cap, seed)
 
 
 def click_model(data):
     """The generator's click model of a synthetic data folder, rebuilt from its meta.json."""
-    from ctrnas.data.synthetic import build, make_settings
-
     meta = data.meta
-    settings = {k: v for k, v in meta["settings"].items()}
+    settings = dict(meta["settings"])
     settings["split"] = tuple(settings["split"])
     return build(meta["source"]["profile"], meta["source"]["seed"], make_settings(**settings))[1]
 
@@ -356,7 +351,7 @@ def _mean_sd(xs):
     return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0) if xs else (None, None)
 
 
-def _cached(args, profile: str) -> tuple[dict, dict]:
+def _cached(args, profile: str) -> tuple[dict, dict, dict]:
     """(baseline -> test log losses, oracle variant -> ..., probe -> ...) from the profile's trainings file."""
     base, orc, probes = {}, {}, {}
     for k, r in suite.Cache(args, profile).data.items():
@@ -390,7 +385,7 @@ def report(args) -> str:
         truth = suite._truth(args, profile)
         base, orc, probed = _cached(args, profile)
         variants += [(profile, v, xs) for v, xs in sorted(orc.items())]
-        if probed and base:
+        if base:
             best = min(base, key=lambda b: statistics.mean(base[b]))
             bm, bs = _mean_sd(base[best])
             probes += [(profile, p, xs, statistics.mean(xs) - bm, bs) for p, xs in sorted(probed.items())]
@@ -401,11 +396,10 @@ def report(args) -> str:
             lines.append(f"| {profile} | {truth['bayes']:.4f} | - | - (no cached baselines) | {_cell(orc[main])} "
                          "| - | - |")
             continue
-        best = min(base, key=lambda b: statistics.mean(base[b]))
-        bm, bs = _mean_sd(base[best])
         lr = statistics.mean(base["lr"]) if "lr" in base else None
         share = f"{100 * (bm - om) / (lr - truth['bayes']):.1f}%" if lr and truth["bayes"] else "-"
-        lines.append(f"| {profile} | {truth['bayes']:.4f} | {_f(lr)} | {best} {_cell(base[best])} | {_cell(orc[main])} "
+        lines.append(f"| {profile} | {truth['bayes']:.4f} | {suite._f(lr)} | {best} {_cell(base[best])} "
+                     f"| {_cell(orc[main])} "
                      f"| {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) | {share} |")
     lines += ["", "Every variant trained (`std`: the tables' initial sd; `r`: the product tables' width, none: the "
               "generator's 4; `no-X`: component X left out; `shared`: one table per field for all components):", "",
@@ -418,10 +412,6 @@ def report(args) -> str:
         lines += [f"| {p} | {n} | {_cell(xs)} | {d:+.4f} ({d / bs if bs else 0:+.1f} sd) |"
                   for p, n, xs, d, bs in probes]
     return "\n".join(lines) + "\n"
-
-
-def _f(x) -> str:
-    return "-" if x is None else f"{x:.4f}"
 
 
 def main(argv=None) -> int:
@@ -445,8 +435,6 @@ def main(argv=None) -> int:
     args.argv = list(argv if argv is not None else sys.argv[1:])
     args.profiles = [p for p in args.profiles.split(",") if p]
     args.drop = sorted(c for c in args.drop.split(",") if c)
-    from ctrnas.data.synthetic import COMPONENTS
-
     args.probes = [p for p in args.probes.split(",") if p]
     unknown = sorted(set(args.probes) - set(PROBES))
     if unknown:
