@@ -46,12 +46,13 @@ sys.path.insert(0, str(ROOT))
 import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
 import suite  # noqa: E402
 
-# profile -> its strongest baselines in the structure suite (benchmarks/sections/suite.md; dense-by-category's
-# at 1M rows, the others' at 100k)
+# profile -> its strongest baselines in the structure suite (benchmarks/sections/suite.md; dense-by-category's and
+# crosses' at 1M rows, the others' at 100k)
 PROFILES = {
     "kdd2012-sparse-noise": ("dcnv2", "autoint+", "dlrm"),
     "avazu-pairwise": ("deepfm", "fm", "dlrm"),
     "kdd2012-dense-by-category": ("xdeepfm", "dlrm"),
+    "kdd2012-crosses": ("deepfm", "dlrm"),
 }
 WIDTHS = (8, 16, 32)
 PARTS = ("baselines", "throughput", "rss", "search")
