@@ -104,7 +104,9 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
             initial += tuple(a for a in without_noise(space, initial, probe) if a not in initial)
             if on_probe is not None:
                 on_probe(probe)
-        # each at the narrower table widths too, so the front starts spread
+    if space.config.table_dims and initial and recipe.search.evolution.objective == "front":
+        # each at the narrower table widths too, so the front starts spread (a search for the lowest log loss
+        # alone keeps its seeds as given: each is a line of its own for `lineages`)
         initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
                          for a in initial if 0 < w < space.common_width(a))
     count_params, count_flops = resource_counters(recipe, data)
