@@ -78,6 +78,32 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
 # ------------------------------------------------------------------------------------------------------
 
 
+def initial_archs(recipe: Recipe, space, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
+                  on_probe=None) -> tuple[tuple, dict | None]:
+    """(evolution's first archs, the field probe's record or None): the shipped archs of `search.seeds` that fit
+    `space` (when `search.seed_population`); with table widths searched, also each seed without the fields the
+    probe finds no signal in, and with the front objective each seed at every narrower table width."""
+    from ctrnas.space.baselines import initial_population
+
+    initial = tuple(initial_population(space, recipe.seed_names)) if recipe.search.seed_population else ()
+    probe = None
+    if space.config.table_dims and initial and recipe.search.field_probe.fraction > 0:
+        from ctrnas.pipeline.fitness.fields import probe_fields, without_noise
+        from ctrnas.pipeline.fitness.scratch import final_template
+
+        probe = probe_fields(recipe, data, final_template(recipe, data, warm.supernet), initial[0],
+                             space.config.tables, out_dir)
+        initial += tuple(a for a in without_noise(space, initial, probe) if a not in initial)
+        if on_probe is not None:
+            on_probe(probe)
+    if space.config.table_dims and initial and recipe.search.evolution.objective == "front":
+        # spread over the bytes from the start; a search for the lowest log loss alone keeps its seeds as given
+        # (each a line of its own under `search.evolution.lineages`)
+        initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
+                         for a in initial if 0 < w < space.common_width(a))
+    return initial, probe
+
+
 def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: Path | None = None,
                  progress: bool = True, on_probe=None) -> SearchStageResult:
     """Run the recipe's search strategy with its fitness; checkpoints after every generation under `out_dir`.
@@ -86,29 +112,12 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
     from ctrnas.pipeline.fitness.ladder import build_ladder
     from ctrnas.search.build import make_strategy
     from ctrnas.search.strategies import get_strategy
-    from ctrnas.space.baselines import initial_population
 
     recipe = resolve_warmup(recipe, data)
     t0 = time.perf_counter()
     kind = recipe.fitness_kind
     space = recipe.search_space(data.schema)
-    initial = tuple(initial_population(space, recipe.seed_names)) if recipe.search.seed_population else ()
-    probe = None
-    if space.config.table_dims and initial:
-        if recipe.search.field_probe.fraction > 0:  # the seeds without the fields that show no signal
-            from ctrnas.pipeline.fitness.fields import probe_fields, without_noise
-            from ctrnas.pipeline.fitness.scratch import final_template
-
-            probe = probe_fields(recipe, data, final_template(recipe, data, warm.supernet), initial[0],
-                                 space.config.tables, out_dir)
-            initial += tuple(a for a in without_noise(space, initial, probe) if a not in initial)
-            if on_probe is not None:
-                on_probe(probe)
-    if space.config.table_dims and initial and recipe.search.evolution.objective == "front":
-        # each at the narrower table widths too, so the front starts spread (a search for the lowest log loss
-        # alone keeps its seeds as given: each is a line of its own for `lineages`)
-        initial += tuple(space.narrower(a, w) for w in sorted(space.config.table_dims, reverse=True)
-                         for a in initial if 0 < w < space.common_width(a))
+    initial, probe = initial_archs(recipe, space, data, warm, out_dir, on_probe)
     count_params, count_flops = resource_counters(recipe, data)
     count_bytes = bytes_counter(recipe, data)
     fp = {"warmup": warmup_fingerprint(recipe, data), "kind": kind, "proxy": to_dict(recipe.proxy),

@@ -144,3 +144,20 @@ def test_the_probe_is_reported_before_the_search_starts(tests_recipe_path, data_
         stages.search_stage(recipe, tests_data, SimpleNamespace(supernet=None), None, progress=False,
                             on_probe=seen.append)
     assert seen == [record]
+
+
+def test_narrower_seed_copies_only_for_the_front(tests_recipe_path):
+    from ctrnas import api
+    from ctrnas.pipeline.stages import initial_archs
+
+    space = _space()
+    seeds = tuple(initial_population(space, ("dlrm-like", "dcnv2-like")))
+    assert len(seeds) == 2
+    for objective, want in (("value", seeds), ("front", seeds + tuple(space.narrower(a, w) for w in (8, 4)
+                                                                           for a in seeds))):
+        recipe = api.load_recipe(tests_recipe_path, "search.seeds=[dlrm-like, dcnv2-like]",
+                                 f"search.evolution.objective={objective}", "search.field_probe.fraction=0")
+        initial, probe = initial_archs(recipe, space, data=None, warm=None)
+        assert initial == want and probe is None
+    # the copies are the seeds' blocks at every narrower table width, all tables alike
+    assert {tuple(a.table_width(n, 16) for n in "ABC") for a in want[2:]} == {(8, 8, 8), (4, 4, 4)}
