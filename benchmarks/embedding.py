@@ -365,8 +365,10 @@ def search_recipe(args, profile: str, seed: int):
     _, data = _data(args, profile)
     shape, structure = suite.PROFILES[profile]
     out = Path(args.out)
+    tag = "" if (args.recipe, args.search_set, args.set) == (RECIPE, [], []) else \
+        "-" + suite._key([args.recipe, args.set, args.search_set])[:6]  # another search: another run folder
     return api.load_recipe(ROOT / args.recipe, *[
-        f"name={profile}-s{seed}", f"output={out}/{profile}/{{name}}", f"data.path={data.path}",
+        f"name={profile}-s{seed}{tag}", f"output={out}/{profile}/{{name}}", f"data.path={data.path}",
         "data.synthetic=null",  # the folder of _data, used as it is
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
         f"final.workers={args.workers}", f"search.workers={args.workers}",

@@ -129,7 +129,7 @@ def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = 
     from its last generation checkpoint.
     """
     from ctrnas.locks import folder_lock, reading
-    from ctrnas.pipeline.run_folder import remove_if_nothing_written, run_folder
+    from ctrnas.pipeline.run_folder import check_same_recipe, remove_if_nothing_written, run_folder
 
     set_threads(recipe)
     say, clock = sayer(recipe, echo), StageClock()
@@ -137,13 +137,16 @@ def run_recipe(recipe: Recipe, data: DataResult | None = None, progress: bool = 
     try:
         # one writer per results folder, which touches only what ctrnas wrote there; a reader of the data
         # folder (no `prepare` replaces it while the run reads it)
-        with folder_lock(recipe.output_dir, "run"), run_folder(recipe.output_dir, recipe.overwrite,
-                                                               recipe.data_dir), \
-                reading(recipe.data_dir, "run") as reader:
-            data, warm, search = front_stages(recipe, data, progress, say, clock)
-            reader.acquire()  # the data stage may have just made the folder
-            final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
-            return finish_run(recipe, data, warm, search, final, clock, say)
+        with folder_lock(recipe.output_dir, "run"):
+            replacing = check_same_recipe(recipe.output_dir, recipe)
+            with run_folder(recipe.output_dir, recipe.overwrite, recipe.data_dir), \
+                    reading(recipe.data_dir, "run") as reader:
+                if replacing:  # another recipe's finished run, with overwrite: its search does not resume
+                    (recipe.output_dir / "search" / "search.ckpt").unlink(missing_ok=True)
+                data, warm, search = front_stages(recipe, data, progress, say, clock)
+                reader.acquire()  # the data stage may have just made the folder
+                final = final_stage(recipe, data, search, warm.supernet, recipe.output_dir, progress=progress)
+                return finish_run(recipe, data, warm, search, final, clock, say)
     except BaseException:
         if created:  # a run that failed before writing anything leaves no empty runs/<name>/ behind
             remove_if_nothing_written(recipe.output_dir)

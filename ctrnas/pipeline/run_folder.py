@@ -94,6 +94,47 @@ def run_folder(folder: str | Path, overwrite: bool = False, data_dir: str | Path
         manifest.reset([f for f in walk(folder, skip) if not (f.endswith("/") or f in left or is_own_name(f))])
 
 
+# settings that change how a run goes, not what it finds: a re-run may change them freely
+_HOW = ("source", "overwrite", "threads", "execution", "search.workers", "final.workers", "train.progress",
+        "final.train.progress", "data.prepare.progress")
+
+
+def check_same_recipe(folder: Path, recipe) -> bool:
+    """Refuse to run `recipe` in a folder holding a finished run (its metrics.json) of another recipe: the
+    stages would replace that run's warm-up, search and results as stale. The same recipe resumes; with
+    `overwrite: true` the other recipe's run is replaced (returns True: the caller drops its search checkpoint,
+    which would be refused as another search's). A recipe.yaml that no longer loads (an older ctrnas) is not
+    compared."""
+    from ctrnas.data.dataset import differences
+    from ctrnas.recipe import load_recipe, recipe_to_dict
+
+    folder = Path(folder)
+    if not (folder / "metrics.json").is_file() or not (folder / "recipe.yaml").is_file():
+        return False
+    try:
+        old = recipe_to_dict(load_recipe(folder / "recipe.yaml"))
+    except (CtrnasError, OSError, ValueError):
+        return False
+
+    def what(d: dict) -> dict:
+        d = json.loads(json.dumps(d, default=str))
+        for key in _HOW:
+            *parents, last = key.split(".")
+            node = d
+            for k in parents:
+                node = node.get(k) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(last, None)
+        return d
+
+    diff = differences(what(old), what(recipe_to_dict(recipe)))
+    if diff and not recipe.overwrite:
+        raise CtrnasError(f"{folder}: holds a finished run of another recipe ({'; '.join(diff[:3])}"
+                          f"{' ...' if len(diff) > 3 else ''}); running this one there would replace its results: "
+                          f"give another output, or {FLAG} to replace them")
+    return bool(diff)
+
+
 def remove_if_nothing_written(folder: Path) -> None:
     """After a run that created `folder` and failed: remove it when it holds nothing but what every run writes
     first (its lock, manifest, recipe.yaml, environment.json) and empty subfolders, so a run that failed before

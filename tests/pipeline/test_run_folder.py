@@ -51,6 +51,20 @@ def test_a_run_lists_what_it_wrote_and_a_rerun_needs_no_permission(tests_data, t
 
 
 @pytest.mark.slow
+def test_a_finished_run_of_another_recipe_is_refused_and_left_alone(tests_data, tests_recipe_path, data_dir,
+                                                                   tmp_path):
+    out = tmp_path / "run"
+    _run(tests_recipe_path, data_dir, out)
+    before = {f: b for f, b in _tree(out).items() if f != ".ctrnas.lock"}
+    with pytest.raises(CtrnasError, match=r"another recipe \(search\.random\.budget: 3 -> 4\).*overwrite=true"):
+        _run(tests_recipe_path, data_dir, out, "search.random.budget=4")
+    assert {f: b for f, b in _tree(out).items() if f != ".ctrnas.lock"} == before
+    _run(tests_recipe_path, data_dir, out, "final.workers=2")  # how it runs, not what it finds: a resume
+    _run(tests_recipe_path, data_dir, out, "search.random.budget=4", "overwrite=true")
+    assert api.load_recipe(out / "recipe.yaml").search.random.budget == 4
+
+
+@pytest.mark.slow
 def test_a_foreign_file_is_refused_in_one_line_and_left_alone(tests_data, tests_recipe_path, data_dir, tmp_path,
                                                              capsys):
     out = tmp_path / "run"
