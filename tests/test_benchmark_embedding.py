@@ -97,6 +97,9 @@ def test_embedding_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch
     assert bench.main([*argv, "--parts", "search", "--search-set", "search.top_k=2"]) == 0
     assert [r.seed for r in seen] == [0] and seen[0].final.baselines == () and seen[0].search.top_k == 2
     assert seen[0].data_dir == out / "data" / "kdd2012-sparse-noise"
+    # a search other than the default recipe's writes a run folder of its own (named by its settings)
+    assert seen[0].output_dir.parent == out / "kdd2012-sparse-noise"
+    assert seen[0].output_dir.name.startswith("kdd2012-sparse-noise-s0-") and len(seen[0].output_dir.name) == 30
     text = section.read_text()
     assert "goal 1" in text and "**met** by rank 0" in text and "**met** by rank 1" in text
     noise = meta["click_model"]["noise_fields"]
