@@ -3,7 +3,8 @@ of summary.md and of the model card, and the `origin` keys of metrics.json.
 
 A winner is one of: a baseline (the final stage trains them beside the top-k and exports one when it is
 best on validation); a shipped arch (`dlrm-like`, `dcnv2-like`: hand-designed models the search was
-seeded with, so no search find); a child of evolution (its parent, generation and the seed or random draw
+seeded with, so no search find; also a seed's copy at other table widths, which an embedding search starts
+from); a child of evolution (its parent, generation and the seed or random draw
 its line descends from); a random draw (the initial population, or random search). The margins are
 against the best baseline and the best retrained seed, on validation (what chose it) and on test.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.results import FinalResult, TrainedModel
 
 # a shipped arch is the same model as a baseline module (ctrnas.space.baselines): naming it keeps a copy from
@@ -31,6 +33,36 @@ def _run_width_key(arch) -> str:
     return dataclasses.replace(arch, emb_dim=None).key()
 
 
+def _widths(arch) -> str:
+    """`arch`'s own table widths in a few words: "10 tables at 4", "25 dropped, 1 at 8"."""
+    counts: dict[int, int] = {}
+    for _, w in arch.table_dims:
+        counts[w] = counts.get(w, 0) + 1
+    return ", ".join(f"{n} dropped" if w == 0 else f"{n} at {w}" for w, n in sorted(counts.items()))
+
+
+def seed_names(history) -> dict[str, str]:
+    """`shipped_names()` plus the initial population's copies of a shipped arch at other table widths (an
+    embedding search seeds each seed at narrower tables and without the fields its probe finds quiet): the
+    same blocks, named "dcnv2-like (10 tables at 4)", not a random draw."""
+    from ctrnas.space import Arch
+    from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch
+
+    names = shipped_names()
+    blocks = {dataclasses.replace(baseline_arch(n), table_dims=()).key(): n for n in SHIPPED_ARCHS}
+    for r in history:
+        if r.parent_key or not isinstance(r.arch, (dict, str)):
+            continue
+        try:
+            arch = Arch.from_json(r.arch)
+        except (CtrnasError, ValueError, KeyError, TypeError):  # not an arch record (a hand-made history)
+            continue
+        name = blocks.get(dataclasses.replace(arch, emb_dim=None, table_dims=()).key())
+        if name is not None and arch.table_dims:
+            names.setdefault(_run_width_key(arch), f"{name} ({_widths(arch)})")
+    return names
+
+
 def _label(key: str, shipped: dict[str, str]) -> str:
     return shipped.get(key, f"`{key}`")
 
@@ -47,7 +79,7 @@ def lineage(history, maximize: bool) -> dict:
     fidelity every candidate gets), with the median absolute change."""
     import statistics
 
-    shipped = shipped_names()
+    shipped = seed_names(history)
     first: dict = {}
     for r in history:
         first.setdefault((r.key, r.rung or 0), r)
@@ -85,7 +117,7 @@ def _best(models) -> TrainedModel | None:
 def origin(final: FinalResult, history, noise: float | None = None) -> dict:
     """The winner's origin and margins as data (metrics.json `origin`); `noise`: the seed-to-seed sd of a
     test log loss difference, when the run measured one."""
-    shipped = shipped_names()
+    shipped = seed_names(history)
     win = final.best
     out: dict = {"label": win.label}
     if win.arch is None:

@@ -108,3 +108,26 @@ def test_lineage_counts_children_per_seed_and_against_their_parent(setting):
     assert g["children"] == 2 and g["descend_from"] == {"dcnv2-like": 2}
     assert (g["better_than_parent"], g["compared"]) == (1, 2)
     assert g["median_abs_change"] == pytest.approx((0.05 + 0.03) / 2)
+
+
+def test_a_seed_at_narrower_tables_is_named_by_its_seed_not_a_random_draw():
+    from ctrnas.pipeline.origin import lineage
+    from ctrnas.search.space_protocol import default_to_json
+
+    seed = baseline_arch("dcnv2-like")
+    narrow = dataclasses.replace(seed, table_dims=(("A", 4), ("B", 4), ("C", 0)))
+    child = dataclasses.replace(narrow, table_dims=(*narrow.table_dims, ("D", 8)))  # one more table narrowed
+    history = History([
+        HistoryRecord(index=0, generation=0, key=seed.key(), arch=default_to_json(seed), value=0.50),
+        HistoryRecord(index=1, generation=0, key=narrow.key(), arch=default_to_json(narrow), value=0.52),
+        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
+                      parent_key=narrow.key())])
+    name = "dcnv2-like (1 dropped, 2 at 4)"
+    win = model("rank 0", narrow, 0.44, 0.44, index=1)
+    o = origin(final([win], [], win), history)
+    assert (o["kind"], o["name"], o["copy_of"]) == ("shipped", name, None)
+    assert o["line"].startswith(f"the shipped arch {name} won (a seed of the search: not a search find)")
+    win = model("rank 0", child, 0.44, 0.44, index=2)
+    o = origin(final([win], [], win), history)
+    assert (o["kind"], o["parent"], o["descends_from"]) == ("child", name, name)
+    assert lineage(history, maximize=False)["descend_from"] == {name: 1}
