@@ -34,7 +34,7 @@ def _run_width_key(arch) -> str:
 
 
 def _widths(arch) -> str:
-    """`arch`'s own table widths in a few words: "10 tables at 4", "25 dropped, 1 at 8"."""
+    """`arch`'s own table widths (those not at its common width) in a few words: "10 at 4", "25 dropped, 1 at 8"."""
     counts: dict[int, int] = {}
     for _, w in arch.table_dims:
         counts[w] = counts.get(w, 0) + 1
@@ -44,7 +44,7 @@ def _widths(arch) -> str:
 def seed_names(history) -> dict[str, str]:
     """`shipped_names()` plus the initial population's copies of a shipped arch at other table widths (an
     embedding search seeds each seed at narrower tables and without the fields its probe finds quiet): the
-    same blocks, named "dcnv2-like (10 tables at 4)", not a random draw."""
+    same blocks, named "dcnv2-like (10 at 4)", not a random draw."""
     from ctrnas.space import Arch
     from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch
 
