@@ -372,7 +372,8 @@ def search_recipe(args, profile: str, seed: int):
         "data.synthetic=null",  # the folder of _data, used as it is
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
         f"final.workers={args.workers}", f"search.workers={args.workers}",
-        *[x for x in args.set if not x.startswith("data.synthetic")], *args.search_set])
+        *[x for x in args.set if not x.startswith("data.synthetic")],
+        *[x.replace("{seed}", str(seed)) for x in args.search_set]])
 
 
 def read_front(path: Path) -> list[dict]:
@@ -741,7 +742,8 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra recipe overrides, of the baselines' recipe and the search's (data settings)")
     ap.add_argument("--search-set", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra overrides of the search's recipe alone")
+                    help="extra overrides of the search's recipe alone; {seed} stands for the search seed "
+                         "(search.seeds=[benchmarks/archs/f-s{seed}.json]: each search seed from its own arch)")
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
     ap.add_argument("--tp-arch", default="dlrm-like", choices=TP_ARCHS, help="the throughput part's arch")
     ap.add_argument("--tp-rows", type=int, default=50_000, help="rows of the throughput part's Criteo-shaped data")

@@ -199,19 +199,20 @@ def run_search(args, profile: str, cache: Cache) -> None:
         r = {"seed": seed, "test": m["best"]["test_logloss"], "val": m["best"].get("val_logloss"),
              "label": m["best"].get("label"), "arch": m["best"].get("arch"),
              "fte": fte["total"] - fte.get("baselines", 0.0), "seconds": time.perf_counter() - t0,
-             **search_facts(run)}
+             **search_facts(run, recipe.seed_names)}
         cache.put(key, r)
         print(f"{profile} search seed {seed}: test {r['test']:.5f}, {r['fte']:.2f} FTE ({r['seconds']:.0f} s); "
               f"{r['origin']}", flush=True)
 
 
-def search_facts(run) -> dict:
+def search_facts(run, given: tuple[str, ...] = ()) -> dict:
     """What a search run says about itself: the export's origin line, the search's own best (the best
     retrained candidate on validation that is not a shipped seed) with its origin, each retrained seed's
-    numbers, the ladder's tau and the predictor's tau on unseen candidates."""
+    numbers, the ladder's tau and the predictor's tau on unseen candidates; `given`: the recipe's `search.seeds`
+    (its arch files are seeds too)."""
     from ctrnas.pipeline.origin import origin, shipped_names
 
-    shipped = shipped_names()
+    shipped = shipped_names(given)
     ok = [c for c in run.final.candidates if c.status == "ok" and c.arch is not None
           and math.isfinite(c.val.get("logloss", math.nan))]
     width_key = lambda c: dataclasses.replace(c.arch, emb_dim=None).key()  # noqa: E731
@@ -224,7 +225,8 @@ def search_facts(run) -> dict:
         "own": None if best_own is None else {
             "label": best_own.label, "test": best_own.test["logloss"], "val": best_own.val["logloss"],
             "key": best_own.arch.key(), "arch": best_own.arch.to_json(),
-            "origin": origin(dataclasses.replace(run.final, best=best_own), run.search.result.history)["line"]},
+            "origin": origin(dataclasses.replace(run.final, best=best_own), run.search.result.history,
+                             given=given)["line"]},
         "seeds": {shipped[width_key(c)]: {"test": c.test["logloss"], "val": c.val["logloss"]}
                   for c in ok if width_key(c) in shipped},
         "ladder": m.get("ladder"), "lineage": m.get("lineage"),

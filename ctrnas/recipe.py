@@ -42,7 +42,7 @@ from ctrnas.config import from_dict, load_yaml, to_dict
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.readers.formats import format_names
 from ctrnas.data.synthetic_profiles import STRUCTURES
-from ctrnas.errors import RecipeError
+from ctrnas.errors import CtrnasError, RecipeError
 from ctrnas.execution.config import ExecutionConfig
 from ctrnas.search.build import SearchConfig
 from ctrnas.search.strategies import get_strategy
@@ -258,12 +258,19 @@ class Recipe:
                               f"{sorted(widths)} (space.emb_dims, space.table_dims and train.embedding_dim)")
 
     def _check_seeds(self) -> None:
-        from ctrnas.space.baselines import SHIPPED_ARCHS
+        from ctrnas.space.baselines import SHIPPED_ARCHS, load_arch
 
         for i, name in enumerate(self.search.seeds or ()):
-            if name not in SHIPPED_ARCHS:
+            if name in SHIPPED_ARCHS:
+                continue
+            if not Path(name).is_file():
                 raise RecipeError(self.source or "recipe", f"search.seeds[{i}]",
-                                  f"unknown shipped arch {name!r}; expected one of: {', '.join(SHIPPED_ARCHS)}")
+                                  f"{name!r} is neither a shipped arch ({', '.join(SHIPPED_ARCHS)}) nor an arch "
+                                  f"JSON file")
+            try:
+                load_arch(name)
+            except CtrnasError as e:
+                raise RecipeError(self.source or "recipe", f"search.seeds[{i}]", str(e)) from None
 
     def _check_emb_dims(self) -> None:
         """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's
@@ -313,8 +320,8 @@ class Recipe:
 
     @property
     def seed_names(self) -> tuple[str, ...]:
-        """The shipped archs that start evolution's population (`search.seeds`, by default dlrm-like and
-        dcnv2-like); those that do not fit the space are left out."""
+        """The archs that start evolution's population (`search.seeds`: shipped names or arch files, by default
+        dlrm-like and dcnv2-like); shipped ones that do not fit the space are left out."""
         from ctrnas.space.baselines import BASELINE_ARCHS
 
         return self.search.seeds if self.search.seeds is not None else BASELINE_ARCHS

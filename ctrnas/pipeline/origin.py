@@ -22,11 +22,24 @@ from ctrnas.pipeline.results import FinalResult, TrainedModel
 COPIES = {"dlrm-like": "dlrm", "dcnv2-like": "dcnv2", "deepfm-terms-like": "deepfm"}
 
 
-def shipped_names() -> dict[str, str]:
-    """{arch key at the run's own width: shipped name}."""
-    from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch
+def shipped_names(given: tuple[str, ...] = ()) -> dict[str, str]:
+    """{arch key at the run's own width: name} of the shipped archs, and of the arch files among `given` (a
+    recipe's `search.seeds`) by their path as the recipe wrote it."""
+    from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch, load_arch
 
-    return {baseline_arch(n).key(): n for n in SHIPPED_ARCHS}
+    names = {baseline_arch(n).key(): n for n in SHIPPED_ARCHS}
+    for spec in given:
+        if spec not in SHIPPED_ARCHS:
+            names.setdefault(_run_width_key(load_arch(spec)), spec)
+    return names
+
+
+def _given(name: str, given: tuple[str, ...]) -> bool:
+    """Whether seed `name` ("runs/a/best_arch.json", or its copy "runs/a/best_arch.json (10 at 4)") is an
+    arch file the recipe named, not a shipped arch."""
+    from ctrnas.space.baselines import SHIPPED_ARCHS
+
+    return any(name == g or name.startswith(g + " (") for g in given if g not in SHIPPED_ARCHS)
 
 
 def _run_width_key(arch) -> str:
@@ -41,15 +54,17 @@ def _widths(arch) -> str:
     return ", ".join(f"{n} dropped" if w == 0 else f"{n} at {w}" for w, n in sorted(counts.items()))
 
 
-def seed_names(history) -> dict[str, str]:
-    """`shipped_names()` plus the initial population's copies of a shipped arch at other table widths (an
+def seed_names(history, given: tuple[str, ...] = ()) -> dict[str, str]:
+    """`shipped_names(given)` plus the initial population's copies of a seed at other table widths (an
     embedding search seeds each seed at narrower tables and without the fields its probe finds quiet): the
     same blocks, named "dcnv2-like (10 at 4)", not a random draw."""
     from ctrnas.space import Arch
-    from ctrnas.space.baselines import SHIPPED_ARCHS, baseline_arch
+    from ctrnas.space.baselines import load_arch
 
-    names = shipped_names()
-    blocks = {dataclasses.replace(baseline_arch(n), table_dims=()).key(): n for n in SHIPPED_ARCHS}
+    names = shipped_names(given)
+    blocks = {}
+    for n in names.values():
+        blocks.setdefault(dataclasses.replace(load_arch(n), emb_dim=None, table_dims=()).key(), n)
     for r in history:
         if r.parent_key or not isinstance(r.arch, (dict, str)):
             continue
@@ -73,13 +88,13 @@ def _root(roots: dict[str, str], key: str, shipped: dict[str, str]) -> str:
     return shipped.get(key, f"random draw `{key}`")
 
 
-def lineage(history, maximize: bool) -> dict:
+def lineage(history, maximize: bool, given: tuple[str, ...] = ()) -> dict:
     """How evolution's children relate to their parents: how many descend from each seed (or from random
     draws), and how many scored better than their parent at the first rung both were scored at (the cheapest
-    fidelity every candidate gets), with the median absolute change."""
+    fidelity every candidate gets), with the median absolute change. `given`: the recipe's `search.seeds`."""
     import statistics
 
-    shipped = seed_names(history)
+    shipped = seed_names(history, given)
     first: dict = {}
     for r in history:
         first.setdefault((r.key, r.rung or 0), r)
@@ -114,10 +129,11 @@ def _best(models) -> TrainedModel | None:
     return min(usable, key=lambda m: m.val["logloss"]) if usable else None
 
 
-def origin(final: FinalResult, history, noise: float | None = None) -> dict:
+def origin(final: FinalResult, history, noise: float | None = None, given: tuple[str, ...] = ()) -> dict:
     """The winner's origin and margins as data (metrics.json `origin`); `noise`: the seed-to-seed sd of a
-    test log loss difference, when the run measured one."""
-    shipped = seed_names(history)
+    test log loss difference, when the run measured one; `given`: the recipe's `search.seeds`, whose arch files
+    are named by their path."""
+    shipped = seed_names(history, given)
     win = final.best
     out: dict = {"label": win.label}
     if win.arch is None:
@@ -126,7 +142,9 @@ def origin(final: FinalResult, history, noise: float | None = None) -> dict:
         key = _run_width_key(win.arch)
         rec = history[win.history_index] if win.history_index is not None else None
         out["arch_key"], out["width"] = win.arch.key(), win.arch.emb_dim
-        if key in shipped:
+        if key in shipped and _given(shipped[key], given):
+            out.update(kind="given", name=shipped[key])
+        elif key in shipped:
             out.update(kind="shipped", name=shipped[key], copy_of=COPIES.get(shipped[key]))
         elif rec is not None and rec.parent_key:
             out.update(kind="child", parent=_label(rec.parent_key, shipped), generation=rec.generation,
@@ -153,6 +171,9 @@ def origin_line(o: dict) -> str:
     elif o["kind"] == "shipped":
         copy = f", a copy of the {o['copy_of']} baseline's architecture" if o.get("copy_of") else ""
         what = f"the shipped arch {o['name']}{width} won (a seed of the search{copy}: not a search find)"
+    elif o["kind"] == "given":
+        what = (f"the given arch {o['name']}{width} won (a seed the recipe named in search.seeds: not a find of "
+                f"this run)")
     elif o["kind"] == "child":
         what = (f"a child of evolution won{width}: generation {o['generation']}, parent {o['parent']}, "
                 f"descending from {o['descends_from']}")
@@ -160,8 +181,9 @@ def origin_line(o: dict) -> str:
         what = f"a random draw won{width} (generation {o['generation']})"
     parts = [what]
     # a winning baseline (seed) is compared with the best of the *other* baselines (seeds): "next best"
-    for kind, name, m in (("baseline", "baseline", o["vs_best_baseline"]), ("shipped", "seed", o["vs_best_seed"])):
-        name = f"next best {name}" if o["kind"] == kind else f"best {name}"
+    for kinds, name, m in ((("baseline",), "baseline", o["vs_best_baseline"]),
+                           (("shipped", "given"), "seed", o["vs_best_seed"])):
+        name = f"next best {name}" if o["kind"] in kinds else f"best {name}"
         if m is not None:
             parts.append(f"vs {name} {m['label']}: val {m['val']:+.5f}, test {m['test']:+.5f}")
     noise = o.get("seed_noise")

@@ -85,7 +85,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                                              for r in hist if not math.isfinite(r.value)],
                    "best_fitness": search.result.best.value if search.result.best else None,
                    "ladder": ladder_check(search, final),
-                   "lineage": search_lineage(search),
+                   "lineage": search_lineage(search, recipe.seed_names),
                    "predictor": search.predictor,
                    "field_probe": search.fields},
         "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
@@ -107,12 +107,13 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     }
 
 
-def search_lineage(search) -> dict:
-    """Children per seed and against their parents (`ctrnas.pipeline.origin.lineage`)."""
+def search_lineage(search, given: tuple[str, ...] = ()) -> dict:
+    """Children per seed and against their parents (`ctrnas.pipeline.origin.lineage`); `given`: the recipe's
+    `search.seeds`."""
     from ctrnas.pipeline.origin import lineage
 
     first = search.rung_maximize[0] if search.rung_maximize is not None else search.maximize
-    return lineage(search.history, first)
+    return lineage(search.history, first, given)
 
 
 def search_lines(search: dict) -> list[str]:
@@ -351,11 +352,11 @@ def seeded_marks(history, recipe: Recipe | None) -> dict[str, dict]:
     """{shipped arch name: {rung: its value}} for the hand-designed archs a search's population started from."""
     if recipe is None or not recipe.search.seed_population:
         return {}
-    from ctrnas.space.baselines import baseline_arch
+    from ctrnas.space.baselines import load_arch
 
     marks: dict[str, dict] = {}
     for name in recipe.seed_names:
-        key = baseline_arch(name).key()
+        key = load_arch(name).key()
         for r in history:
             if r.key == key and _finite(r.value):
                 marks.setdefault(f"seeded {name}", {}).setdefault(r.rung, r.value)

@@ -48,7 +48,7 @@ class SearchConfig:
     scores in spawned processes; top_k is how many of the history's best the final stage retrains from scratch
     (NASRec/SiGeo: 15). seed_population: hand-designed archs start evolution's initial population (those
     that fit the space): `seeds`, names of shipped archs (`ctrnas.space.baselines`; null: dlrm-like and
-    dcnv2-like)."""
+    dcnv2-like) or arch JSON files, such as an earlier run's best_arch.json (a file must fit the space)."""
 
     strategy: str = "evolution"
     evolution: EvolutionConfig = EvolutionConfig()

@@ -17,7 +17,8 @@ benchmarks/RESULTS.md, "Neighbourhoods"). `xdeepfm-like` is xDeepFM (`ctrnas-sma
 term, a 400-400 deep tower over the dense features and the embeddings flattened, and beside it a CIN of 2 x 16
 maps over the embeddings and the dense features as one more token (xDeepFM's CIN reads the fields only),
 its pooled maps projected to 16 before the head. The others fit `ctrnas-small` and `ctrnas-full`;
-`BASELINE_ARCHS` start a search's population unless a recipe lists others (`search.seeds`).
+`BASELINE_ARCHS` start a search's population unless a recipe lists others (`search.seeds`: shipped names
+or arch files, e.g. an earlier run's best_arch.json).
 """
 
 from __future__ import annotations
@@ -77,17 +78,21 @@ def load_arch(spec: str | Path) -> Arch:
 
 
 def initial_population(space: SearchSpace, names: tuple[str, ...] = BASELINE_ARCHS) -> list[Arch]:
-    """The shipped archs that fit `space` (a SearchSpace), in `names` order, to seed a search's population.
+    """The archs of `names` that fit `space` (a SearchSpace), in `names` order, to seed a search's population.
+    A name is a shipped arch or an arch JSON file (`load_arch`).
 
-    An arch that does not fit (e.g. a 3-block space, or one without the Cross op) is left out; the caller
-    fills the rest of the population by sampling.
+    A shipped arch that does not fit (e.g. a 3-block space, or one without the Cross op) is left out and the
+    caller fills the rest of the population by sampling; a file that does not fit is an error, since the user
+    named that model on purpose.
     """
     out = []
     for name in names:
-        arch = baseline_arch(name)
+        arch = load_arch(name)
         try:
             space.validate(arch)
-        except ArchValidationError:
-            continue
+        except ArchValidationError as e:
+            if name in SHIPPED_ARCHS:
+                continue
+            raise CtrnasError(f"search seed {name}: does not fit the search space: {e}") from None
         out.append(arch)
     return out

@@ -2,6 +2,7 @@
 draw or a baseline, with its margins over the best baseline and the best seed."""
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -131,3 +132,37 @@ def test_a_seed_at_narrower_tables_is_named_by_its_seed_not_a_random_draw():
     o = origin(final([win], [], win), history)
     assert (o["kind"], o["parent"], o["descends_from"]) == ("child", name, name)
     assert lineage(history, maximize=False)["descend_from"] == {name: 1}
+
+
+def test_an_arch_file_the_recipe_named_as_a_seed_is_a_given_seed_not_a_find(tmp_path):
+    """`search.seeds` may name an arch file (an earlier run's best_arch.json): it, its copy at narrower tables
+    and its children are named by the path, and a win by it or its copy is not a find of this run."""
+    from ctrnas.pipeline.origin import lineage
+    from ctrnas.search.space_protocol import default_to_json
+
+    space = get_space(dataclasses.replace(get_space("ctrnas-small").config, num_blocks=7))
+    found = space.mutate_local(baseline_arch("dlrm-like"), np.random.default_rng(1))
+    path = tmp_path / "best_arch.json"
+    path.write_text(json.dumps(found.to_json()))
+    given = ("dlrm-like", str(path))
+    narrow = dataclasses.replace(found, table_dims=(("A", 4), ("B", 8)))
+    child = dataclasses.replace(narrow, table_dims=(("A", 4), ("B", 4)))
+    history = History([
+        HistoryRecord(index=0, generation=0, key=found.key(), arch=default_to_json(found), value=0.50),
+        HistoryRecord(index=1, generation=0, key=narrow.key(), arch=default_to_json(narrow), value=0.52),
+        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
+                      parent_key=narrow.key())])
+    win = model("rank 0", found, 0.44, 0.44, index=0)
+    o = origin(final([win], [], win), history, given=given)
+    assert (o["kind"], o["name"]) == ("given", str(path))
+    assert o["line"].startswith(f"the given arch {path} won (a seed the recipe named in search.seeds")
+    copy = f"{path} (1 at 4, 1 at 8)"
+    win = model("rank 0", narrow, 0.44, 0.44, index=1)
+    assert (origin(final([win], [], win), history, given=given)["name"]) == copy
+    win = model("rank 0", child, 0.44, 0.44, index=2)
+    o = origin(final([win], [], win), history, given=given)
+    assert (o["kind"], o["parent"], o["descends_from"]) == ("child", copy, copy)
+    assert lineage(history, maximize=False, given=given)["descend_from"] == {copy: 1}
+    # without the recipe's seeds the same file is a random draw: the names come from the recipe
+    win = model("rank 0", found, 0.44, 0.44, index=0)
+    assert origin(final([win], [], win), history)["kind"] == "random"

@@ -171,5 +171,32 @@ def test_search_seeds_name_shipped_archs(tmp_path):
     assert recipe.seed_names == ("deepfm-like", "dlrm-like")
     assert load_recipe(write(tmp_path, "d.yaml", MINIMAL)).seed_names == ("dlrm-like", "dcnv2-like")
     p = write(tmp_path, "bad.yaml", {**MINIMAL, "search": {"seeds": ["dlrm-like", "deepfm"]}})
-    with pytest.raises(RecipeError, match=r"search.seeds\[1\].*unknown shipped arch 'deepfm'.*deepfm-like"):
+    with pytest.raises(RecipeError, match=r"search.seeds\[1\].*'deepfm' is neither a shipped arch .*deepfm-like"):
         load_recipe(p)
+
+
+def test_search_seeds_take_arch_files_that_fit_the_space(tmp_path):
+    """An earlier run's best_arch.json seeds a search (e.g. a width search from a structure search's find);
+    a file that is not an arch is refused when the recipe loads, one that does not fit the space at the search."""
+    import dataclasses
+    import json
+
+    from ctrnas.errors import CtrnasError
+    from ctrnas.space import get_space
+    from ctrnas.space.baselines import baseline_arch, initial_population
+
+    space = get_space(dataclasses.replace(get_space("ctrnas-small").config, num_blocks=7))
+    found = space.mutate_local(baseline_arch("dlrm-like"), __import__("numpy").random.default_rng(3))
+    arch_file = tmp_path / "best_arch.json"
+    arch_file.write_text(json.dumps(found.to_json()))
+    recipe = load_recipe(write(tmp_path, "r.yaml", {**MINIMAL, "search": {"seeds": ["dlrm-like", str(arch_file)]}}))
+    assert initial_population(space, recipe.seed_names) == [baseline_arch("dlrm-like"), found]
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"format": "ctrnas-arch/1", "blocks": "no"}')
+    with pytest.raises(RecipeError, match=r"search.seeds\[0\].*junk.json"):
+        load_recipe(write(tmp_path, "j.yaml", {**MINIMAL, "search": {"seeds": [str(junk)]}}))
+    # the paper's space has no DLRM interaction: a shipped arch is left out, a named file is an error
+    nasrec = get_space("nasrec-small")
+    assert initial_population(nasrec, ("dlrm-like",)) == []
+    with pytest.raises(CtrnasError, match=r"search seed .*best_arch.json: does not fit the search space"):
+        initial_population(nasrec, (str(arch_file),))

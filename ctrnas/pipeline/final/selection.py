@@ -119,7 +119,8 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
     if history is not None:
         from ctrnas.pipeline.origin import origin
 
-        where = origin(FinalResult(tuple(candidates), best, tuple(baselines), None, 0.0, fallback=fallback), history)
+        where = origin(FinalResult(tuple(candidates), best, tuple(baselines), None, 0.0, fallback=fallback), history,
+                       given=recipe.seed_names)
     export_dir = None
     if out_dir is not None and recipe.final.export and main and best_model is not None:
         export_dir = Path(out_dir) / "model"
