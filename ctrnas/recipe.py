@@ -243,6 +243,7 @@ class Recipe:
             raise RecipeError("recipe", "threads", f"expected >= 1 or null, got {self.threads}")
         self._check_emb_dims()
         self._check_seeds()
+        self._check_baselines()
         common = max((self.train.embedding_dim, *self.space.emb_dims))
         if self.space.table_dims and max(self.space.table_dims) > common:
             raise RecipeError(self.source or "recipe", "space.table_dims",
@@ -271,6 +272,26 @@ class Recipe:
                 load_arch(name)
             except CtrnasError as e:
                 raise RecipeError(self.source or "recipe", f"search.seeds[{i}]", str(e)) from None
+
+    def _check_baselines(self) -> None:
+        """Each of `final.baselines` names a baseline, optionally at a multiple of the run's learning rate
+        ("lr*8"), once: a typo stops the run here, not after the search."""
+        from ctrnas.train.baseline_names import BASELINE_NAMES, baseline_key, split_lr_scale
+
+        seen = set()
+        for i, spec in enumerate(self.final.baselines):
+            try:
+                name, scale = split_lr_scale(spec)
+            except RecipeError as e:
+                raise RecipeError(self.source or "recipe", f"final.baselines[{i}]", e.reason) from None
+            key = baseline_key(name)
+            if key is None:
+                raise RecipeError(self.source or "recipe", f"final.baselines[{i}]",
+                                  f"unknown baseline {name!r} (known: {', '.join(BASELINE_NAMES)}; NAME*S trains it "
+                                  f"at S times the learning rate)")
+            if (key, scale) in seen:
+                raise RecipeError(self.source or "recipe", f"final.baselines[{i}]", f"{spec!r} is listed twice")
+            seen.add((key, scale))
 
     def _check_emb_dims(self) -> None:
         """Archs of several widths (`space.emb_dims`) can only be scored by training them: the supernet's

@@ -180,3 +180,18 @@ def test_each_set_of_overrides_gets_its_own_run_and_random_control_folders():
     plain, a, b = (argparse.Namespace(set=s) for s in ([], ["search.top_k=2"], ["search.top_k=3"]))
     assert suite._variant(plain) == "" and suite._variant(a) != suite._variant(b)
     assert suite._variant(a) == suite._variant(argparse.Namespace(set=["search.top_k=2"]))
+
+
+def test_gap_closed_reads_the_lr_best_on_validation():
+    """LR at 1, 2.5 and 8 times the shared learning rate: the reference is the one with the lowest mean
+    validation log loss (here lr*2.5, though lr*8 has the lower test), and the per-method table reads it."""
+    suite = _suite()
+
+    def runs(val, test):
+        return [{"seed": s, "val": v, "test": t, "fte": 1.0, "seconds": 1.0} for s, (v, t) in enumerate(zip(val, test))]
+
+    res = {"lr": runs([0.50, 0.52], [0.50, 0.52]), "lr*2.5": runs([0.46, 0.46], [0.47, 0.47]),
+           "lr*8": runs([0.47, 0.47], [0.45, 0.45]), "dlrm": runs([0.43, 0.43], [0.44, 0.44])}
+    assert suite.lr_reference(res) == ("lr*2.5", pytest.approx(0.47))
+    assert suite.lr_reference({"dlrm": res["dlrm"]}) == (None, None)
+    assert suite.lr_reference({"lr": res["lr"]}) == ("lr", pytest.approx(0.51))

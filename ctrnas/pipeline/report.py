@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 from ctrnas.data.dataset import versions
+from ctrnas.errors import RecipeError
 from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.results import FinalResult, RunResult, TrainedModel
 from ctrnas.recipe import Recipe, dump_recipe
@@ -51,6 +52,24 @@ def baseline_width(label: str, run: int) -> int:
     return int(width) if sep and width.isdigit() else run
 
 
+def lr_reference(baselines: list[dict]) -> dict | None:
+    """The LR baseline a run's "gap closed" reads: of the LR trainings at the run's width (`lr`, and `lr*S` at
+    other learning rates), the one with the lowest validation log loss, so a learning rate too small for LR's
+    one-wide tables does not inflate every model's share. `baselines`: rows with label, val_logloss."""
+    from ctrnas.train.baseline_names import baseline_key, split_lr_scale
+
+    def is_lr(label: str) -> bool:
+        name, at, _ = label.partition(" at width ")
+        try:
+            return not at and baseline_key(split_lr_scale(name)[0]) == "lr"
+        except RecipeError:
+            return False
+
+    rows = [b for b in baselines if is_lr(b["label"])]
+    usable = [b for b in rows if _finite(b.get("val_logloss"))]
+    return min(usable, key=lambda b: b["val_logloss"]) if usable else (rows[0] if rows else None)
+
+
 def gap_closed(found: float, lr: float | None, bayes: float | None) -> float | None:
     """Share of the gap between logistic regression and the Bayes optimum that the found model closes."""
     if lr is None or bayes is None or not (lr - bayes) > 0:
@@ -65,7 +84,9 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
     if run is not None:
         data, warm, search, final, timings = run.data, run.warmup, run.search, run.final, run.timings
     bayes = (data.bayes_logloss or {}).get("test") if data is not None else None
-    lr = next((b.test.get("logloss") for b in final.baselines if b.label.lower() == "lr"), None)
+    ref = lr_reference([{"label": b.label, "val_logloss": b.val.get("logloss"), "test_logloss": b.test.get("logloss")}
+                        for b in final.baselines])
+    lr = ref["test_logloss"] if ref is not None else None
     best = final.best
     hist = search.history
     found = best.test.get("logloss", math.nan)
@@ -93,13 +114,14 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
         "origin": final.origin,
         "diverged": [{"label": m.label, "step": m.diverged["step"], "reason": m.diverged["reason"]}
                      for m in models if m.diverged],
-        "found_worse_than_lr": (found > lr and best.label.lower() != "lr")
+        "found_worse_than_lr": (found > lr and best.label != ref["label"])
         if lr is not None and math.isfinite(found) and math.isfinite(lr) else None,
         "candidates": [model_row(m, width) for m in final.candidates],
         "baselines": [model_row(m, baseline_width(m.label, recipe.final_train.embedding_dim))
                       for m in final.baselines],
         "bayes_test_logloss": bayes,
         "gap_closed_vs_lr": gap_closed(found, lr, bayes),
+        "gap_closed_lr": ref["label"] if ref is not None else None,  # which LR training it read (`lr_reference`)
         "timings": timings or {},
         "cpu_seconds": cpu or {},
         "compute": compute or {},  # training samples and full-training equivalents per stage (pipeline.budget)
@@ -214,7 +236,9 @@ def summary_markdown(metrics: dict) -> str:
     if metrics.get("bayes_test_logloss") is not None:
         lines.append(f"- Bayes-optimal test log loss (synthetic click model): {_fmt(metrics['bayes_test_logloss'])}")
     if metrics.get("gap_closed_vs_lr") is not None:
-        lines.append(f"- share of the LR-to-Bayes gap closed: {metrics['gap_closed_vs_lr']:.1%}")
+        which = metrics.get("gap_closed_lr")
+        which = f" (LR: {which}, the best LR on validation)" if which and which != "lr" else ""
+        lines.append(f"- share of the LR-to-Bayes gap closed: {metrics['gap_closed_vs_lr']:.1%}{which}")
     lines += ["", "## Retrained top-k and baselines", "",
               "| model | fitness | params: dense + embedding | MFLOPs | val log loss | test log loss | test AUC | "
               "train s | status |",
@@ -310,8 +334,9 @@ def baseline_lines(baselines: list[dict]) -> dict[str, float]:
     if not rows:
         return {}
     best = min(rows, key=lambda b: b["test_logloss"])
-    lr = next((b for b in rows if b["label"].lower() == "lr"), None)
-    lines = {} if lr is None or lr is best else {f"LR {lr['test_logloss']:.4f}": lr["test_logloss"]}
+    lr = lr_reference(rows)
+    name = "LR" if lr is None or lr["label"] == "lr" else f"LR ({lr['label']})"
+    lines = {} if lr is None or lr is best else {f"{name} {lr['test_logloss']:.4f}": lr["test_logloss"]}
     lines[f"best baseline ({best['label']}) {best['test_logloss']:.4f}"] = best["test_logloss"]
     return lines
 

@@ -3,6 +3,8 @@
 import math
 from pathlib import Path
 
+import pytest
+
 from ctrnas.pipeline.report import plot_data, summary_markdown, vs_baselines
 
 
@@ -105,3 +107,18 @@ def test_seeded_archs_are_marked_at_the_rungs_they_were_scored_at():
     h = History([HistoryRecord(0, 0, key, {}, 0.47, rung=0), HistoryRecord(1, 0, "other", {}, 0.40, rung=0),
                  HistoryRecord(2, 1, key, {}, 0.44, rung=1)])
     assert seeded_marks(h, recipe) == {"seeded dcnv2-like": {0: 0.47, 1: 0.44}}
+
+
+def test_lr_at_several_learning_rates_the_reference_is_the_best_on_validation():
+    """`final.baselines: [lr, lr*2.5, lr*8]`: LR's gap-closed reference and plot line are the LR training with
+    the lowest validation log loss (its test may be worse), never an LR at another width or another model."""
+    from ctrnas.pipeline.report import gap_closed, lr_reference
+
+    lr, lr8 = {**_row("lr", 0.46), "val_logloss": 0.47}, {**_row("lr*8", 0.45), "val_logloss": 0.44}
+    lr25 = {**_row("lr*2.5", 0.44), "val_logloss": 0.45}  # better on test, worse on validation than lr*8
+    wide = {**_row("lr*8 at width 32", 0.40), "val_logloss": 0.40}
+    base = [lr, lr25, lr8, wide, _row("dlrm", 0.43)]
+    assert lr_reference(base) is lr8
+    assert lr_reference([_row("dlrm", 0.43)]) is None
+    assert plot_data(_metrics(base))["lines"]["LR (lr*8) 0.4500"] == 0.45
+    assert gap_closed(0.43, lr_reference(base)["test_logloss"], 0.40) == pytest.approx((0.45 - 0.43) / 0.05)

@@ -90,7 +90,10 @@ def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None
     name, at, width = m.label.partition(" at width ")
     if at and build is not None:
         build = {**build, "dim": int(width)}
+    from ctrnas.train.baseline_names import split_lr_scale
     from ctrnas.train.baselines.folder import save_baseline
+
+    name = split_lr_scale(name)[0]  # "lr*8" trained at another learning rate: the model is LR
 
     save_baseline(model, folder, name, {"val_logloss": m.val.get("logloss"), "val_auc": m.val.get("auc"),
                                         "test_logloss": m.test.get("logloss"), "test_auc": m.test.get("auc")},

@@ -28,7 +28,7 @@ from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_wor
 from ctrnas.pipeline.fitness.build import resource_counters
 from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
                                              embedding_params, final_template, final_train_batches, job_model,
-                                             reload_job, train_as_final)
+                                             job_recipe, reload_job, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -216,7 +216,8 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             done = job.result() if job is not None else None
             if done is None:
                 model = job_model(recipe, data, template, ("baseline", name))
-                val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
+                val, test, sec, trainer = train_as_final(model, job_recipe(quiet, ("baseline", name)), data,
+                                                         job and job.dir, distributed=distributed)
                 done = {"val": val, "test": test, "seconds": sec, "diverged": trainer.diverged,
                         "dense_params": dense_params(model), "embedding_params": embedding_params(model)}
                 if job is not None:

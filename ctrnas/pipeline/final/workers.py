@@ -14,7 +14,7 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.resume import drop
 from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
 from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
-                                             embedding_params, job_model, train_as_final)
+                                             embedding_params, job_model, job_recipe, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -50,7 +50,8 @@ def train_job(context: tuple, job: tuple) -> dict:
     if folder is not None and (done := folder.result()) is not None and not folder.has_checkpoint():
         return {**done, "state": None}  # finished before an interruption, and its weights are not needed
     model = job_model(recipe, data, template, what)
-    val, test, sec, trainer = train_as_final(model, recipe, data, folder.dir if folder is not None else None)
+    val, test, sec, trainer = train_as_final(model, job_recipe(recipe, what), data,
+                                             folder.dir if folder is not None else None)
     out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model),
            "embedding_params": embedding_params(model), "diverged": trainer.diverged}
     if folder is not None and folder.result() is None:

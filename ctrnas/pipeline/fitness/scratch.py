@@ -65,7 +65,7 @@ def reload_job(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: 
     taken: the trainer resumes at its last step and restores the selected weights, as it ended)."""
     job.need_checkpoint()
     model = job_model(recipe, data, template, what)
-    train_as_final(model, quiet, data, job.dir)
+    train_as_final(model, job_recipe(quiet, what), data, job.dir)
     return model
 
 
@@ -131,9 +131,23 @@ def baseline_jobs(recipe: Recipe) -> list[str]:
 
 
 def split_baseline(job: str) -> tuple[str, int | None]:
-    """("dlrm", 32) of "dlrm@32"; (name, None) at the run's width."""
+    """("dlrm", 32) of "dlrm@32"; (name, None) at the run's width. The name keeps a learning-rate multiple
+    ("lr*8", `ctrnas.train.baseline_names.split_lr_scale`)."""
     name, _, width = job.partition("@")
     return name, int(width) if width else None
+
+
+def job_recipe(recipe: Recipe, what: tuple[str, object]) -> Recipe:
+    """The recipe a job trains with: `recipe`, with the final learning rate times S for a baseline "NAME*S"."""
+    from ctrnas.train.baseline_names import split_lr_scale
+
+    if what[0] != "baseline":
+        return recipe
+    scale = split_lr_scale(split_baseline(what[1])[0])[1]
+    if scale == 1.0:
+        return recipe
+    train = dataclasses.replace(recipe.final_train, lr=recipe.final_train.lr * scale)
+    return dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, train=train))
 
 
 def baseline_label(job: str) -> str:
@@ -148,11 +162,12 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     kind, what = job
     if kind == "arch":
         return arch_model(recipe, template, what)
-    from ctrnas.train.baselines import build_baseline
+    from ctrnas.train.baselines import build_baseline, split_lr_scale
 
     cfg = recipe.final_train
     name, width = split_baseline(what)
-    return build_baseline(name, data.schema, dim=width or cfg.embedding_dim, row_cap=cfg.row_cap, seed=cfg.seed)
+    return build_baseline(split_lr_scale(name)[0], data.schema, dim=width or cfg.embedding_dim, row_cap=cfg.row_cap,
+                          seed=cfg.seed)
 
 
 def candidate_label(rank: int, rec) -> str:

@@ -10,6 +10,7 @@ from torch import nn
 
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import RecipeError
+from ctrnas.train.baseline_names import BASELINE_NAMES, baseline_key, split_lr_scale  # noqa: F401
 from ctrnas.train.baselines.autoint import AutoIntPlus
 from ctrnas.train.baselines.dcnv2 import DCNv2
 from ctrnas.train.baselines.deepfm import DeepFM
@@ -27,9 +28,8 @@ BASELINES: dict[str, type[nn.Module]] = {
 def build_baseline(name: str, schema: DatasetSchema, dim: int = 16, row_cap: int | None = None,
                    seed: int = 0) -> nn.Module:
     """Baseline `name` with its weights drawn from `seed` (the global RNG is forked and left untouched)."""
-    key = name.lower().replace("-", "").replace("_", "")
-    key = {"autoint": "autoint+", "autointplus": "autoint+"}.get(key, key)
-    if key not in BASELINES:
+    key = baseline_key(name)
+    if key is None:
         raise RecipeError("--baseline", "name", f"unknown baseline {name!r} (known: {', '.join(BASELINES)})")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
