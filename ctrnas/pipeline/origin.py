@@ -47,11 +47,13 @@ def _run_width_key(arch) -> str:
 
 
 def _widths(arch) -> str:
-    """`arch`'s own table widths (those not at its common width) in a few words: "10 at 4", "25 dropped, 1 at 8"."""
+    """`arch`'s own widths in a few words: its common width when it has one ("width 8") and its tables not at it
+    ("10 at 4", "25 dropped, 1 at 8")."""
     counts: dict[int, int] = {}
     for _, w in arch.table_dims:
         counts[w] = counts.get(w, 0) + 1
-    return ", ".join(f"{n} dropped" if w == 0 else f"{n} at {w}" for w, n in sorted(counts.items()))
+    tables = ", ".join(f"{n} dropped" if w == 0 else f"{n} at {w}" for w, n in sorted(counts.items()))
+    return "; ".join(x for x in (f"width {arch.emb_dim}" if arch.emb_dim else "", tables) if x)
 
 
 def seed_names(history, given: tuple[str, ...] = ()) -> dict[str, str]:
@@ -73,8 +75,11 @@ def seed_names(history, given: tuple[str, ...] = ()) -> dict[str, str]:
         except (CtrnasError, ValueError, KeyError, TypeError):  # not an arch record (a hand-made history)
             continue
         name = blocks.get(dataclasses.replace(arch, emb_dim=None, table_dims=()).key())
-        if name is not None and arch.table_dims:
-            names.setdefault(_run_width_key(arch), f"{name} ({_widths(arch)})")
+        if name is not None and (arch.table_dims or arch.emb_dim):
+            # by its own key (a parent or a line's root) and, with its tables, at the run's width (a winner)
+            names.setdefault(r.key, f"{name} ({_widths(arch)})")
+            if arch.table_dims:
+                names.setdefault(_run_width_key(arch), f"{name} ({_widths(arch)})")
     return names
 
 

@@ -166,3 +166,26 @@ def test_an_arch_file_the_recipe_named_as_a_seed_is_a_given_seed_not_a_find(tmp_
     # without the recipe's seeds the same file is a random draw: the names come from the recipe
     win = model("rank 0", found, 0.44, 0.44, index=0)
     assert origin(final([win], [], win), history)["kind"] == "random"
+
+
+def test_a_seed_at_another_common_width_is_named_by_its_seed():
+    """The front search starts each seed at every narrower common width too (`emb_dim` 8, no table of its own):
+    its children descend from "dcnv2-like (width 8)", not from a random draw."""
+    from ctrnas.pipeline.origin import lineage
+    from ctrnas.search.space_protocol import default_to_json
+
+    seed = baseline_arch("dcnv2-like")
+    at8 = dataclasses.replace(seed, emb_dim=8)
+    child = dataclasses.replace(at8, table_dims=(("A", 4),))
+    history = History([
+        HistoryRecord(index=0, generation=0, key=seed.key(), arch=default_to_json(seed), value=0.50),
+        HistoryRecord(index=1, generation=0, key=at8.key(), arch=default_to_json(at8), value=0.52),
+        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
+                      parent_key=at8.key())])
+    win = model("rank 0", child, 0.44, 0.44, index=2)
+    o = origin(final([win], [], win), history)
+    assert (o["kind"], o["parent"], o["descends_from"]) == ("child", "dcnv2-like (width 8)", "dcnv2-like (width 8)")
+    assert lineage(history, maximize=False)["descend_from"] == {"dcnv2-like (width 8)": 1}
+    win = model("rank 0", at8, 0.44, 0.44, index=1)  # the copy itself: the seed, at width 8
+    o = origin(final([win], [], win), history)
+    assert (o["kind"], o["name"], o["width"]) == ("shipped", "dcnv2-like", 8)
