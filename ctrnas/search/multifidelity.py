@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from types import SimpleNamespace
+from typing import Any, Callable, Literal
 
 from ctrnas.errors import RecipeError
-from ctrnas.search.evolution import RegularizedEvolution
+from ctrnas.search.evolution import RegularizedEvolution, pareto_front
 from ctrnas.search.fitness import FitnessResult, rank_value
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.search.runner import Candidate, SearchResult, run_search
@@ -75,6 +76,17 @@ class MultiFidelityConfig:
     `ctrnas.pipeline.fitness.rungs`). Evolution's settings come from `search.evolution`."""
 
     rungs: tuple[RungConfig, ...] = ()
+    # which candidates of a rung go on: "value" (the best `keep` share by the rung's value), "front" (by
+    # non-dominated fronts of value and embedding bytes, as MO-ASHA promotes: Schmucker et al., 2021; the last
+    # front taken in part keeps its ends and members spread between them by bytes), "auto" ("front" when
+    # search.evolution.objective is front: by value alone the cheap rungs drop every small model, since
+    # narrow tables learn more slowly at first)
+    promotion: Literal["auto", "value", "front"] = "auto"
+
+    def __post_init__(self):
+        if self.promotion not in ("auto", "value", "front"):
+            raise RecipeError("search.multifidelity", "promotion",
+                              f"expected auto, value or front, got {self.promotion!r}")
 
 
 def survivors(n: int, keeps: list[float]) -> list[int]:
@@ -100,12 +112,18 @@ class MultiFidelity:
     (`fidelity.Ladder` builds one from a fitness per rung).
     """
 
-    def __init__(self, evolution: RegularizedEvolution, rungs: tuple[RungConfig, ...], maximize: list[bool]):
+    def __init__(self, evolution: RegularizedEvolution, rungs: tuple[RungConfig, ...], maximize: list[bool],
+                 promotion: str = "auto"):
         if not rungs:
             raise RecipeError("search.multifidelity", "rungs", "expected at least one rung")
         if len(maximize) != len(rungs):
             raise ValueError(f"{len(rungs)} rungs but {len(maximize)} directions")
         self.evolution, self.rungs, self.rung_maximize = evolution, tuple(rungs), list(maximize)
+        front = evolution.config.objective == "front"
+        self.promotion = ("front" if front else "value") if promotion == "auto" else promotion
+        if self.promotion == "front" and not evolution.constraints.counts_bytes:
+            raise RecipeError("search.multifidelity", "promotion", "'front' needs the archs' embedding bytes: a "
+                              "count_bytes counter (the pipeline gives one)")
         self.seed = evolution.seed
         self.maximize = self.rung_maximize[-1]
         keeps = [r.keep for r in self.rungs[:-1]]
@@ -148,6 +166,8 @@ class MultiFidelity:
             maximize = self.rung_maximize[self.rung]
             # ties go to the earlier proposal; a non-finite score is never promoted
             order = sorted(zip(self.alive, results), key=lambda t: (-rank_value(t[1].value, maximize), t[0]))
+            if self.promotion == "front":
+                order = self._by_fronts(order, maximize, n_next)
             promoted = sorted(pos for pos, r in order[:n_next] if r.finite)
             if promoted:
                 self.rung, self.alive = self.rung + 1, promoted
@@ -168,10 +188,30 @@ class MultiFidelity:
                                                                                    self.rung_maximize)), r.index))
         return ranked[:k]
 
+    def _by_fronts(self, order: list, maximize: bool, n: int) -> list:
+        """`order` (positions with results, best value first) re-ordered for promotion by non-dominated fronts
+        of (value, embedding bytes); the front that does not fit whole keeps its ends and members spread
+        between them by bytes (the rule evolution's population keeps its front by)."""
+        nbytes = self.evolution.constraints.embedding_bytes
+        left = [SimpleNamespace(item=t, rank=rank_value(t[1].value, maximize), bytes=nbytes(self.batch[t[0]].arch))
+                for t in order if t[1].finite]
+        out: list = []
+        while left and len(out) < n:
+            front = sorted((left[i] for i in pareto_front(left)), key=lambda p: (p.bytes, -p.rank))
+            room = n - len(out)
+            if len(front) > room:
+                front = [front[round(k * (len(front) - 1) / max(room - 1, 1))] for k in range(room)]
+            out += [p.item for p in front]
+            left = [p for p in left if all(p is not q for q in front)]
+        return out + [t for t in order if all(t is not q for q in out)]
+
     def fingerprint(self) -> dict[str, Any]:
-        return {"evolution": self.evolution.fingerprint(),
-                "rungs": [[r.fitness, r.budget, r.keep] + ([r.extra] if r.extra is not None else [])
-                          for r in self.rungs], "maximize": self.rung_maximize}
+        fp = {"evolution": self.evolution.fingerprint(),
+              "rungs": [[r.fitness, r.budget, r.keep] + ([r.extra] if r.extra is not None else [])
+                        for r in self.rungs], "maximize": self.rung_maximize}
+        if self.promotion == "front":  # a search from before this rule (or with value) is another search
+            fp["promotion"] = "front"
+        return fp
 
     def state_dict(self) -> dict[str, Any]:
         return {"evolution": self.evolution.state_dict(), "batch": self.batch, "rung": self.rung,

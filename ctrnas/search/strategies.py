@@ -72,7 +72,8 @@ def _multifidelity(space: SearchSpace, settings: Callable[[str], Any], *, seed: 
                    rung_maximize: list[bool] | None, **_: Any) -> MultiFidelity:
     rungs = rungs or settings("multifidelity").rungs
     evolution = _evolution(space, settings, seed=seed, maximize=maximize, constraints=constraints, initial=initial)
-    return MultiFidelity(evolution, rungs, rung_maximize if rung_maximize is not None else [maximize] * len(rungs))
+    return MultiFidelity(evolution, rungs, rung_maximize if rung_maximize is not None else [maximize] * len(rungs),
+                         settings("multifidelity").promotion)
 
 
 register_strategy(StrategyEntry("evolution", EvolutionConfig, _evolution))

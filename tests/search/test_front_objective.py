@@ -76,3 +76,33 @@ def test_front_members_survive_ageing():
             assert m.key in keys or any(o.rank >= m.rank and o.bytes <= m.bytes and o.key != m.key
                                         for o in search.population)
         assert len(search.population) == 8  # the front does not grow the population
+
+
+def test_a_front_search_promotes_rungs_by_fronts_not_by_value_alone():
+    """Successive halving under `objective: front`: where the rung's value favours the large models, value-only
+    promotion keeps only large ones; promotion by fronts (MO-ASHA) keeps the front's small end too."""
+    from ctrnas.search.fitness import FitnessResult
+    from ctrnas.search.multifidelity import MultiFidelity, MultiFidelityConfig, RungConfig
+
+    cons = Constraints(count_bytes=vector_sum)
+    rungs = (RungConfig(fitness="a", budget=1, keep=0.34), RungConfig(fitness="b", budget=2))
+    promoted = {}
+    for promotion in ("value", "auto"):
+        cfg = EvolutionConfig(population_size=12, generations=1, tournament_size=4, children_per_generation=4,
+                              objective="front")
+        mf = MultiFidelity(RegularizedEvolution(SPACE, cfg, seed=0, constraints=cons), rungs, [True, True],
+                           promotion)
+        cands = mf.ask()
+        results = [FitnessResult(float(vector_sum(c.arch))) for c in cands]  # bigger is better at this rung
+        mf.tell(cands, results)
+        promoted[promotion] = [vector_sum(c.arch) for c in mf.ask()]
+    sizes = sorted(vector_sum(c.arch) for c in cands)
+    assert len(promoted["value"]) == len(promoted["auto"]) == 5  # ceil(0.34 * 12)
+    assert sorted(promoted["value"]) == sizes[-5:]  # by value alone: the five largest
+    # score = bytes here, so every distinct size is on the first front: the promoted spread from smallest to largest
+    assert min(promoted["auto"]) == sizes[0] and max(promoted["auto"]) == sizes[-1]
+    assert MultiFidelityConfig().promotion == "auto"
+    with pytest.raises(RecipeError, match="promotion"):
+        MultiFidelityConfig(promotion="pareto")
+    with pytest.raises(RecipeError, match="count_bytes"):
+        MultiFidelity(RegularizedEvolution(SPACE, EvolutionConfig(), seed=0), rungs, [True, True], "front")
