@@ -38,6 +38,17 @@ def setting():
     return History(recs), {"seed": seed, "child": child, "grandchild": grandchild, "drawn": drawn}
 
 
+def seed_line(seed, copy, child) -> History:
+    """A seed, its copy at other widths (also in the first population) and the copy's child."""
+    from ctrnas.search.space_protocol import default_to_json
+
+    return History([
+        HistoryRecord(index=0, generation=0, key=seed.key(), arch=default_to_json(seed), value=0.50),
+        HistoryRecord(index=1, generation=0, key=copy.key(), arch=default_to_json(copy), value=0.52),
+        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
+                      parent_key=copy.key())])
+
+
 def final(cands, bases, best):
     return FinalResult(tuple(cands), best, tuple(bases), None, 0.0)
 
@@ -113,16 +124,11 @@ def test_lineage_counts_children_per_seed_and_against_their_parent(setting):
 
 def test_a_seed_at_narrower_tables_is_named_by_its_seed_not_a_random_draw():
     from ctrnas.pipeline.origin import lineage
-    from ctrnas.search.space_protocol import default_to_json
 
     seed = baseline_arch("dcnv2-like")
     narrow = dataclasses.replace(seed, table_dims=(("A", 4), ("B", 4), ("C", 0)))
     child = dataclasses.replace(narrow, table_dims=(*narrow.table_dims, ("D", 8)))  # one more table narrowed
-    history = History([
-        HistoryRecord(index=0, generation=0, key=seed.key(), arch=default_to_json(seed), value=0.50),
-        HistoryRecord(index=1, generation=0, key=narrow.key(), arch=default_to_json(narrow), value=0.52),
-        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
-                      parent_key=narrow.key())])
+    history = seed_line(seed, narrow, child)
     name = "dcnv2-like (1 dropped, 2 at 4)"
     win = model("rank 0", narrow, 0.44, 0.44, index=1)
     o = origin(final([win], [], win), history)
@@ -138,7 +144,6 @@ def test_an_arch_file_the_recipe_named_as_a_seed_is_a_given_seed_not_a_find(tmp_
     """`search.seeds` may name an arch file (an earlier run's best_arch.json): it, its copy at narrower tables
     and its children are named by the path, and a win by it or its copy is not a find of this run."""
     from ctrnas.pipeline.origin import lineage
-    from ctrnas.search.space_protocol import default_to_json
 
     space = get_space(dataclasses.replace(get_space("ctrnas-small").config, num_blocks=7))
     found = space.mutate_local(baseline_arch("dlrm-like"), np.random.default_rng(1))
@@ -147,11 +152,7 @@ def test_an_arch_file_the_recipe_named_as_a_seed_is_a_given_seed_not_a_find(tmp_
     given = ("dlrm-like", str(path))
     narrow = dataclasses.replace(found, table_dims=(("A", 4), ("B", 8)))
     child = dataclasses.replace(narrow, table_dims=(("A", 4), ("B", 4)))
-    history = History([
-        HistoryRecord(index=0, generation=0, key=found.key(), arch=default_to_json(found), value=0.50),
-        HistoryRecord(index=1, generation=0, key=narrow.key(), arch=default_to_json(narrow), value=0.52),
-        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
-                      parent_key=narrow.key())])
+    history = seed_line(found, narrow, child)
     win = model("rank 0", found, 0.44, 0.44, index=0)
     o = origin(final([win], [], win), history, given=given)
     assert (o["kind"], o["name"]) == ("given", str(path))
@@ -172,16 +173,11 @@ def test_a_seed_at_another_common_width_is_named_by_its_seed():
     """The front search starts each seed at every narrower common width too (`emb_dim` 8, no table of its own):
     its children descend from "dcnv2-like (width 8)", not from a random draw."""
     from ctrnas.pipeline.origin import lineage
-    from ctrnas.search.space_protocol import default_to_json
 
     seed = baseline_arch("dcnv2-like")
     at8 = dataclasses.replace(seed, emb_dim=8)
     child = dataclasses.replace(at8, table_dims=(("A", 4),))
-    history = History([
-        HistoryRecord(index=0, generation=0, key=seed.key(), arch=default_to_json(seed), value=0.50),
-        HistoryRecord(index=1, generation=0, key=at8.key(), arch=default_to_json(at8), value=0.52),
-        HistoryRecord(index=2, generation=1, key=child.key(), arch=default_to_json(child), value=0.51,
-                      parent_key=at8.key())])
+    history = seed_line(seed, at8, child)
     win = model("rank 0", child, 0.44, 0.44, index=2)
     o = origin(final([win], [], win), history)
     assert (o["kind"], o["parent"], o["descends_from"]) == ("child", "dcnv2-like (width 8)", "dcnv2-like (width 8)")
