@@ -83,7 +83,7 @@ class MultiFidelityConfig:
     # narrow tables learn more slowly at first)
     promotion: Literal["auto", "value", "front"] = "auto"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.promotion not in ("auto", "value", "front"):
             raise RecipeError("search.multifidelity", "promotion",
                               f"expected auto, value or front, got {self.promotion!r}")
@@ -188,14 +188,16 @@ class MultiFidelity:
                                                                                    self.rung_maximize)), r.index))
         return ranked[:k]
 
-    def _by_fronts(self, order: list, maximize: bool, n: int) -> list:
+    def _by_fronts(self, order: list[tuple[int, FitnessResult]], maximize: bool,
+                   n: int) -> list[tuple[int, FitnessResult]]:
         """`order` (positions with results, best value first) re-ordered for promotion by non-dominated fronts
         of (value, embedding bytes); the front that does not fit whole keeps its ends and members spread
         between them by bytes (the rule evolution's population keeps its front by)."""
-        nbytes = self.evolution.constraints.embedding_bytes
-        left = [SimpleNamespace(item=t, rank=rank_value(t[1].value, maximize), bytes=nbytes(self.batch[t[0]].arch))
+        nbytes, batch = self.evolution.constraints.embedding_bytes, self.batch
+        assert batch is not None  # called from tell(), within a batch
+        left = [SimpleNamespace(item=t, rank=rank_value(t[1].value, maximize), bytes=nbytes(batch[t[0]].arch))
                 for t in order if t[1].finite]
-        out: list = []
+        out: list[tuple[int, FitnessResult]] = []
         while left and len(out) < n:
             front = sorted((left[i] for i in pareto_front(left)), key=lambda p: (p.bytes, -p.rank))
             room = n - len(out)
