@@ -58,7 +58,18 @@ BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
 # LR again at 2.5x and 8x the shared learning rate: its one-wide tables want a far larger step (session 21), and
 # "gap closed" reads the LR best on validation (`lr_reference`), as a run's metrics do
 LR_RATES = ("lr*2.5", "lr*8")
-TRAINED = BASELINES + LR_RATES
+TRAINED = BASELINES + LR_RATES  # the default; --baselines also takes NAME*S for any of BASELINES ("fm*2.5")
+
+
+def known_baseline(name: str) -> bool:
+    """Whether --baselines may train `name`: one of BASELINES, or one at S times the shared lr ("fm*2.5")."""
+    from ctrnas.errors import RecipeError
+    from ctrnas.train.baseline_names import split_lr_scale
+
+    try:
+        return split_lr_scale(name)[0] in BASELINES
+    except RecipeError:
+        return False
 METHODS = ("baselines", "search", "random")
 NOTES = _results.notes_marker("suite.py")
 RECIPE = "recipes/synthetic-prefix.yaml"  # the demo's search with rungs sized as shares of the final training
@@ -321,7 +332,7 @@ def collect(args, profile: str) -> dict:
         if "#" in key or r["seed"] >= (args.train_seeds if kind.startswith("baseline") else args.seeds):
             continue
         if kind.startswith("baseline"):
-            if r["model"] in TRAINED:
+            if known_baseline(r["model"]):
                 found[r["model"], r["seed"]] = r
         elif key.endswith(this):
             found[kind.split("@")[0], r["seed"]] = r
@@ -507,7 +518,8 @@ def report(args) -> str:
     for profile, res, truth in summary:
         lr = lr_reference(res)[1]
         bayes = truth["bayes"]
-        for method in [BASELINES[0], *LR_RATES, *BASELINES[1:], "search", "random"]:
+        rates = sorted((k for k in res if k not in TRAINED and known_baseline(k)), key=lambda k: (k.split("*")[0], k))
+        for method in [BASELINES[0], *LR_RATES, *BASELINES[1:], *rates, "search", "random"]:
             v = [r for r in res.get(method, []) if r.get("test") is not None]
             if not v:
                 continue
@@ -541,7 +553,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profiles", default=",".join(PROFILES))
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--baselines", default=",".join(TRAINED),
-                    help="which baselines (default: all seven, and LR at 2.5x and 8x the learning rate)")
+                    help="which baselines (default: all seven, and LR at 2.5x and 8x the learning rate; NAME*S "
+                         "trains any at S times the learning rate)")
     ap.add_argument("--seeds", type=int, default=2, help="search seeds (and random search's)")
     ap.add_argument("--train-seeds", type=int, default=None,
                     help="the baselines' training seeds (default: --seeds; two seeds underestimate the noise)")
@@ -561,7 +574,7 @@ def main(argv=None) -> int:
     args.baselines = [b for b in args.baselines.split(",") if b]
     for what, given, known in (("--profiles", args.profiles, PROFILES), ("--methods", args.methods, METHODS),
                                ("--baselines", args.baselines, TRAINED)):
-        bad = [x for x in given if x not in known]
+        bad = [x for x in given if x not in known and not (what == "--baselines" and known_baseline(x))]
         if bad:
             ap.error(f"{what}: unknown {', '.join(bad)}; known: {', '.join(known)}")
     args.out = Path(args.out or ROOT / f"benchmarks/out/suite-{args.rows // 1000}k")

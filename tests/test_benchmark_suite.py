@@ -195,3 +195,9 @@ def test_gap_closed_reads_the_lr_best_on_validation():
     assert suite.lr_reference(res) == ("lr*2.5", pytest.approx(0.47))
     assert suite.lr_reference({"dlrm": res["dlrm"]}) == (None, None)
     assert suite.lr_reference({"lr": res["lr"]}) == ("lr", pytest.approx(0.51))
+
+
+def test_any_baseline_may_train_at_a_multiple_of_the_learning_rate():
+    suite = _suite()
+    assert suite.known_baseline("fm*2.5") and suite.known_baseline("lr*8") and suite.known_baseline("dcnv2")
+    assert not suite.known_baseline("fm*x") and not suite.known_baseline("logreg*2")
