@@ -87,10 +87,38 @@ def notes_marker(script: str) -> str:
     return f"<!-- hand-written notes below: benchmarks/{script} keeps them when it rewrites the section -->"
 
 
-def publish(text: str, section: Path, marker: str) -> None:
-    """Print a script's report and write it to its section file, keeping the section's hand-written notes."""
+def publish(text: str, section: Path, marker: str, fallback: Path | None = None) -> Path:
+    """Print a script's report and write it to its section file, keeping the section's hand-written notes.
+    With `fallback` (the script's default section was not chosen by hand), a report that would drop parts the
+    section shows (`lost_parts`: a profile or measurement whose cache is not under this run's --out) goes to
+    `fallback` instead, said in one line, so a partial run never erases committed measurements. Returns
+    where it wrote."""
     print(text)
+    lost = lost_parts(text, section, marker) if fallback is not None else []
+    if lost:
+        print(f"{section} kept: this report lacks {', '.join(lost)} (not in this run's caches); written to "
+              f"{fallback} instead (--section {section} replaces it)", file=sys.stderr)
+        section = fallback
     _atomic_write(section, with_notes(text, section, marker))
+    return section
+
+
+def _parts(text: str) -> list[str]:
+    """A report's headings and bold lead-ins ("**Throughput.**"), the parts a reader finds it by."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            out.append(line.strip())
+        elif line.startswith("**") and "**" in line[2:]:
+            out.append(line[: line.index("**", 2) + 2])
+    return out
+
+
+def lost_parts(text: str, section: Path, marker: str) -> list[str]:
+    """The parts (`_parts`) of the section file's generated text, before `marker`, that `text` no longer has."""
+    old = section.read_text() if section.exists() else ""
+    new = set(_parts(text))
+    return [p for p in _parts(old[: old.index(marker)] if marker in old else old) if p not in new]
 
 
 def with_notes(text: str, section: Path, marker: str) -> str:

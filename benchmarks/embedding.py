@@ -21,7 +21,8 @@ Parts:
               `ctrnas.api.run`; reads each run's front.json and reports the front next to the baselines, the
               issue's two goals, the fields the search dropped against the profile's noise fields, and a plot.
 Every result is cached under --out (default benchmarks/out/embedding-<rows/1000>k), so a stopped run resumes.
-The section goes to benchmarks/sections/embedding.md (or --section); `python benchmarks/_results.py` assembles it.
+The section goes to benchmarks/sections/embedding.md (or --section; a report that lacks a part the section shows
+goes to <out>/section.md instead, so a partial run erases nothing); `python benchmarks/_results.py` assembles it.
 """
 
 from __future__ import annotations
@@ -789,18 +790,12 @@ def main(argv=None) -> int:
                 run_baselines(args, profile)
             if "search" in args.parts:
                 run_search(args, profile)
-    text = report(args)
-    print(text)
-    section = Path(args.section or HERE / "sections/embedding.md")
-    _results._atomic_write(section, with_notes(text, section))
+    _results.publish(report(args), Path(args.section or HERE / "sections/embedding.md"), NOTES,
+                     fallback=None if args.section else Path(args.out) / "section.md")
     return 0
 
 
 NOTES = _results.notes_marker("embedding.py")
-
-
-def with_notes(text: str, section: Path) -> str:
-    return _results.with_notes(text, section, NOTES)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ Methods:
              like the final stage (1 FTE each), the best by val log loss is its pick (benchmarks/mfsearch.py's
              definition; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
 Every training is cached under --out by (profile, model, seed, settings), so a stopped run resumes. The
-section goes to benchmarks/sections/suite.md (or --section); `python benchmarks/_results.py` assembles it.
+section goes to benchmarks/sections/suite.md (or --section; a report that lacks a part the section shows goes to
+<out>/section.md instead); `python benchmarks/_results.py` assembles it.
 """
 
 from __future__ import annotations
@@ -588,7 +589,8 @@ def main(argv=None) -> int:
                 run_own(args, profile, cache)
             if "random" in args.methods:
                 run_random(args, profile, cache)
-    _results.publish(report(args), Path(args.section or ROOT / "benchmarks/sections/suite.md"), NOTES)
+    _results.publish(report(args), Path(args.section or ROOT / "benchmarks/sections/suite.md"), NOTES,
+                     fallback=None if args.section else Path(args.out) / "section.md")
     return 0
 
 

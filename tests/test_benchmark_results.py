@@ -64,3 +64,24 @@ def test_mfsearch_pair_noise_is_the_standard_error_of_the_difference_of_two_seed
     # lr's mean one draw: sqrt(0.004^2 / 2 + 0.004^2) = sqrt(24e-6)
     assert [(k, round(m, 10), round(n, 10)) for k, m, n in pairs] == [
         ("dlrm", 0.01, round(12.5e-6 ** 0.5, 10)), ("lr", 0.05, round(24e-6 ** 0.5, 10))]
+
+
+def test_a_partial_report_never_erases_the_parts_a_section_shows(tmp_path, capsys):
+    """A script's default section keeps its measured parts when a run's report lacks them (their caches are
+    not under this run's --out): the report goes to the fallback, said in one line; a full report, or a
+    section chosen by hand (no fallback), is written as before. The hand-written notes survive either way."""
+    r = _results_module()
+    marker = r.notes_marker("x.py")
+    section = tmp_path / "x.md"
+    old = "## X\n\n**Throughput.** fast\n\n#### profile-a\n\n| a |\n\n#### profile-b\n\n| b |\n"
+    section.write_text(old + "\n" + marker + "\nmy note\n")
+    partial = "## X\n\nThroughput: not measured yet.\n\n#### profile-b\n\n| b2 |\n"
+    where = r.publish(partial, section, marker, fallback=tmp_path / "out" / "section.md")
+    assert where == tmp_path / "out" / "section.md" and where.read_text().startswith(partial.rstrip("\n"))
+    assert section.read_text() == old + "\n" + marker + "\nmy note\n"  # untouched
+    assert "**Throughput.**, #### profile-a" in capsys.readouterr().err
+    full = old.replace("| b |", "| b2 |")
+    assert r.publish(full, section, marker, fallback=tmp_path / "f.md") == section
+    assert section.read_text() == full.rstrip("\n") + "\n\n" + marker + "\nmy note\n"
+    assert r.publish(partial, section, marker) == section  # --section given: the user's choice
+    assert section.read_text().startswith(partial.rstrip("\n")) and section.read_text().endswith("my note\n")
