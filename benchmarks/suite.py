@@ -177,7 +177,8 @@ def _settings(recipe, data) -> dict:
 
 def run_baselines(args, profile: str, cache: Cache) -> None:
     from ctrnas import api
-    from ctrnas.train.baselines import build_baseline, split_lr_scale
+    from ctrnas.train.baseline_names import split_lr_scale
+    from ctrnas.train.baselines import build_baseline
     from ctrnas.train.run import train_and_test
 
     recipe = recipe_for(args, profile)

@@ -120,6 +120,14 @@ class _Member:
     bytes: float = math.nan  # embedding bytes (objective "front" only)
 
 
+def spread(items: list[Any], room: int) -> list[Any]:
+    """`room` of `items` (sorted by bytes): both ends and the others evenly spaced between them, how a front that
+    does not fit whole is kept (evolution's population, a rung's promotion under the front objective)."""
+    if len(items) <= room:
+        return list(items)
+    return [items[round(k * (len(items) - 1) / max(room - 1, 1))] for k in range(room)]
+
+
 def pareto_front(members: list[Any]) -> list[int]:
     """Indices of the members no other member dominates: at least as good a rank (higher is better) and
     at most as many bytes, better in one of the two (NSGA-II's first front)."""
@@ -342,9 +350,7 @@ class RegularizedEvolution:
             if front:  # the front survives too (the oldest of the others die); a front larger than the
                 # population keeps both ends and members evenly spread between them by bytes
                 ends = sorted(pareto_front(pop), key=lambda i: (pop[i].bytes, i))
-                room = self.config.population_size
-                if len(ends) > room:
-                    ends = [ends[round(k * (len(ends) - 1) / max(room - 1, 1))] for k in range(room)]
+                ends = spread(ends, self.config.population_size)
                 elite |= set(ends)
             dying = [i for i in range(len(pop)) if i not in elite][: len(candidates)]
             self.population = [m for i, m in enumerate(pop) if i not in set(dying)]

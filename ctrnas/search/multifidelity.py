@@ -29,7 +29,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Literal
 
 from ctrnas.errors import RecipeError
-from ctrnas.search.evolution import RegularizedEvolution, pareto_front
+from ctrnas.search.evolution import RegularizedEvolution, pareto_front, spread
 from ctrnas.search.fitness import FitnessResult, rank_value
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.search.runner import Candidate, SearchResult, run_search
@@ -200,9 +200,7 @@ class MultiFidelity:
         out: list[tuple[int, FitnessResult]] = []
         while left and len(out) < n:
             front = sorted((left[i] for i in pareto_front(left)), key=lambda p: (p.bytes, -p.rank))
-            room = n - len(out)
-            if len(front) > room:
-                front = [front[round(k * (len(front) - 1) / max(room - 1, 1))] for k in range(room)]
+            front = spread(front, n - len(out))
             out += [p.item for p in front]
             left = [p for p in left if all(p is not q for q in front)]
         return out + [t for t in order if all(t is not q for q in out)]

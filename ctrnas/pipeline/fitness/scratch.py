@@ -162,7 +162,8 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     kind, what = job
     if kind == "arch":
         return arch_model(recipe, template, what)
-    from ctrnas.train.baselines import build_baseline, split_lr_scale
+    from ctrnas.train.baseline_names import split_lr_scale
+    from ctrnas.train.baselines import build_baseline
 
     cfg = recipe.final_train
     name, width = split_baseline(what)

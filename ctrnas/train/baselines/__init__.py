@@ -10,7 +10,7 @@ from torch import nn
 
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import RecipeError
-from ctrnas.train.baseline_names import BASELINE_NAMES, baseline_key, split_lr_scale  # noqa: F401
+from ctrnas.train.baseline_names import baseline_key
 from ctrnas.train.baselines.autoint import AutoIntPlus
 from ctrnas.train.baselines.dcnv2 import DCNv2
 from ctrnas.train.baselines.deepfm import DeepFM
