@@ -54,6 +54,7 @@ PROFILES = {
     "avazu-pairwise": ("deepfm", "fm", "dlrm"),
     "kdd2012-dense-by-category": ("xdeepfm", "dlrm"),
     "kdd2012-crosses": ("deepfm", "dlrm"),
+    "kdd2012-deep": ("dlrm", "dcnv2"),
 }
 WIDTHS = (8, 16, 32)
 PARTS = ("baselines", "throughput", "rss", "search")

@@ -74,6 +74,12 @@ class EvolutionConfig:
     # predictor is fitted). Meant for the predictor's `relative` mode, whose prediction is the parent's score
     # plus the edit's predicted change.
     lines_by_predictor: bool = False
+    # every arch the search tries has the blocks of one of its seeds (`initial`): children move the
+    # embedding widths alone (the space's `mutate_widths` / `width_neighbours`), and the first population
+    # is filled with width mutants of the seeds instead of random draws. The second step of "structure
+    # first, widths second" (docs/embedding-search.md): a short rung cannot then drop the structure found by
+    # the first step for another family that learns faster early on.
+    widths_only: bool = False
 
     def __post_init__(self) -> None:
         for name in ("population_size", "tournament_size", "children_per_generation", "max_dedup_tries"):
@@ -160,6 +166,9 @@ class RegularizedEvolution:
         # archs the initial population starts with (e.g. the space's hand-designed baselines), so the
         # search has to beat what a user would have built; the rest of it is sampled
         self.initial = tuple(initial)
+        if config.widths_only and not (self.initial and hasattr(space, "mutate_widths")):
+            raise RecipeError("EvolutionConfig", "widths_only", "needs seeds (search.seeds) in a space that searches "
+                              "embedding widths (space.table_dims): the widths are searched around the seeds' blocks")
         self.maximize = config.maximize
         self.total_evaluations = config.population_size + config.generations * config.children_per_generation
         self.rng = np.random.default_rng(self.seed)
@@ -203,6 +212,10 @@ class RegularizedEvolution:
         return lines[(self.generation - 1) % len(lines)]
 
     def _mutant(self, arch: Any, n: int) -> Any:
+        if self.config.widths_only:
+            for _ in range(n):
+                arch = self.space.mutate_widths(arch, self.rng)  # type: ignore[attr-defined]
+            return arch
         mutate = self.space.mutate
         # drawn only when asked for, so a search without local moves keeps NASRec's random stream
         if self.config.local_share > 0 and hasattr(self.space, "mutate_local") and \
@@ -251,7 +264,7 @@ class RegularizedEvolution:
         """`k` children (default: one per parent) from the parents' untried one-step local edits, picked by
         the predictor when it is fitted, else at random without replacement (from `turn`'s edits only when it
         is given and has enough); None when fewer are left than children wanted."""
-        neighbours = getattr(self.space, "local_neighbours", None)
+        neighbours = getattr(self.space, "width_neighbours" if self.config.widths_only else "local_neighbours", None)
         if neighbours is None:
             return None
         options: list[Candidate] = []
@@ -296,6 +309,11 @@ class RegularizedEvolution:
             out.append(Candidate(arch, key, 0, params, flops))
         return out
 
+    def _width_draw(self) -> Any:
+        """A seed (drawn at random) with one to three width moves: `widths_only`'s stand-in for a random draw."""
+        arch = self.initial[int(self.rng.integers(len(self.initial)))]
+        return self._mutant(arch, 1 + int(self.rng.integers(3)))
+
     def ask(self) -> list[Candidate]:
         """The initial population (generation 0) or the children of the next generation."""
         if self._pending is not None:
@@ -305,7 +323,8 @@ class RegularizedEvolution:
         cfg = self.config
         if self.generation == 0:
             out = self._seeded()[: cfg.population_size]
-            out += [self._propose(lambda: self.space.sample(self.rng)) for _ in range(cfg.population_size - len(out))]
+            draw = self._width_draw if cfg.widths_only else (lambda: self.space.sample(self.rng))
+            out += [self._propose(draw) for _ in range(cfg.population_size - len(out))]
         else:
             n = mutations_at(self.generation, cfg)
             parent: _Member | None = None
@@ -359,7 +378,7 @@ class RegularizedEvolution:
 
     def fingerprint(self) -> dict[str, Any]:
         config = to_dict(self.config)
-        for name in ("local_sweep", "lineages", "lines_by_predictor"):  # a search from before these resumes
+        for name in ("local_sweep", "lineages", "lines_by_predictor", "widths_only"):  # a search from before these resumes
             if not getattr(self.config, name):
                 config.pop(name)
         fp = {"config": config, "seed": self.seed, "constraints": to_dict(self.constraints.config)}

@@ -284,6 +284,27 @@ class SearchSpace:
                 return fits
         return self.mutate(arch, rng)
 
+    def mutate_widths(self, arch: Arch, rng: np.random.Generator) -> Arch:
+        """`arch` with its embedding widths alone moved one step: one table one step in its choices or, in a
+        space with `emb_dims`, the common width one step along them (one move in as many as there are tables,
+        plus one). The blocks and logit terms stay: the widths step of "structure first, widths second"
+        (docs/embedding-search.md)."""
+        self.validate(arch)
+        self._need_tables()
+        c = self.config
+        near = _near(tuple(sorted(c.emb_dims)), self.common_width(arch))
+        if near and rng.random() < 1 / (len(c.tables) + 1):
+            return self._at_emb_dim(arch, near[int(rng.integers(len(near)))])
+        out = self._table_step(arch, rng)
+        if out is None:
+            raise ArchValidationError(None, "table_dims", list(c.table_dims), "no table width can move")
+        return out
+
+    def width_neighbours(self, arch: Arch) -> list[Arch]:
+        """The archs of `local_neighbours` that differ from `arch` in embedding widths alone."""
+        same = (arch.blocks, arch.first_order, arch.field_fm)
+        return [a for a in self.local_neighbours(arch) if (a.blocks, a.first_order, a.field_fm) == same]
+
     def _local_moves(self, arch: Arch) -> list[tuple[Any, ...]]:
         """The kinds of edit `mutate_local` draws from, in a fixed order: (block, field[, arg name]) of a live
         block, (None, "emb_dim" / "first_order" / "field_fm"), or with `branch_moves` (last block, "branch" /

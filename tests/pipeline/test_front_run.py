@@ -135,3 +135,22 @@ def test_archs_choosing_their_common_width_export_from_the_front(tests_recipe_pa
     p = np.asarray(t["probability"].to_pylist()[:n], dtype=np.float64)
     y = np.asarray(t["label"].to_pylist()[:n], dtype=np.float64)
     assert math.isclose(log_loss(y, p, labels=[0, 1]), r["val_logloss"], abs_tol=2e-5)
+
+
+def test_a_widths_only_search_keeps_the_seeds_blocks(tests_recipe_path, data_dir, tests_data, tmp_path):
+    """`search.evolution.widths_only` with an arch file as the only seed: every model the run trained or
+    scored has the file's blocks, and the widths were searched (models of the front differ in bytes)."""
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", *SETTINGS[:2], "final.baselines=[]")
+    seed = recipe.search_space(tests_data.schema).sample(np.random.default_rng(3))
+    (tmp_path / "seed.json").write_text(json.dumps(seed.to_json()))
+    out = tmp_path / "run"
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={out}", *SETTINGS[:2],
+                             "final.baselines=[]", f"search.seeds=[{tmp_path / 'seed.json'}]",
+                             "search.evolution.widths_only=true")
+    api.run(recipe, progress=False, echo=lambda *a, **k: None)
+    archs = [Arch.from_json(r["arch"]) for r in json.loads((out / "search" / "history.json").read_text())]
+    assert len(archs) == 6 + 2 * 3
+    assert all(a.blocks == seed.blocks for a in archs)
+    assert len({a.key() for a in archs}) == len(archs)
+    rows = json.loads((out / "front.json").read_text())["models"]
+    assert len({r["embedding_bytes"] for r in rows}) > 1
