@@ -154,3 +154,24 @@ def test_a_widths_only_search_keeps_the_seeds_blocks(tests_recipe_path, data_dir
     assert len({a.key() for a in archs}) == len(archs)
     rows = json.loads((out / "front.json").read_text())["models"]
     assert len({r["embedding_bytes"] for r in rows}) > 1
+    assert seed.key() in {r["arch_key"] for r in rows}  # the final stage retrained the seed itself
+
+
+def test_a_widths_only_final_stage_retrains_the_seeds_it_lacks():
+    """The front's picks lack the seed (a short rung dropped it): the final stage retrains it as well, once;
+    a search that is not widths-only retrains its picks alone."""
+    from types import SimpleNamespace as NS
+
+    from ctrnas.pipeline.final.stage import with_seeds
+    from ctrnas.space.baselines import baseline_arch
+
+    seed = baseline_arch("dlrm-like").key()
+    recs = [NS(key=k) for k in ("a", "b", seed, "c")]
+    search = NS(result=NS(top_k=lambda k: recs[:k]), history=recs)
+
+    def recipe(widths_only):
+        return NS(search=NS(evolution=NS(widths_only=widths_only)), seed_names=("dlrm-like", "dcnv2-like"))
+
+    assert [r.key for r in with_seeds(recipe(True), search, recs[:2])] == ["a", "b", seed]
+    assert [r.key for r in with_seeds(recipe(True), search, recs[1:3])] == ["b", seed]
+    assert [r.key for r in with_seeds(recipe(False), search, recs[:2])] == ["a", "b"]

@@ -93,6 +93,18 @@ def front_top(recipe: Recipe, data, search: SearchStageResult, k: int) -> list:
     return front + others[: max(k - len(front), 0)]
 
 
+def with_seeds(recipe: Recipe, search: SearchStageResult, top: list) -> list:
+    """`top` and, after a `search.evolution.widths_only` search, the seeds themselves when they are not in it:
+    the widths step never loses the model it started from (a short rung can score a narrower copy level with
+    it, which drops the seed from the front, while the full training tells them apart)."""
+    if not recipe.search.evolution.widths_only:
+        return top
+    from ctrnas.space.baselines import load_arch
+
+    keys = {load_arch(n).key() for n in recipe.seed_names} - {rec.key for rec in top}
+    return top + [rec for rec in search.result.top_k(len(search.history)) if rec.key in keys]
+
+
 def quiet_recipe(recipe: Recipe) -> Recipe:
     """`recipe` with the final trainings' own progress bars off (the stage shows one bar for all)."""
     return dataclasses.replace(recipe, final=dataclasses.replace(
@@ -140,6 +152,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         search.retrained(recipe.top_k, recipe.search.evolution.lineages)
     if not top:
         raise CtrnasError("the search returned no candidates to retrain")
+    top = with_seeds(recipe, search, top)
     top = top + width_variants(recipe, data, top)
     quiet = quiet_recipe(recipe)
     template = final_template(recipe, data, supernet)
