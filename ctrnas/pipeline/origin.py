@@ -76,10 +76,11 @@ def seed_names(history, given: tuple[str, ...] = ()) -> dict[str, str]:
             continue
         name = blocks.get(dataclasses.replace(arch, emb_dim=None, table_dims=()).key())
         if name is not None and (arch.table_dims or arch.emb_dim):
-            # by its own key (a parent or a line's root) and, with its tables, at the run's width (a winner)
+            # by its own key (a parent or a line's root) and, with its tables, at the run's width (a winner at
+            # any common width: named by its tables alone, the origin line adds the winner's own width)
             names.setdefault(r.key, f"{name} ({_widths(arch)})")
             if arch.table_dims:
-                names.setdefault(_run_width_key(arch), f"{name} ({_widths(arch)})")
+                names.setdefault(_run_width_key(arch), f"{name} ({_widths(dataclasses.replace(arch, emb_dim=None))})")
     return names
 
 

@@ -185,3 +185,16 @@ def test_a_seed_at_another_common_width_is_named_by_its_seed():
     win = model("rank 0", at8, 0.44, 0.44, index=1)  # the copy itself: the seed, at width 8
     o = origin(final([win], [], win), history)
     assert (o["kind"], o["name"], o["width"]) == ("shipped", "dcnv2-like", 8)
+
+
+def test_a_winner_at_another_common_width_is_named_by_its_tables_and_its_own_width():
+    """The first population holds a seed's copy at width 8 with a table at 4; the winner has the same tables at
+    width 32: named "dcnv2-like (1 at 4)" at width 32, not by the copy's width 8."""
+    seed = baseline_arch("dcnv2-like")
+    copy = dataclasses.replace(seed, emb_dim=8, table_dims=(("A", 4),))
+    wide = dataclasses.replace(copy, emb_dim=32)
+    history = seed_line(seed, copy, wide)
+    win = model("rank 0", wide, 0.44, 0.44, index=2)
+    o = origin(final([win], [], win), history)
+    assert (o["kind"], o["name"], o["width"]) == ("shipped", "dcnv2-like (1 at 4)", 32)
+    assert o["line"].startswith("the shipped arch dcnv2-like (1 at 4) at width 32 won")
