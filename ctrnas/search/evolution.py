@@ -378,7 +378,8 @@ class RegularizedEvolution:
 
     def fingerprint(self) -> dict[str, Any]:
         config = to_dict(self.config)
-        for name in ("local_sweep", "lineages", "lines_by_predictor", "widths_only"):  # a search from before these resumes
+        # a search from before these options resumes
+        for name in ("local_sweep", "lineages", "lines_by_predictor", "widths_only"):
             if not getattr(self.config, name):
                 config.pop(name)
         fp = {"config": config, "seed": self.seed, "constraints": to_dict(self.constraints.config)}
