@@ -192,6 +192,9 @@ def same_bytes_widths(rows: list[int], base: int = 16) -> list[int]:
     return widths
 
 
+PADDED_CROSS = "the same mix, its cross on the padded positions (as before session 24)"
+
+
 def throughput(args) -> dict:
     """Seconds per `--steps` training steps of each variant, alternated `--reps` times."""
     import torch
@@ -220,22 +223,26 @@ def throughput(args) -> dict:
     def tables(widths, common):
         return tuple(sorted((n, w) for n, w in zip(names, widths) if w != common))
 
+    same = dataclasses.replace(base, table_dims=tables(mixed, 32))
     variants = {  # label -> (common width, arch)
         "uniform 16": (16, base),
         "uniform 16, a second copy (noise control)": (16, base),
-        "mixed 8/16/32, same bytes (common 32)": (32, dataclasses.replace(base, table_dims=tables(mixed, 32))),
+        "mixed 8/16/32, same bytes (common 32)": (32, same),
         "uniform 32": (32, base),
         "tables of 16 padded to 32 (common 32)": (32, dataclasses.replace(base, table_dims=tables([16] * len(names),
                                                                                                    32))),
         "mixed 4/8/16 (common 16)": (16, dataclasses.replace(
             base, table_dims=tables(list(rss_widths(names, rows).values()), 16))),
     }
+    if any(b.dense_op == "cross" for b in base.blocks):  # what dropping the padded positions saves
+        variants[PADDED_CROSS] = (32, same)
     batches = list(dataset_batches(folder, "train", 512, shuffle=True, seed=0,
                                    limit=512 * (args.steps + 5)).batches())
     models = {}
     for label, (dim, arch) in variants.items():
         space = {**space_cfg, "table_dims": [w for w in space_cfg["table_dims"] if w <= dim]}
-        model = export(build_supernet(schema, space, 0, dim, None), arch, init="fresh", seed=0)
+        model = export(build_supernet(schema, space, 0, dim, None), arch, init="fresh", seed=0,
+                       compact=label != PADDED_CROSS)
         trainer = Trainer(model, TrainConfig(batch_size=512, threads=1, progress=False, embedding_dim=dim))
         for b in batches[:5]:  # warm-up: first-call allocations and the optimizer state
             trainer.train_step(b, 10 ** 6)
@@ -256,7 +263,7 @@ def throughput(args) -> dict:
                 trainer.train_step(b, 10 ** 6)
             times[label].append(time.perf_counter() - t0)
             cpu[label].append(time.process_time() - c0)  # CPU seconds: less disturbed by other processes
-            # the stem alone (lookup, zero-padding, stack), forward and backward, on the same batches
+            # the stem alone (lookups and the tokens' layout), forward and backward, on the same batches
             stem = trainer.model.stem
             c0 = time.process_time()
             for b in timed:
@@ -548,7 +555,7 @@ def _report_throughput(args, arch: str, first: bool) -> list[str]:
                  f"alternated {r['reps']} times (the order rotated by one each time, so none runs twice in a row). "
                  f"Ratio = examples/s of the variant / examples/s of uniform 16 in the same repetition, median "
                  f"[min, max], from CPU seconds (process time) and from wall seconds. Stem = the embedding stem alone "
-                 f"(lookup, zero-padding, stack), forward and backward, CPU ms per step of 512.", "",
+                 f"(lookups and the tokens' layout), forward and backward, CPU ms per step of 512.", "",
                  "| variant | common width | table MiB | examples/s (CPU, median) | ratio, CPU | ratio, wall | "
                  "stem ms/step |", "|---|---|---|---|---|---|---|"]
     for label, x in v.items():

@@ -4,7 +4,8 @@ The space reads it to sample, mutate, validate and hash archs; the supernet reso
 key to its class (`ctrnas.supernet.blocks.BLOCKS`, which checks at import that every op here has a class).
 A preset lists its ops by name, so adding an op here changes no existing preset. See docs/ops.md.
 Every op reads tokens of one width: an arch's narrower tables (`Arch.table_dims`) are zero-padded to it and a
-dropped field's token is zero, so no op needs a rule of its own (docs/embedding-search.md).
+dropped field's token is zero, so no op needs a rule of its own (docs/embedding-search.md); an exported Cross
+over the stem's tokens drops the padded positions, the same outputs at less cost (`ctrnas.supernet.compact`).
 """
 
 from __future__ import annotations

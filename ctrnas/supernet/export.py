@@ -16,6 +16,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.space import Arch, is_binary, reads_raw
 from ctrnas.supernet.blocks.base import as_index
+from ctrnas.supernet.compact import compact_cross, compacts
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.supernet.supernet import field_fm, first_order_sum, table_widths
 
@@ -176,14 +177,16 @@ def _torchrec_dense(model: nn.Module, g: torch.Generator) -> None:
 
 
 def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem: bool = True,
-           embedding_init: str = "nasrec", dense_init: str = "nasrec") -> ExportedModel:
+           embedding_init: str = "nasrec", dense_init: str = "nasrec", compact: bool = True) -> ExportedModel:
     """Standalone copy of subnet `arch`: `init="inherit"` keeps the supernet's weights, `"fresh"` re-draws them.
 
     `copy_stem=False` hands the supernet's embedding stem itself to the model instead of a copy (saves a
     second set of full-size tables when the supernet is discarded right after, as for training from scratch;
     with `init="fresh"` the supernet's tables are re-drawn too). An arch with its own `emb_dim` exports, with
-    fresh weights only, from the supernet's space at that width (`ctrnas.supernet.widths`). `embedding_init` and `dense_init` pick how
-    `"fresh"` draws the tables and the other weights (see `reinit`).
+    fresh weights only, from the supernet's space at that width (`ctrnas.supernet.widths`). `embedding_init` and
+    `dense_init` pick how `"fresh"` draws the tables and the other weights (see `reinit`). With narrower tables,
+    a cross over the stem's tokens runs on their real positions only (`ctrnas.supernet.compact`; the same
+    logits); `compact=False` keeps it on the padded ones.
     """
     if init not in ("inherit", "fresh"):
         raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
@@ -193,8 +196,10 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
         supernet, copy_stem = at_width(supernet, arch.emb_dim, init), False  # its stem is new: no copy needed
     ix = supernet.indexed(arch)
     device = supernet.head.weight.device
+    widths = table_widths(arch, supernet.schema.sparse_names, supernet.emb_dim)
     pos = {0: 0}
     blocks = []
+    crosses = []  # (block position, dense inputs) of the crosses to compact (ctrnas.supernet.compact)
     for k, io in enumerate(ix.plan.blocks, start=1):
         pos[io.index] = k
         sb = supernet.blocks[io.index - 1]
@@ -209,8 +214,9 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
             merge=sb.merge.extract(io.dense_dim) if io.merge else None,
             dense_raw=bool(io.dense_ops) and reads_raw(io.dense_ops[0]),
             sparse_raw=bool(io.sparse_ops) and reads_raw(io.sparse_ops[0])))
+        if compact and compacts(io, widths, supernet.emb_dim):
+            crosses.append((k - 1, io.dense_in))
     head = supernet.head.extract(None, as_index(ix.plan.head_cols, device))
-    widths = table_widths(arch, supernet.schema.sparse_names, supernet.emb_dim)
     if any(w != supernet.emb_dim for w in widths):
         stem = narrow_stem(supernet.stem, widths)
     else:
@@ -226,6 +232,9 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
                           supernet.schema, first)
     if init == "fresh":
         reinit(model, seed, embedding_init, dense_init)
+    for k, dense_in in crosses:  # after the init: the compact model starts as the padded one
+        blk = model.net.blocks[k]
+        blk.dense_op = compact_cross(blk.dense_op, dense_in, widths, supernet.emb_dim)
     return model
 
 

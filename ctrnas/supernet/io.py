@@ -159,6 +159,12 @@ def load_exported(folder: str | Path):
     try:
         model.load_state_dict(state)
     except (RuntimeError, TypeError, AttributeError) as e:
+        try:  # written before an export's crosses dropped the padded positions (ctrnas.supernet.compact)
+            padded = export(supernet, arch, copy_stem=False, compact=False)
+            padded.load_state_dict(state)
+            return padded
+        except (RuntimeError, TypeError, AttributeError):
+            pass
         raise CtrnasError(f"{folder}/model.pt: weights do not fit the model of arch.json: {one_line(e)}") from None
     return model
 

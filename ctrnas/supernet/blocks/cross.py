@@ -159,8 +159,9 @@ class Cross(nn.Module):
         return FixedCross(net, self.proj.extract(io.dense_dim, cols), self.ln.extract(io.dense_dim))
 
     @staticmethod
-    def cost(dims: Dims, io: BlockIO) -> tuple[int, int]:
-        n, a = io.dense_in + io.tok_in * dims.emb, _args(io)
+    def cost(dims: Dims, io: BlockIO, tok_width: int | None = None) -> tuple[int, int]:
+        # tok_width: the tokens' flattened width when an export drops padded positions (ctrnas.supernet.compact)
+        n, a = io.dense_in + (io.tok_in * dims.emb if tok_width is None else tok_width), _args(io)
         forms = [(a["form"], a["depth"], a.get("rank"))] if a else \
             [("lowrank", MAX_DEPTH, MAX_RANK), ("mixture", MAX_DEPTH, MAX_RANK)]
         raw = bool(a) and a["out"] == "raw"
@@ -178,11 +179,22 @@ class Cross(nn.Module):
 
 
 class FixedCross(nn.Module):
-    def __init__(self, cross: nn.Module, proj: nn.Module, ln: nn.Module, relu: bool = True):
+    """An exported Cross. With `keep` (a model with narrower tables, `ctrnas.supernet.compact`) it runs on the
+    positions of x0 that are not structural zeros and, for `out: raw`, puts x_L back at them in `width` zeros."""
+
+    def __init__(self, cross: nn.Module, proj: nn.Module, ln: nn.Module, relu: bool = True,
+                 keep: torch.Tensor | None = None, width: int = 0, scatter: bool = False):
         super().__init__()
         self.cross, self.proj, self.ln, self.relu = cross, proj, ln, relu
+        self.register_buffer("keep", torch.empty(0, dtype=torch.long) if keep is None else keep, persistent=False)
+        self.width, self.scatter = width, scatter  # x0's padded width when compacted, else 0
 
     def forward(self, dense: torch.Tensor, sparse: torch.Tensor, left: torch.Tensor,
                 right: torch.Tensor) -> torch.Tensor:
-        y = self.ln(self.proj(self.cross(torch.cat([dense, sparse.flatten(1)], dim=1))))
+        x0 = torch.cat([dense, sparse.flatten(1)], dim=1)
+        if self.width > 0:
+            x0 = x0.index_select(1, self.keep)
+        y = self.ln(self.proj(self.cross(x0)))
+        if self.scatter:
+            y = y.new_zeros(y.shape[0], self.width).index_copy(1, self.keep, y)
         return torch.relu(y) if self.relu else y
