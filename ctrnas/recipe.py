@@ -513,11 +513,26 @@ def override(recipe: Recipe, *overrides: str) -> Recipe:
 
 def recipe_to_dict(recipe: Recipe) -> dict:
     """The resolved recipe as plain data (what a results folder records), without the search direction: the
-    fitness sets it, so an override of the warm-up or fitness changes it too."""
+    fitness sets it, so an override of the warm-up or fitness changes it too. `final.train` keeps only what
+    differs from `train`, as a recipe file writes it, so `--set train.lr=...` on a run's recipe.yaml reaches
+    the final stage too (unless the final stage has its own value)."""
     data = to_dict(recipe)
     for name in _DIRECTED:
         data["search"][name].pop("maximize", None)
+    final = data.get("final")
+    if isinstance(final, dict) and isinstance(final.get("train"), dict) and isinstance(data.get("train"), dict):
+        final["train"] = _differs(data["train"], final["train"])
     return data
+
+
+def _differs(base: dict, full: dict) -> dict:
+    """The part of `full` that `deep_merge(base, ...)` needs to give `full` back."""
+    out = {}
+    for k, v in full.items():
+        if k in base and base[k] == v:
+            continue
+        out[k] = _differs(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return out
 
 
 def dump_recipe(recipe: Recipe) -> str:

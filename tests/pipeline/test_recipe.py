@@ -104,6 +104,20 @@ def test_resolved_recipe_dump_loads_back_equal(tmp_path):
     assert again == r  # `source` keeps naming where the recipe first came from
 
 
+def test_a_runs_recipe_yaml_passes_train_overrides_to_the_final_stage(tmp_path):
+    """recipe.yaml writes only what final.train changes, so `--set train.X` on it reaches the final stage as on
+    the recipe it came from, while a value the final stage sets itself stays."""
+    r = recipe_from_dict({**MINIMAL, "train": {"lr": 0.1, "epochs": 1},
+                          "final": {"train": {"epochs": 2, "batch_size": 256}}})
+    p = tmp_path / "recipe.yaml"
+    p.write_text(dump_recipe(r))
+    assert yaml.safe_load(p.read_text())["final"]["train"] == {"epochs": 2, "batch_size": 256}
+    assert load_recipe(p) == r
+    again = load_recipe(p, overrides=["train.lr=0.05", "train.epochs=3"])
+    assert again.train.lr == again.final_train.lr == 0.05
+    assert again.train.epochs == 3 and again.final_train.epochs == 2
+
+
 def test_fitness_kind_follows_the_warmup_fraction_unless_set():
     assert recipe_from_dict({**MINIMAL, "warmup": {"fraction": 0.0}}).fitness_kind == "proxy"
     assert recipe_from_dict({**MINIMAL, "warmup": {"fraction": 0.01}}).fitness_kind == "proxy"

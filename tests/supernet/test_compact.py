@@ -128,3 +128,23 @@ def test_the_stems_one_copy_layout_equals_padding_each_lookup(net, tables):
             assert torch.equal(tokens[:, f], want)
         model.stem._keys = list(reversed(model.stem._keys))  # as if the collection came back regrouped
         assert torch.equal(model.stem(kjt), tokens)
+
+
+@pytest.mark.parametrize("widths,common", [([3] * 4, 3), ([2, 0, 8, 4], 8)])
+def test_pair_dots_equal_torchrecs_interaction(widths, common):
+    """The exported interaction's one-gather pairs against TorchRec's InteractionArch, on zero-padded tokens
+    of `widths` too."""
+    from torchrec.models.dlrm import InteractionArch
+
+    from ctrnas.supernet.blocks.interaction import PairDots
+
+    g = torch.Generator().manual_seed(0)
+    mask = (torch.arange(common)[None] < torch.tensor(widths)[:, None]).float()
+    dense = torch.randn(5, common, generator=g, requires_grad=True)
+    tokens = (torch.randn(5, len(widths), common, generator=g) * mask).requires_grad_()
+    want = InteractionArch(len(widths))(dense, tokens)
+    got = PairDots(len(widths))(dense, tokens)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    grads = torch.autograd.grad(want.square().sum(), (dense, tokens))
+    for a, b in zip(torch.autograd.grad(got.square().sum(), (dense, tokens)), grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
