@@ -18,6 +18,7 @@ from ctrnas.errors import CtrnasError
 from ctrnas.safeload import load_weights_file, save_weights_file
 
 FORMAT = "ctrnas-checkpoint/1"
+FILE = "checkpoint.pt"  # the trainer's checkpoint in its out_dir
 
 
 def save_checkpoint(path: str | Path, state: dict) -> None:

@@ -32,6 +32,7 @@ from ctrnas.errors import CtrnasError
 from ctrnas.safeload import one_line
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import BatchSource
+from ctrnas.train.checkpoint import FILE as CHECKPOINT_FILE
 from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint, state_tensors
 from ctrnas.train.config import TrainConfig, lr_at, numeric_settings
 from ctrnas.train.divergence import DivergenceGuard
@@ -109,7 +110,7 @@ class Trainer:
 
     @property
     def checkpoint_path(self) -> Path | None:
-        return self.out_dir / "checkpoint.pt" if self.out_dir is not None else None
+        return self.out_dir / CHECKPOINT_FILE if self.out_dir is not None else None
 
     # -- checkpoints --------------------------------------------------------------------------------------
     def state_dict(self) -> dict:

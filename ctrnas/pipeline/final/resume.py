@@ -21,10 +21,11 @@ from ctrnas.config import to_dict
 from ctrnas.data.dataset import atomic_write_text
 from ctrnas.errors import CtrnasError
 from ctrnas.space.config import space_record
+from ctrnas.train.checkpoint import FILE as CHECKPOINT_FILE
 from ctrnas.train.metrics import strict_json
 
 TRAIN_DIR = Path("final") / "train"
-CHECKPOINT, RESULT, JOB = "checkpoint.pt", "result.json", "job.json"
+CHECKPOINT, RESULT, JOB = CHECKPOINT_FILE, "result.json", "job.json"  # the first is the trainer's own
 
 
 def fingerprint(recipe, data) -> dict:

@@ -49,7 +49,7 @@ def train_job(context: tuple, job: tuple) -> dict:
     what, keep_state, _, folder = (*job, None) if len(job) == 3 else job
     if folder is not None and (done := folder.result()) is not None and not folder.has_checkpoint():
         return {**done, "state": None}  # finished before an interruption, and its weights are not needed
-    model = job_model(recipe, data, template, what)
+    model = job_model(recipe, data, template, what, folder.dir if folder is not None else None)
     val, test, sec, trainer = train_as_final(model, job_recipe(recipe, what), data,
                                              folder.dir if folder is not None else None)
     out = {"val": val, "test": test, "seconds": sec, "dense_params": dense_params(model),

@@ -201,7 +201,7 @@ class PrefixTrainingFitness:
         from ctrnas.train.batches import dataset_batches
 
         cfg = dataclasses.replace(self.recipe.final_train, progress=False)
-        model = job_model(self.recipe, self.data, self.template, ("arch", arch))
+        model = job_model(self.recipe, self.data, self.template, ("arch", arch), out)
         train = final_train_batches(self.recipe, self.data)
         # the final stage's own validation rows: its epoch-end model selection must see the same evaluations
         final_val = dataset_batches(self.data.path, "val", cfg.eval_batch_size, limit=self.recipe.final.val_rows)

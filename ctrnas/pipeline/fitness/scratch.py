@@ -11,6 +11,8 @@ from pathlib import Path
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.results import DataResult
 from ctrnas.recipe import Recipe
+from ctrnas.train.checkpoint import FILE as CHECKPOINT_FILE
+from ctrnas.train.checkpoint import load_checkpoint
 
 
 def train_as_final(model, recipe: Recipe, data: DataResult, out_dir: Path | None = None, distributed=None):
@@ -64,7 +66,7 @@ def reload_job(recipe: Recipe, quiet: Recipe, data: DataResult, template, what: 
     """The trained model of a job finished before an interruption, from its kept checkpoint (no step is
     taken: the trainer resumes at its last step and restores the selected weights, as it ended)."""
     job.need_checkpoint()
-    model = job_model(recipe, data, template, what)
+    model = job_model(recipe, data, template, what, job.dir)
     train_as_final(model, job_recipe(quiet, what), data, job.dir)
     return model
 
@@ -109,7 +111,17 @@ def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None
     return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap)
 
 
-def arch_model(recipe: Recipe, template, arch):
+def _padded_checkpoint(model, path: Path) -> bool:
+    """`model` has compacted crosses and the checkpoint at `path` holds weights of other shapes."""
+    from ctrnas.supernet.blocks.cross import FixedCross
+
+    if not Path(path).is_file() or not any(isinstance(m, FixedCross) and m.width for m in model.modules()):
+        return False
+    own = model.state_dict()
+    return any(k in own and tuple(v.shape) != tuple(own[k].shape) for k, v in load_checkpoint(path)["model"].items())
+
+
+def arch_model(recipe: Recipe, template, arch, compact: bool = True):
     from ctrnas.supernet import export
 
     if isinstance(template, dict):  # final.layernorm "auto": LayerNorm on for models with products
@@ -118,7 +130,7 @@ def arch_model(recipe: Recipe, template, arch):
         template = template[use_layernorm("auto", arch, True)]
     # from scratch: the exported structure with every weight re-drawn from the training seed
     return export(template, arch, init="fresh", seed=recipe.final_train.seed,
-                  embedding_init=recipe.final.embedding_init, dense_init=recipe.final.dense_init)
+                  embedding_init=recipe.final.embedding_init, dense_init=recipe.final.dense_init, compact=compact)
 
 
 def baseline_jobs(recipe: Recipe) -> list[str]:
@@ -156,12 +168,17 @@ def baseline_label(job: str) -> str:
     return name if width is None else f"{name} at width {width}"
 
 
-def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object]):
+def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object], resume_dir: Path | None = None):
     """The fresh model of a job: ("arch", Arch) exported from `template`, or ("baseline", name) with name
-    one of `baseline_jobs` ("dlrm", or "dlrm@32" at another width)."""
+    one of `baseline_jobs` ("dlrm", or "dlrm@32" at another width). With the folder whose checkpoint it will
+    resume from: an arch model in the layout of the checkpoint's weights (one written before exported crosses
+    dropped the padded positions, `ctrnas.supernet.compact`, resumes padded)."""
     kind, what = job
     if kind == "arch":
-        return arch_model(recipe, template, what)
+        model = arch_model(recipe, template, what)
+        if resume_dir is not None and _padded_checkpoint(model, Path(resume_dir) / CHECKPOINT_FILE):
+            model = arch_model(recipe, template, what, compact=False)
+        return model
     from ctrnas.train.baseline_names import split_lr_scale
     from ctrnas.train.baselines import build_baseline
 

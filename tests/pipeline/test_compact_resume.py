@@ -1,0 +1,32 @@
+"""A final-stage job whose checkpoint was written before exported crosses dropped the padded positions of
+narrower tables (ctrnas.supernet.compact) resumes in that layout; a new one builds the compact model."""
+
+import dataclasses
+
+import torch
+
+from ctrnas.pipeline.fitness.scratch import arch_model, final_template, job_model
+from ctrnas.recipe import load_recipe
+from ctrnas.space.baselines import baseline_arch
+from ctrnas.train.checkpoint import FILE, save_checkpoint
+
+
+def test_a_job_resumes_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_path, data_dir, tmp_path):
+    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}",
+                                             "space={base: ctrnas-small, table_dims: [0, 4, 8, 16]}"])
+    template = final_template(recipe, tests_data, None)
+    names = list(tests_data.schema.sparse_names)
+    arch = dataclasses.replace(baseline_arch("dcnv2-like"), table_dims=((names[0], 4), (names[1], 0)))
+    job = ("arch", arch)
+    compact = job_model(recipe, tests_data, template, job)
+    assert compact.net.blocks[0].dense_op.width > 0
+    assert job_model(recipe, tests_data, template, job, tmp_path).net.blocks[0].dense_op.width > 0  # nothing kept
+    padded = arch_model(recipe, template, arch, compact=False)
+    save_checkpoint(tmp_path / FILE, {"model": padded.state_dict(), "optimizers": [], "step": 0, "config": {}})
+    again = job_model(recipe, tests_data, template, job, tmp_path)
+    assert again.net.blocks[0].dense_op.width == 0
+    again.load_state_dict(padded.state_dict())  # fits
+    save_checkpoint(tmp_path / FILE, {"model": compact.state_dict(), "optimizers": [], "step": 0, "config": {}})
+    assert job_model(recipe, tests_data, template, job, tmp_path).net.blocks[0].dense_op.width > 0
+    assert all(torch.equal(a, b) for a, b in zip(compact.state_dict().values(),
+                                                  job_model(recipe, tests_data, template, job).state_dict().values()))
