@@ -18,6 +18,7 @@ from torch import nn
 from ctrnas.supernet.blocks.cross import FixedCross
 from ctrnas.supernet.blocks.crossnets import (ScriptableCrossNet, ScriptableLowRankCrossNet,
                                               ScriptableLowRankMixtureCrossNet)
+from ctrnas.supernet.stem import real_positions
 
 
 def compacts(io, widths: list[int], common: int) -> bool:
@@ -29,8 +30,8 @@ def compacts(io, widths: list[int], common: int) -> bool:
 
 def flat_keep(dense_in: int, widths: list[int], common: int) -> torch.Tensor:
     """Positions in x0 = [dense (dense_in) | tokens [F, common] flattened] that a table fills."""
-    toks = [dense_in + f * common + c for f, w in enumerate(widths) for c in range(w)]
-    return torch.tensor(list(range(dense_in)) + toks, dtype=torch.long)
+    return torch.tensor(list(range(dense_in)) + [dense_in + p for p in real_positions(widths, common)],
+                        dtype=torch.long)
 
 
 @torch.no_grad()

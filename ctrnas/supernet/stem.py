@@ -14,6 +14,11 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from ctrnas.data.schema import DatasetSchema
 
 
+def real_positions(widths: Sequence[int], dim: int) -> list[int]:
+    """Where the tables' columns sit in the tokens [F, dim] flattened: field f's first `widths[f]` columns."""
+    return [f * dim + c for f, w in enumerate(widths) for c in range(w)]
+
+
 class EmbeddingStem(nn.Module):
     """One TorchRec table per sparse feature; returns sparse tokens [B, F, dim].
 
@@ -48,9 +53,8 @@ class EmbeddingStem(nn.Module):
         # view of them, narrower ones are put at their positions of [B, F x dim] in one index_copy (3x
         # faster than padding and stacking 26 tokens, forward and backward).
         self._keys = [n for n, w in zip(self.names, self.widths) if w]
-        pos = [f * dim + c for f, w in enumerate(self.widths) for c in range(w)]
-        self.register_buffer("_positions", torch.tensor(pos if self.mixed else [], dtype=torch.long),
-                             persistent=False)
+        pos = real_positions(self.widths, dim) if self.mixed else []
+        self.register_buffer("_positions", torch.tensor(pos, dtype=torch.long), persistent=False)
 
     def use_sparse_gradients(self, enabled: bool = True) -> None:
         """Make backward produce row-sparse gradients (only the looked-up rows) for every table."""
