@@ -5,7 +5,7 @@ import dataclasses
 
 import torch
 
-from ctrnas.pipeline.fitness.scratch import arch_model, final_template, job_model
+from ctrnas.pipeline.fitness.scratch import arch_model, arch_model_for, final_template, job_model
 from ctrnas.recipe import load_recipe
 from ctrnas.space.baselines import baseline_arch
 from ctrnas.train.checkpoint import FILE, save_checkpoint
@@ -30,3 +30,16 @@ def test_a_job_resumes_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_
     assert job_model(recipe, tests_data, template, job, tmp_path).net.blocks[0].dense_op.width > 0
     assert all(torch.equal(a, b) for a, b in zip(compact.state_dict().values(),
                                                   job_model(recipe, tests_data, template, job).state_dict().values()))
+
+
+def test_the_final_choice_is_rebuilt_in_the_layout_of_its_trained_weights(tests_data, tests_recipe_path, data_dir):
+    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}",
+                                             "space={base: ctrnas-small, table_dims: [0, 4, 8, 16]}"])
+    template = final_template(recipe, tests_data, None)
+    names = list(tests_data.schema.sparse_names)
+    arch = dataclasses.replace(baseline_arch("dcnv2-like"), table_dims=((names[0], 4),))
+    for compact in (True, False):
+        state = arch_model(recipe, template, arch, compact=compact).state_dict()
+        model = arch_model_for(recipe, template, arch, state)
+        assert (model.net.blocks[0].dense_op.width > 0) == compact
+        model.load_state_dict(state)

@@ -26,9 +26,10 @@ from ctrnas.pipeline.final.resume import jobs_for, say_resumed
 from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
-from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
-                                             embedding_params, final_template, final_train_batches, job_model,
-                                             job_recipe, reload_job, train_as_final)
+from ctrnas.pipeline.fitness.scratch import (arch_model, arch_model_for, baseline_jobs, baseline_label,
+                                             candidate_label, dense_params, embedding_params, final_template,
+                                             final_train_batches, job_model, job_recipe, reload_job,
+                                             train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -218,7 +219,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             del model, trainer
             bar.update(1)
         if distributed is not None and main:
-            best_model = arch_model(recipe, template, candidates[best_rank].arch)  # unsharded, trained weights
+            best_model = arch_model_for(recipe, template, candidates[best_rank].arch, best_state)  # unsharded
             best_model.load_state_dict(best_state)
             del best_state
 

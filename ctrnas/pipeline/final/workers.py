@@ -13,8 +13,8 @@ from tqdm.auto import tqdm
 from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.resume import drop
 from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
-from ctrnas.pipeline.fitness.scratch import (arch_model, baseline_jobs, baseline_label, candidate_label, dense_params,
-                                             embedding_params, job_model, job_recipe, train_as_final)
+from ctrnas.pipeline.fitness.scratch import (arch_model_for, baseline_jobs, baseline_label, candidate_label,
+                                             dense_params, embedding_params, job_model, job_recipe, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -154,8 +154,9 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
                 drop(folders[len(top) + len(baselines) - 1])
     best_model = None
     if kept is None:  # a candidate is exported (a baseline that beat it is in base_models otherwise)
-        best_model = arch_model(recipe, template, candidates[best_rank].arch)
-        best_model.load_state_dict(_state(best_result, folders[best_rank]))
+        state = _state(best_result, folders[best_rank])
+        best_model = arch_model_for(recipe, template, candidates[best_rank].arch, state)
+        best_model.load_state_dict(state)
         # as the serial trainer leaves it, so model.pt is the same object either way
         for stem in best_model.stems():
             stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")

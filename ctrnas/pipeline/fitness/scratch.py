@@ -111,14 +111,25 @@ def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None
     return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap)
 
 
-def _padded_checkpoint(model, path: Path) -> bool:
-    """`model` has compacted crosses and the checkpoint at `path` holds weights of other shapes."""
+def _padded(model, state) -> bool:
+    """`model` has compacted crosses and `state` (a state_dict, or a checkpoint's path) holds weights of other
+    shapes: ones written before exported crosses dropped the padded positions (`ctrnas.supernet.compact`)."""
     from ctrnas.supernet.blocks.cross import FixedCross
 
-    if not Path(path).is_file() or not any(isinstance(m, FixedCross) and m.width for m in model.modules()):
+    if not any(isinstance(m, FixedCross) and m.width for m in model.modules()):
         return False
+    if isinstance(state, Path):
+        if not state.is_file():
+            return False
+        state = load_checkpoint(state)["model"]
     own = model.state_dict()
-    return any(k in own and tuple(v.shape) != tuple(own[k].shape) for k, v in load_checkpoint(path)["model"].items())
+    return any(k in own and tuple(v.shape) != tuple(own[k].shape) for k, v in state.items())
+
+
+def arch_model_for(recipe: Recipe, template, arch, state: dict):
+    """`arch_model` in the layout of the trained weights `state` (then to be loaded into it)."""
+    model = arch_model(recipe, template, arch)
+    return arch_model(recipe, template, arch, compact=False) if _padded(model, state) else model
 
 
 def arch_model(recipe: Recipe, template, arch, compact: bool = True):
@@ -176,7 +187,7 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     kind, what = job
     if kind == "arch":
         model = arch_model(recipe, template, what)
-        if resume_dir is not None and _padded_checkpoint(model, Path(resume_dir) / CHECKPOINT_FILE):
+        if resume_dir is not None and _padded(model, Path(resume_dir) / CHECKPOINT_FILE):
             model = arch_model(recipe, template, what, compact=False)
         return model
     from ctrnas.train.baseline_names import split_lr_scale
