@@ -26,10 +26,9 @@ from ctrnas.pipeline.final.resume import jobs_for, say_resumed
 from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
-from ctrnas.pipeline.fitness.scratch import (arch_model, arch_model_for, baseline_jobs, baseline_label,
-                                             candidate_label, dense_params, embedding_params, final_template,
-                                             final_train_batches, job_model, job_recipe, reload_job,
-                                             train_as_final)
+from ctrnas.pipeline.fitness.scratch import (arch_model_for, baseline_jobs, baseline_label, candidate_label,
+                                             dense_params, embedding_params, final_template, final_train_batches,
+                                             job_model, job_recipe, reload_job, train_as_final)
 from ctrnas.pipeline.results import DataResult, FinalResult, SearchStageResult, TrainedModel
 from ctrnas.recipe import Recipe
 
@@ -185,7 +184,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             arch, job = archs[rank], jobs[rank]
             done = job.result() if job is not None else None
             if done is None:
-                model = arch_model(recipe, template, arch)
+                model = job_model(recipe, data, template, ("arch", arch), job.dir if job is not None else None)
                 val, test, sec, trainer = train_as_final(model, quiet, data, job and job.dir, distributed=distributed)
                 diverged, params, emb = trainer.diverged, float(dense_params(model)), float(embedding_params(model))
                 if job is not None:
