@@ -126,8 +126,9 @@ def _padded(model, state) -> bool:
     return any(k in own and tuple(v.shape) != tuple(own[k].shape) for k, v in state.items())
 
 
-def arch_model_for(recipe: Recipe, template, arch, state: dict):
-    """`arch_model` in the layout of the trained weights `state` (then to be loaded into it)."""
+def arch_model_for(recipe: Recipe, template, arch, state):
+    """`arch_model` in the layout of the trained weights `state` (a state_dict to load into it, or the path of
+    the checkpoint it will resume from)."""
     model = arch_model(recipe, template, arch)
     return arch_model(recipe, template, arch, compact=False) if _padded(model, state) else model
 
@@ -186,10 +187,9 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
     dropped the padded positions, `ctrnas.supernet.compact`, resumes padded)."""
     kind, what = job
     if kind == "arch":
-        model = arch_model(recipe, template, what)
-        if resume_dir is not None and _padded(model, Path(resume_dir) / CHECKPOINT_FILE):
-            model = arch_model(recipe, template, what, compact=False)
-        return model
+        if resume_dir is None:
+            return arch_model(recipe, template, what)
+        return arch_model_for(recipe, template, what, Path(resume_dir) / CHECKPOINT_FILE)
     from ctrnas.train.baseline_names import split_lr_scale
     from ctrnas.train.baselines import build_baseline
 
