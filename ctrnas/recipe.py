@@ -234,6 +234,9 @@ class Recipe:
     # ctrnas.pipeline.run_folder); a re-run of the same recipe needs no such permission
     overwrite: bool = False
     source: str = ""  # the file it came from (set by load_recipe; informational)
+    # the keys its final.train section gave (set when read): written back even where they equal train's, so an
+    # override of train.X leaves a final stage's own X alone
+    final_train_keys: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _PLAIN_NAME.fullmatch(self.name):
@@ -469,6 +472,7 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
     if isinstance(final, dict) and isinstance(final.get("train"), dict) and isinstance(data.get("train"), dict):
         # final.train lists what differs from the train section (epochs, lr...); the rest is inherited
         data["final"] = {**final, "train": deep_merge(data["train"], final["train"])}
+        data["final_train_keys"] = sorted(final["train"])
     data.setdefault("source", source)
     try:
         return _fitness_direction(from_dict(Recipe, data, source=source), data.get("search"), source)
@@ -514,14 +518,15 @@ def override(recipe: Recipe, *overrides: str) -> Recipe:
 def recipe_to_dict(recipe: Recipe) -> dict:
     """The resolved recipe as plain data (what a results folder records), without the search direction: the
     fitness sets it, so an override of the warm-up or fitness changes it too. `final.train` keeps only what
-    differs from `train`, as a recipe file writes it, so `--set train.lr=...` on a run's recipe.yaml reaches
-    the final stage too (unless the final stage has its own value)."""
+    differs from `train` or was given there, as a recipe file writes it, so `--set train.lr=...` on a run's
+    recipe.yaml reaches the final stage too (unless the final stage has its own value)."""
     data = to_dict(recipe)
     for name in _DIRECTED:
         data["search"][name].pop("maximize", None)
-    final = data.get("final")
+    final, given = data.get("final"), set(data.pop("final_train_keys", ()))
     if isinstance(final, dict) and isinstance(final.get("train"), dict) and isinstance(data.get("train"), dict):
-        final["train"] = _differs(data["train"], final["train"])
+        own = _differs(data["train"], final["train"])
+        final["train"] = {k: v for k, v in final["train"].items() if k in given or k in own}
     return data
 
 

@@ -34,6 +34,18 @@ def flat_keep(dense_in: int, widths: list[int], common: int) -> torch.Tensor:
                         dtype=torch.long)
 
 
+def x0_dims(name: str, t: torch.Tensor) -> tuple[int, ...]:
+    """The dimensions of a FixedCross's tensor (`name` within it) that run over x0's positions: what
+    `compact_cross` slices (so `FixedCross.keep`, or every position when it is not compacted, indexes them)."""
+    part = name.split(".")
+    if part[0] == "proj":
+        return (1,) if part[-1] == "weight" and t.dim() == 2 else ()
+    if part[0] != "cross" or len(part) < 2:
+        return ()
+    return {"kernels": (0, 1), "W_kernels": (0,), "bias": (0,), "U_kernels": (1,), "V_kernels": (t.dim() - 1,),
+            "gates": (1,) if part[-1] == "weight" else ()}.get(part[1], ())
+
+
 @torch.no_grad()
 def _slice_net(net: nn.Module, keep: torch.Tensor) -> nn.Module:
     n = len(keep)

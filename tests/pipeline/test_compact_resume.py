@@ -43,3 +43,28 @@ def test_the_final_choice_is_rebuilt_in_the_layout_of_its_trained_weights(tests_
         model = arch_model_for(recipe, template, arch, state)
         assert (model.net.blocks[0].dense_op.width > 0) == compact
         model.load_state_dict(state)
+
+
+def test_ctrnas_train_resumes_an_arch_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_path, data_dir,
+                                                                        tmp_path):
+    """`ctrnas train --arch ... --out OUT` over a checkpoint written before the compaction continues it."""
+    import json
+
+    from ctrnas import api
+    from ctrnas.train.trainer import Trainer
+
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}",
+                             "space={base: ctrnas-small, table_dims: [0, 4, 8, 16]}", "final.train_rows=256",
+                             "final.train.epochs=1", "final.val_rows=256", "final.test_rows=256")
+    names = list(tests_data.schema.sparse_names)
+    arch = dataclasses.replace(baseline_arch("dcnv2-like"), table_dims=((names[0], 4), (names[1], 0)))
+    (tmp_path / "arch.json").write_text(json.dumps(arch.to_json()))
+    cfg = api.train_config(tests_recipe_path, final=True, epochs=1, progress=False, threads=1)
+    padded = arch_model(recipe, final_template(recipe, tests_data, None), arch, compact=False)
+    out = tmp_path / "t"
+    Trainer(padded, cfg, out).save()  # a checkpoint at step 0 in the padded layout
+    m, _ = api.train_model(data_dir, cfg, arch=tmp_path / "arch.json", out_dir=out, recipe=recipe)
+    assert m is not None and m["train_rows_used"] == 256
+    trained = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
+    key = next(k for k in trained if k.endswith("cross.kernels.0"))
+    assert trained[key].shape == padded.state_dict()[key].shape

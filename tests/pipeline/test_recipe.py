@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ctrnas.errors import RecipeError
-from ctrnas.recipe import dump_recipe, load_recipe, override, recipe_from_dict
+from ctrnas.recipe import dump_recipe, load_recipe, override, recipe_from_dict, recipe_to_dict
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 MINIMAL = {"name": "t", "data": {"path": "somewhere"}}
@@ -116,6 +116,17 @@ def test_a_runs_recipe_yaml_passes_train_overrides_to_the_final_stage(tmp_path):
     again = load_recipe(p, overrides=["train.lr=0.05", "train.epochs=3"])
     assert again.train.lr == again.final_train.lr == 0.05
     assert again.train.epochs == 3 and again.final_train.epochs == 2
+
+
+def test_a_final_train_value_equal_to_trains_stays_pinned():
+    """A final.train key the recipe gives keeps its value under an override of train's, even where the two
+    were equal: on the recipe's data, on the Recipe object (`override`) and on its written recipe.yaml."""
+    data = {**MINIMAL, "train": {"lr": 0.1}, "final": {"train": {"lr": 0.1, "epochs": 2}}}
+    r = recipe_from_dict(data)
+    assert recipe_to_dict(r)["final"]["train"] == {"lr": 0.1, "epochs": 2}
+    for moved in (recipe_from_dict(data, overrides=["train.lr=0.05"]), override(r, "train.lr=0.05"),
+                  recipe_from_dict(yaml.safe_load(dump_recipe(r)), overrides=["train.lr=0.05"])):
+        assert moved.train.lr == 0.05 and moved.final_train.lr == 0.1
 
 
 def test_fitness_kind_follows_the_warmup_fraction_unless_set():

@@ -148,3 +148,68 @@ def test_pair_dots_equal_torchrecs_interaction(widths, common):
     grads = torch.autograd.grad(want.square().sum(), (dense, tokens))
     for a, b in zip(torch.autograd.grad(got.square().sum(), (dense, tokens)), grads):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("form", ["full", "lowrank", "mixture"])
+@pytest.mark.parametrize("out", ["raw", "proj"])
+def test_x0_dims_name_the_dimensions_the_compaction_slices(net, form, out):
+    """Each tensor of the compact cross is the padded one's at `keep` along `x0_dims`, the rest whole."""
+    from ctrnas.supernet.compact import x0_dims
+
+    arch = _dcnv2(form, out)
+    compact = export(net, arch, init="inherit").net.blocks[0].dense_op
+    padded = export(net, arch, init="inherit", compact=False).net.blocks[0].dense_op
+    full = padded.state_dict()
+    for name, t in compact.state_dict().items():
+        if name == "keep":
+            continue
+        want = full[name]
+        for d in x0_dims(name, want):
+            want = want.index_select(d, compact.keep)
+        assert torch.equal(t, want), name
+
+
+def _graft(root, child):
+    import types
+
+    from ctrnas.pipeline.fitness.inherit import graft, graft_state
+
+    def trainer(m):
+        return types.SimpleNamespace(model=m, optimizers=[], step=0, rows_seen=0)
+    state = graft_state(trainer(root))
+    return state, graft(trainer(child), state)
+
+
+@pytest.mark.parametrize("root_compact", [True, False])
+@pytest.mark.parametrize("child_compact", [True, False])
+def test_the_inherit_rung_grafts_crosses_by_position_whatever_the_layouts(net, root_compact, child_compact):
+    """A child of an inherit rung whose tables are narrower than its root's gets the root's cross weights at
+    their positions: with the root's weights being the supernet's, the grafted child is the child's own export
+    from the supernet (exactly), from a root written in either layout (an older graft file is padded)."""
+    root_arch = _dcnv2("full", "proj", tables=(("C0", 2), ("C1", 0), ("C3", 4)))
+    child_arch = _dcnv2("full", "proj", tables=(("C0", 0), ("C1", 0), ("C3", 4)))  # one table move: C0 2 -> 0
+    root = export(net, root_arch, init="inherit", compact=root_compact)
+    child = export(net, child_arch, init="fresh", seed=5, compact=child_compact)
+    state, counts = _graft(root, child)
+    if not root_compact:
+        state.pop("keeps")  # as a graft file written before compaction
+    assert counts["fresh"] == 0
+    dense, kjt, _ = make_batch(net.schema, batch=16, seed=3)
+    with torch.no_grad():
+        torch.testing.assert_close(child(dense, kjt), net(dense, kjt, child_arch), rtol=0, atol=1e-5)
+
+
+def test_a_wider_child_keeps_its_own_draw_where_the_root_had_padding(net):
+    root_arch = _dcnv2("full", "proj", tables=(("C0", 0), ("C1", 0), ("C3", 4)))
+    child_arch = _dcnv2("full", "proj", tables=(("C0", 2), ("C1", 0), ("C3", 4)))  # C0 0 -> 2
+    root = export(net, root_arch, init="inherit")
+    child = export(net, child_arch, init="fresh", seed=5)
+    drawn = child.net.blocks[0].dense_op.cross.kernels[0].detach().clone()
+    _graft(root, child)
+    cross, theirs = child.net.blocks[0].dense_op, root.net.blocks[0].dense_op
+    kernel, own = cross.cross.kernels[0], cross.keep.tolist()
+    new = [i for i, p in enumerate(own) if p not in theirs.keep.tolist()]
+    old = [i for i, p in enumerate(own) if p in theirs.keep.tolist()]
+    assert len(new) == 2 and len(old) == len(theirs.keep)  # C0's two columns are the child's own
+    assert torch.equal(kernel[new][:, new], drawn[new][:, new])
+    assert torch.equal(kernel[old][:, old], theirs.cross.kernels[0])

@@ -45,7 +45,8 @@ def graft_state(trainer) -> dict:
                 steps[names[id(p)]] = st["step"].detach().clone()
     weights = {n: t.detach().clone() for n, t in trainer.model.state_dict().items()}
     out = {"weights": weights, "sums": sums, "opt_steps": steps, "step": int(trainer.step),
-           "rows_seen": int(trainer.rows_seen)}
+           "rows_seen": int(trainer.rows_seen), "keeps": {n: k for n, k in cross_keeps(trainer.model).items()
+                                                          if k is not None}}
     if (blocks := live_blocks(trainer.model)) is not None:
         out["blocks"] = blocks
     return out
@@ -78,13 +79,57 @@ def root_names(model, state: dict):
     return name
 
 
-def _overlap(dst, src) -> bool:
-    """Copy `src` into the slice of `dst` both shapes cover (same number of dimensions only)."""
+def cross_keeps(model) -> dict:
+    """Each Cross's module name -> the positions of x0 it keeps (`ctrnas.supernet.compact`), None: all."""
+    from ctrnas.supernet.blocks.cross import FixedCross
+
+    return {n: (m.keep.clone() if m.width else None) for n, m in model.named_modules() if isinstance(m, FixedCross)}
+
+
+def _overlap(dst, src, dims: tuple[int, ...] = (), keep=None, src_keep=None) -> bool:
+    """Copy `src` into the slice of `dst` both shapes cover (same number of dimensions only). Along `dims`
+    (a cross's x0 positions) the two hold the positions `keep` / `src_keep` (None: 0, 1, ...): only the
+    positions both hold are copied, each to its own place, so a child whose tables differ in width from its
+    root's gets the root's values where a padded model would have them."""
+    import torch
+
     if dst.dim() != src.dim():
         return False
-    sl = tuple(slice(0, min(a, b)) for a, b in zip(dst.shape, src.shape))
-    dst[sl] = src[sl].to(dst.dtype)
+    if not dims:
+        sl = tuple(slice(0, min(a, b)) for a, b in zip(dst.shape, src.shape))
+        dst[sl] = src[sl].to(dst.dtype)
+        return True
+    own = range(dst.shape[dims[0]]) if keep is None else keep.tolist()
+    theirs = {int(p): i for i, p in enumerate(range(src.shape[dims[0]]) if src_keep is None else src_keep.tolist())}
+    pairs = [(i, theirs[int(p)]) for i, p in enumerate(own) if int(p) in theirs]
+    if not pairs:
+        return False
+    at, frm = (torch.tensor(x, dtype=torch.long) for x in zip(*pairs))
+    index = []
+    for d in range(dst.dim()):
+        if d in dims:
+            src = src.index_select(d, frm)
+            index.append(at)
+        else:
+            n = min(dst.shape[d], src.shape[d])
+            src = src.narrow(d, 0, n)
+            index.append(torch.arange(n))
+    grid = tuple(ix.view([-1 if j == d else 1 for j in range(dst.dim())]) for d, ix in enumerate(index))
+    dst[grid] = src.to(dst.dtype)
     return True
+
+
+def _cross_copy(root, crosses: dict, root_keeps: dict):
+    """name -> (dims, keep, the root's keep) for copying the tensor `name` from the root (see `_overlap`)."""
+    from ctrnas.supernet.compact import x0_dims
+
+    def where(n: str, t):
+        for m, keep in crosses.items():
+            if n.startswith(m + "."):
+                rel, theirs = n[len(m) + 1:], root(m + ".x")
+                return x0_dims(rel, t), keep, None if theirs is None else root_keeps.get(theirs[:-2])
+        return (), None, None
+    return where
 
 
 def graft(trainer, state: dict) -> dict:
@@ -95,17 +140,21 @@ def graft(trainer, state: dict) -> dict:
     copied = fresh = 0
     names = {id(p): n for n, p in trainer.model.named_parameters()}
     root = root_names(trainer.model, state)
+    where = _cross_copy(root, cross_keeps(trainer.model), state.get("keeps", {}))
     with torch.no_grad():
         for n, t in trainer.model.state_dict(keep_vars=True).items():
             src = state["weights"].get(root(n) or "")
-            if src is not None and _overlap(t.data if isinstance(t, torch.nn.Parameter) else t, src):
+            data = t.data if isinstance(t, torch.nn.Parameter) else t
+            if src is not None and _overlap(data, src, *where(n, data)):
                 copied += 1
             else:
                 fresh += 1
         for opt in trainer.optimizers:
             for p, st in opt.state.items():
-                n = root(names[id(p)]) or ""
-                if "sum" in st and n in state["sums"] and _overlap(st["sum"], state["sums"][n]):
+                own = names[id(p)]
+                n = root(own) or ""
+                if "sum" in st and n in state["sums"] and _overlap(st["sum"], state["sums"][n],
+                                                                   *where(own, st["sum"])):
                     st["step"] = state["opt_steps"][n].clone()
     trainer.step, trainer.rows_seen = int(state["step"]), int(state["rows_seen"])
     return {"copied": copied, "fresh": fresh}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.inputs import RECIPE_KEYS, check_arch, read_arch, space_spec
+from ctrnas.train.checkpoint import FILE as CHECKPOINT_FILE
 
 
 # `ctrnas train --layernorm` -> the final stage's `final.layernorm`
@@ -84,16 +85,17 @@ def final_recipe(data_dir, cfg, recipe=None, space=None, layernorm: str | None =
     return dataclasses.replace(run, final=dataclasses.replace(run.final, **changes))
 
 
-def arch_model(arch_path, data, recipe, space_name: str):
+def arch_model(arch_path, data, recipe, space_name: str, resume_dir=None):
     """(model, name, extra) of an architecture trained from scratch as `recipe`'s final stage trains it (the
-    final stage's own template and export: every weight drawn from the training seed)."""
+    final stage's own template and export: every weight drawn from the training seed); with `resume_dir`, in
+    the layout of the checkpoint there (`job_model`)."""
     from ctrnas.pipeline.fitness.scratch import final_template, job_model
     from ctrnas.train.normalise import use_layernorm
 
     arch = read_arch(arch_path)  # a bad file fails before any other work
     template = final_template(recipe, data)
     check_arch(arch_path, arch, (template[False] if isinstance(template, dict) else template).space)
-    model = job_model(recipe, data, template, ("arch", arch))
+    model = job_model(recipe, data, template, ("arch", arch), resume_dir)
     extra = {"arch": arch.to_json(), "space": space_name,
              "layernorm": use_layernorm(recipe.final.layernorm, arch, recipe.space.layernorm),
              "embedding_init": recipe.final.embedding_init, "dense_init": recipe.final.dense_init}
@@ -139,6 +141,8 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
     else:
         raise CtrnasError("give a baseline or an architecture to train")
     out = Path(out_dir or Path("runs") / f"train-{name.replace('+', 'plus')}-seed{cfg.seed}")
+    if arch and not baseline and (out / CHECKPOINT_FILE).is_file():  # resumes, in its checkpoint's layout
+        model = arch_model(arch, data, final, space_name, resume_dir=out)[0]
     if distributed:
         from ctrnas.distributed.dmp import ShardingConfig
         from ctrnas.distributed.run import train_and_test_distributed
