@@ -6,13 +6,13 @@ which the final stage continues), and keeps its weights and Adagrad sums at that
 descendant, at any depth, starts from that state: each weight it shares with the root (same block number
 of the arch, same name within the block) gets the root's values in their overlapping slice (a wider or
 narrower layer keeps the slice both have, a new layer its own initial draw), and so do the optimizer's
-sums. A cross over the stem's tokens is matched by position in x0 instead (with mixed table widths an exported
-cross keeps only the positions its tables fill, `ctrnas.supernet.compact`): a position both hold gets the
-root's values, one only the child holds keeps its draw. Root and descendants then all train `extra` more steps on the same batches and learning-rate
-schedule and are scored on the search's validation rows, so the archs of a line are compared at the same
-point of training. This is hill climbing by network morphism (Elsken et
-al., "Simple and efficient architecture search for CNNs", 2017; Net2Net, Chen et al. 2016) on top of the
-prefix rung's shared training.
+sums. A cross over the stem's tokens is matched by position in x0 instead (with mixed table widths an
+exported cross keeps only the positions its tables fill, `ctrnas.supernet.compact`): a position both hold
+gets the root's values, one only the child holds keeps its draw. Root and descendants then all train
+`extra` more steps on the same batches and learning-rate schedule and are scored on the search's validation
+rows, so the archs of a line are compared at the same point of training. This is hill climbing by network
+morphism (Elsken et al., "Simple and efficient architecture search for CNNs", 2017; Net2Net, Chen et al.
+2016) on top of the prefix rung's shared training.
 
 Why: an edit of a strong arch usually changes its log loss by less than the noise of a 40% from-scratch
 prefix, and a prefix costs 0.4 of a training per edit; inheriting ranks the edits of one arch as well for a
