@@ -28,10 +28,11 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
     save_weights_file({"format": FORMAT, **state}, path, "checkpoint")
 
 
-def load_checkpoint(path: str | Path) -> dict:
-    """Read a checkpoint written by `save_checkpoint`; a clear error if it is not one."""
+def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:
+    """Read a checkpoint written by `save_checkpoint`; a clear error if it is not one. `mmap`: its tensors
+    are read from the file when used (a look at their shapes reads next to nothing)."""
     path = Path(path)
-    state = load_weights_file(path, "checkpoint")
+    state = load_weights_file(path, "checkpoint", mmap=mmap)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CtrnasError(f"{path}: not a ctrnas checkpoint (expected format {FORMAT!r})")
     missing = [k for k in ("model", "optimizers", "step", "config") if k not in state]

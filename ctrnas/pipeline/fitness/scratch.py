@@ -121,7 +121,7 @@ def _padded(model, state) -> bool:
     if isinstance(state, Path):
         if not state.is_file():
             return False
-        state = load_checkpoint(state)["model"]
+        state = load_checkpoint(state, mmap=True)["model"]  # the shapes only
     own = model.state_dict()
     return any(k in own and tuple(v.shape) != tuple(own[k].shape) for k, v in state.items())
 
