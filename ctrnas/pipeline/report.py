@@ -149,7 +149,8 @@ def search_lines(search: dict) -> list[str]:
         top = ", ".join(f"{k} {v:.2f}" for k, v in list(p["importances"].items())[:5])
         mode = ", relative to the parent" if p.get("relative") else ""
         change = (f"; tau of the predicted change from the parent {_fmt(p['unseen_change_tau'], 2)} "
-                  f"(n {p['unseen_change_n']})" if p.get("unseen_change_n") else "")
+                  f"(n {p['unseen_change_n']}), of the parent's own score "
+                  f"{_fmt(p.get('unseen_parent_tau', math.nan), 2)}" if p.get("unseen_change_n") else "")
         lines.append(f"- predictor ({p['model']}{mode}): tau on candidates it had not seen "
                      f"{_fmt(p['unseen_tau'], 2)} (n {p['unseen_n']}){change}; top importances: {top or '-'}")
     if search.get("field_probe"):

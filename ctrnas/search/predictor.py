@@ -189,15 +189,20 @@ class Predictor:
 
     def report(self) -> dict[str, Any]:
         """Kendall's tau of the predictions made before scoring against the scores (per rung, and their
-        count-weighted mean), how many, and the last model's feature importances."""
+        count-weighted mean), how many, and the last model's feature importances. Beside it, on the candidates
+        whose parent had a score: the tau of the predicted change from the parent's score, and the tau of the
+        parent's score itself (a predictor that only knows the parents would get that much)."""
         per_rung = {}
         for r in sorted({c[1] for c in self.checked}):
             rows = [c for c in self.checked if c[1] == r]
             # the edits themselves: predicted against actual change from the parent's score at prediction time
-            change = [(c[2] - c[4], c[3] - c[4]) for c in rows if len(c) > 4 and c[4] is not None]
+            based = [c for c in rows if len(c) > 4 and c[4] is not None]
             per_rung[str(r)] = {"n": len(rows), "tau": kendall_tau([c[2] for c in rows], [c[3] for c in rows]),
-                                "change_n": len(change),
-                                "change_tau": kendall_tau([p for p, _ in change], [a for _, a in change])}
+                                "change_n": len(based),
+                                "change_tau": kendall_tau([c[2] - c[4] for c in based], [c[3] - c[4] for c in based]),
+                                # the naive guess "a child scores as its parent" on the same candidates: what
+                                # a tau gets from the gaps between parents alone
+                                "parent_tau": kendall_tau([c[4] for c in based], [c[3] for c in based])}
 
         def pooled(tau: str, n: str) -> float:  # count-weighted mean over rungs (their values are not comparable)
             usable = [(v[tau], v[n]) for v in per_rung.values() if math.isfinite(v[tau])]
@@ -208,6 +213,7 @@ class Predictor:
                 "unseen_tau": pooled("tau", "n"), "unseen_n": len(self.checked), "per_rung": per_rung,
                 "unseen_change_tau": pooled("change_tau", "change_n"),
                 "unseen_change_n": sum(v["change_n"] for v in per_rung.values()),
+                "unseen_parent_tau": pooled("parent_tau", "change_n"),
                 "scored": len(self.scores), "importances": dict(self.importances)}
 
     # -- checkpoints (plain data: JSON-ready) --------------------------------------------------------

@@ -191,3 +191,24 @@ def test_more_seed_archs_than_the_initial_population_is_an_error():
         make_strategy(cfg, SweptSpace(5, 5), seed=0, maximize=True, initial=seeds)
     strategy = make_strategy(cfg, SweptSpace(5, 5), seed=0, maximize=True, initial=seeds[:2])
     assert [c.arch for c in strategy.ask()] == seeds[:2]
+
+
+def test_the_report_sets_the_parents_own_tau_beside_the_predictors():
+    """By hand: predicted (1, 2, 3) against actual (3, 1, 2) has one concordant pair of three (tau -1/3); the
+    parents' scores (30, 10, 20) rank the actual scores exactly (tau 1); the changes (-29, -8, -17) against
+    (-27, -9, -18) rank them exactly too."""
+    pred = Predictor(PredictorConfig(pool=4, min_train=4), features, [True])
+    pred.checked = [["a", 0, 1.0, 3.0, 30.0], ["b", 0, 2.0, 1.0, 10.0], ["c", 0, 3.0, 2.0, 20.0],
+                    ["d", 0, 5.0, 4.0, None]]  # no parent score: in the tau, not in the parents' tau
+    report = pred.report()
+    assert report["per_rung"]["0"]["n"] == 4 and report["unseen_change_n"] == 3
+    assert report["per_rung"]["0"]["parent_tau"] == pytest.approx(1.0)
+    assert report["unseen_parent_tau"] == pytest.approx(1.0)
+    assert report["unseen_change_tau"] == pytest.approx(1.0)
+    # with d (predicted 5, actual 4, above all): 3 more concordant pairs, so (4 - 2) / 6
+    assert report["unseen_tau"] == pytest.approx(1 / 3)
+    from ctrnas.pipeline.report import search_lines
+
+    (line,) = search_lines({"predictor": report})
+    assert "tau on candidates it had not seen 0.33 (n 4)" in line
+    assert "tau of the predicted change from the parent 1.00 (n 3), of the parent's own score 1.00" in line
