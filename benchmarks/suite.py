@@ -87,7 +87,7 @@ def run_key(args, profile: str) -> str:
     from ctrnas.config import to_dict
 
     recipe = to_dict(recipe_for(args, profile))
-    for k in ("name", "output", "seed", "source"):
+    for k in ("name", "output", "seed", "source", "final_train_keys"):
         recipe.pop(k, None)
     recipe["search"].pop("workers", None)
     recipe["final"].pop("workers", None)

@@ -520,13 +520,22 @@ def recipe_to_dict(recipe: Recipe) -> dict:
     fitness sets it, so an override of the warm-up or fitness changes it too. `final.train` keeps only what
     differs from `train` or was given there, as a recipe file writes it, so `--set train.lr=...` on a run's
     recipe.yaml reaches the final stage too (unless the final stage has its own value)."""
-    data = to_dict(recipe)
-    for name in _DIRECTED:
-        data["search"][name].pop("maximize", None)
-    final, given = data.get("final"), set(data.pop("final_train_keys", ()))
+    given = set(recipe.final_train_keys)
+    data = recipe_settings(recipe)
+    final = data.get("final")
     if isinstance(final, dict) and isinstance(final.get("train"), dict) and isinstance(data.get("train"), dict):
         own = _differs(data["train"], final["train"])
         final["train"] = {k: v for k, v in final["train"].items() if k in given or k in own}
+    return data
+
+
+def recipe_settings(recipe: Recipe) -> dict:
+    """The resolved recipe as plain data to compare two recipes by: every setting in full (`final.train`
+    too), without the search direction and the record of which final.train keys the file gave."""
+    data = to_dict(recipe)
+    data.pop("final_train_keys", None)
+    for name in _DIRECTED:
+        data["search"][name].pop("maximize", None)
     return data
 
 

@@ -106,13 +106,13 @@ def check_same_recipe(folder: Path, recipe) -> bool:
     which would be refused as another search's). A recipe.yaml that no longer loads (an older ctrnas) is not
     compared."""
     from ctrnas.data.dataset import differences
-    from ctrnas.recipe import load_recipe, recipe_to_dict
+    from ctrnas.recipe import load_recipe, recipe_settings
 
     folder = Path(folder)
     if not (folder / "metrics.json").is_file() or not (folder / "recipe.yaml").is_file():
         return False
     try:
-        old = recipe_to_dict(load_recipe(folder / "recipe.yaml"))
+        old = recipe_settings(load_recipe(folder / "recipe.yaml"))  # final.train in full, however written
     except (CtrnasError, OSError, ValueError):
         return False
 
@@ -127,7 +127,7 @@ def check_same_recipe(folder: Path, recipe) -> bool:
                 node.pop(last, None)
         return d
 
-    diff = differences(what(old), what(recipe_to_dict(recipe)))
+    diff = differences(what(old), what(recipe_settings(recipe)))
     if diff and not recipe.overwrite:
         raise CtrnasError(f"{folder}: holds a finished run of another recipe ({'; '.join(diff[:3])}"
                           f"{' ...' if len(diff) > 3 else ''}); running this one there would replace its results: "

@@ -132,3 +132,23 @@ def test_a_run_that_fails_before_writing_leaves_no_folder(tests_recipe_path, tmp
     assert main(["run", str(tests_recipe_path), "--no-progress", "--set", f"data.path={tmp_path / 'nodata'}",
                  "--set", "data.synthetic=null", "--set", f"output={out}", "--set", "overwrite=true"]) == 1
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_recipe_yaml_in_either_form_of_final_train_is_the_same_recipe(tests_recipe_path, tmp_path):
+    """A run folder's recipe.yaml with final.train written in full (as older versions wrote it) or only its own
+    keys (as now) holds the same recipe: a rerun resumes; another value is still refused."""
+    import yaml
+
+    from ctrnas.pipeline.run_folder import check_same_recipe
+    from ctrnas.recipe import dump_recipe, recipe_settings
+
+    recipe = api.load_recipe(tests_recipe_path)
+    full = yaml.safe_dump(recipe_settings(recipe), sort_keys=False)
+    for text in (full, dump_recipe(recipe)):
+        folder = tmp_path / str(len(text))
+        folder.mkdir()
+        (folder / "metrics.json").write_text("{}")
+        (folder / "recipe.yaml").write_text(text)
+        assert check_same_recipe(folder, recipe) is False
+        with pytest.raises(CtrnasError, match=r"another recipe \(.*train\.lr: 0\.12 -> 0\.5"):
+            check_same_recipe(folder, api.load_recipe(tests_recipe_path, "train.lr=0.5"))
