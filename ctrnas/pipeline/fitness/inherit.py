@@ -75,9 +75,9 @@ def root_names(model, state: dict):
     def name(n: str) -> str | None:
         if not n.startswith(BLOCKS):
             return n
-        p, rest = n[len(BLOCKS):].split(".", 1)
+        p, dot, rest = n[len(BLOCKS):].partition(".")  # a tensor's or a module's name
         q = pos.get(child[int(p)])
-        return None if q is None else f"{BLOCKS}{q}.{rest}"
+        return None if q is None else f"{BLOCKS}{q}{dot}{rest}"
     return name
 
 
@@ -128,8 +128,8 @@ def _cross_copy(root, crosses: dict, root_keeps: dict):
     def where(n: str, t):
         for m, keep in crosses.items():
             if n.startswith(m + "."):
-                rel, theirs = n[len(m) + 1:], root(m + ".x")
-                return x0_dims(rel, t), keep, None if theirs is None else root_keeps.get(theirs[:-2])
+                theirs = root(m)
+                return x0_dims(n[len(m) + 1:], t), keep, None if theirs is None else root_keeps.get(theirs)
         return (), None, None
     return where
 
