@@ -104,13 +104,17 @@ def _without_off_options(recipe: dict) -> dict:
         recipe = {**recipe, "search": search}
     evolution = search.get("evolution")
     # options added later, at their off values: local_sweep (session 15), lineages (session 16),
-    # lines_by_predictor (session 18)
-    off = {"local_sweep": False, "lineages": 0, "lines_by_predictor": False}
+    # lines_by_predictor (session 18), widths_only (issue 30)
+    off = {"local_sweep": False, "lineages": 0, "lines_by_predictor": False, "widths_only": False}
     def is_off(k, v) -> bool:
         return k in off and type(v) is type(off[k]) and v == off[k]
 
     if isinstance(evolution, dict) and any(is_off(k, v) for k, v in evolution.items()):
         search = {**search, "evolution": {k: v for k, v in evolution.items() if not is_off(k, v)}}
+        recipe = {**recipe, "search": search}
+    multifidelity = search.get("multifidelity")  # the rungs' `promotion` (issue 30), "auto" before it
+    if isinstance(multifidelity, dict) and multifidelity.get("promotion") == "auto":
+        search = {**search, "multifidelity": {k: v for k, v in multifidelity.items() if k != "promotion"}}
         recipe = {**recipe, "search": search}
     predictor = search.get("predictor")  # the predictor's `relative` (session 18)
     if isinstance(predictor, dict) and predictor.get("relative") is False:
@@ -131,10 +135,31 @@ def _set_only(obj):
     return obj
 
 
-def _variant(args) -> str:
+def _variant(args, seed: int = 0) -> str:
     """The folder suffix of runs with overrides: a search (or random control) resumed under other settings would
-    be refused or continue another run's trainings, so each set of overrides gets its own folders."""
-    return f"-{_key(args.set)[:6]}" if args.set else ""
+    be refused or continue another run's trainings, so each set of overrides gets its own folders; with
+    --seed-trains a search seed above 0 trains at its own training seed, another run (seed 0 is the same run)."""
+    return (f"-{_key(args.set)[:6]}" if args.set else "") + _trains_tag(args, seed).replace("+", "-")
+
+
+def _trains_tag(args, seed: int) -> str:
+    """The mark of a search seed that also moves the training seed (--seed-trains), in keys and folders."""
+    return f"+t{seed}" if getattr(args, "seed_trains", False) and seed else ""
+
+
+def search_key(args, profile: str, seed: int, kind: str = "search") -> str:
+    """The cache key of search seed `seed` (kind "search" or "random": random search trains at seed 0)."""
+    return f"{kind}{_trains_tag(args, seed) if kind == 'search' else ''}@{seed}:{run_key(args, profile)}"
+
+
+def own_key(args, profile: str, seed: int, train_seed: int) -> str:
+    """The cache key of search seed `seed`'s own arch trained again at `train_seed` (run_own)."""
+    return f"own{_trains_tag(args, seed)}@{seed}#{train_seed}:{run_key(args, profile)}"
+
+
+def other_seeds(result: dict, n: int) -> list[int]:
+    """Training seeds 0..n-1 but the one a search result's final stage trained at."""
+    return [s for s in range(n) if s != result.get("train_seed", 0)]
 
 
 def recipe_for(args, profile: str, seed: int = 0):
@@ -143,11 +168,15 @@ def recipe_for(args, profile: str, seed: int = 0):
 
     shape, structure = PROFILES[profile]
     out = Path(args.out)
+    # --seed-trains: the warm-up, the rungs and the final stage train at the search seed, so two search seeds
+    # are two replicates of the whole run (else they share every training's seed and differ in the search's draws)
+    trains = [f"train.seed={seed}", f"final.train.seed={seed}"] if _trains_tag(args, seed) else []
     return api.load_recipe(ROOT / args.recipe, *[
-        f"name={profile}-s{seed}{_variant(args)}", f"output={out}/{profile}/{{name}}", f"data.path={out}/data/{profile}",
+        f"name={profile}-s{seed}{_variant(args, seed)}", f"output={out}/{profile}/{{name}}",
+        f"data.path={out}/data/{profile}",
         f"data.synthetic.profile={shape}", f"data.synthetic.structure={structure}", f"data.synthetic.rows={args.rows}",
         f"seed={seed}", "threads=1", "train.progress=false", "final.baselines=[]",
-        f"final.workers={args.workers}", f"search.workers={args.workers}", *args.set])
+        f"final.workers={args.workers}", f"search.workers={args.workers}", *trains, *args.set])
 
 
 class Cache:
@@ -207,14 +236,15 @@ def run_search(args, profile: str, cache: Cache) -> None:
 
     for seed in range(args.seeds):
         recipe = recipe_for(args, profile, seed)
-        key = f"search@{seed}:{run_key(args, profile)}"
+        key = search_key(args, profile, seed)
         if cache.get(key):
             continue
         t0 = time.perf_counter()
         run = api.run(recipe, progress=False, echo=lambda *a, **k: None)
         m = run.metrics
         fte = m["compute"]["fte"]
-        r = {"seed": seed, "test": m["best"]["test_logloss"], "val": m["best"].get("val_logloss"),
+        r = {"seed": seed, "train_seed": recipe.final_train.seed, "test": m["best"]["test_logloss"],
+             "val": m["best"].get("val_logloss"),
              "label": m["best"].get("label"), "arch": m["best"].get("arch"),
              "fte": fte["total"] - fte.get("baselines", 0.0), "seconds": time.perf_counter() - t0,
              **search_facts(run, recipe.seed_names)}
@@ -266,14 +296,14 @@ def own_arch(run: Path, own: dict) -> dict:
 
 
 def run_own(args, profile: str, cache: Cache) -> None:
-    """Each search seed's own arch trained again at training seeds 1..--own-seeds-1 (seed 0 is the run's)."""
+    """Each search seed's own arch trained again at training seeds 0..--own-seeds-1 but the run's own."""
     for seed in range(args.seeds):
-        r = cache.get(f"search@{seed}:{run_key(args, profile)}")
+        r = cache.get(search_key(args, profile, seed))
         if not r or not r.get("own"):
             continue
-        run = Path(args.out) / profile / f"{profile}-s{seed}{_variant(args)}"
-        for s in range(1, args.own_seeds):
-            key = f"own@{seed}#{s}:{run_key(args, profile)}"
+        run = Path(args.out) / profile / f"{profile}-s{seed}{_variant(args, seed)}"
+        for s in other_seeds(r, args.own_seeds):
+            key = own_key(args, profile, seed, s)
             if cache.get(key) is None:
                 done = curves.retrain(run, own_arch(run, r["own"]), s)
                 cache.put(key, {"seed": s, **done})
@@ -289,10 +319,10 @@ def run_random(args, profile: str, cache: Cache) -> None:
     from ctrnas.space import get_space
 
     for seed in range(args.seeds):
-        key = f"random@{seed}:{run_key(args, profile)}"
+        key = search_key(args, profile, seed, "random")
         if cache.get(key):
             continue
-        search = cache.get(f"search@{seed}:{run_key(args, profile)}")
+        search = cache.get(search_key(args, profile, seed))
         if search is None:
             print(f"{profile} random seed {seed}: skipped (its FTE is the search's: run --methods search first)")
             continue
@@ -336,14 +366,14 @@ def collect(args, profile: str) -> dict:
         if kind.startswith("baseline"):
             if known_baseline(r["model"]):
                 found[r["model"], r["seed"]] = r
-        elif key.endswith(this):
-            found[kind.split("@")[0], r["seed"]] = r
+        elif key.endswith(this) and ("+t" in kind) == bool(_trains_tag(args, r["seed"])):
+            found[kind.split("@")[0].split("+")[0], r["seed"]] = r
     out: dict[str, list] = {}
     for (method, _), r in sorted(found.items(), key=lambda kv: kv[0][1]):
         out.setdefault(method, []).append(r)
     for r in out.get("search", []):  # the own arch's test log loss at training seeds 0, 1, ... (run_own)
         if r.get("own"):
-            more = [cache.data.get(f"own@{r['seed']}#{s}:{this}") for s in range(1, args.train_seeds)]
+            more = [cache.data.get(own_key(args, profile, r["seed"], s)) for s in other_seeds(r, args.train_seeds)]
             r["own"] = {**r["own"], "tests": [r["own"]["test"]] + [x["test"] for x in more if x]}
     return out
 
@@ -412,10 +442,11 @@ def lr_reference(res: dict) -> tuple[str | None, float | None]:
 
 def with_baselines(res: dict, search: dict) -> tuple[str, float]:
     """What a search run would export with the baselines in its final stage (`final.choose_from: all`): the
-    lowest validation log loss among its export and the baselines trained at seed 0, as that stage trains
-    them (`final.train.seed` is 0 at every search seed). Returns (name, test log loss)."""
+    lowest validation log loss among its export and the baselines trained at its final stage's training seed (0
+    unless --seed-trains moved it). Returns (name, test log loss)."""
     pool = [("search", search.get("val"), search["test"])]
-    pool += [(k, r["val"], r["test"]) for k in BASELINES for r in res.get(k, []) if r["seed"] == 0]
+    seed = search.get("train_seed", 0)
+    pool += [(k, r["val"], r["test"]) for k in BASELINES for r in res.get(k, []) if r["seed"] == seed]
     name, _, test = min((p for p in pool if p[1] is not None), key=lambda p: p[1], default=pool[0])
     return name, test
 
@@ -459,8 +490,8 @@ def goals(summary, train_seeds: int) -> list[str]:
     return ["", f"Issue 28's goals (margin = the best baseline's mean over its {train_seeds} training seeds minus the "
             "model's test log loss, and in units of that baseline's training-seed sd; with baselines = what the run "
             "exports with `final.baselines` on, i.e. the lower validation log loss of the search's export and the "
-            "baselines at training seed 0, the final stage's seed; own = the best retrained candidate that is not a "
-            "shipped seed, at training seed 0 and as the mean over the baseline's training seeds (`--own-seeds`); "
+            "baselines at the final stage's training seed; own = the best retrained candidate that is not a "
+            "shipped seed, at that training seed and as the mean over the baseline's training seeds (`--own-seeds`); "
             "gap closed = (LR - x) / (LR - Bayes), LR the training of lr, lr*2.5, lr*8 best on validation):", "",
             "| profile | best baseline | search seed | export: margin | export's origin | with baselines: margin | "
             "own: margin | own, mean over the training seeds: margin | FTE | predictor tau, unseen |",
@@ -563,6 +594,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
     ap.add_argument("--own-seeds", type=int, default=0,
                     help="with --methods search: train each search's own arch again at training seeds 1..N-1")
+    ap.add_argument("--seed-trains", action="store_true",
+                    help="a search seed above 0 also trains (warm-up, rungs, final stage) at that training seed")
     ap.add_argument("--recipe", default=RECIPE, help="the search's recipe (its final stage trains every model)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra recipe overrides")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/out/suite-<rows/1000>k)")

@@ -201,3 +201,41 @@ def test_any_baseline_may_train_at_a_multiple_of_the_learning_rate():
     suite = _suite()
     assert suite.known_baseline("fm*2.5") and suite.known_baseline("lr*8") and suite.known_baseline("dcnv2")
     assert not suite.known_baseline("fm*x") and not suite.known_baseline("logreg*2")
+
+
+def test_seed_trains_makes_a_search_seed_a_replicate_of_the_whole_run(tmp_path):
+    """--seed-trains: search seed 1 warms up, scores and retrains at training seed 1 (its own folder and keys);
+    seed 0 is the same run as without the option; the report reads each seed's own results only, and a run's
+    export is weighed against the baselines trained at its final stage's seed."""
+    import argparse
+
+    suite = _suite()
+
+    def args(flag):
+        return argparse.Namespace(out=str(tmp_path), set=[], rows=1000, recipe="recipes/synthetic-inherit.yaml",
+                                  workers=1, seeds=2, train_seeds=2, seed_trains=flag)
+
+    plain, follow = args(False), args(True)
+    for seed in (0, 1):
+        r = suite.recipe_for(follow, "kdd2012-deep", seed)
+        assert (r.train.seed, r.final_train.seed) == (seed, seed)
+        assert suite.recipe_for(plain, "kdd2012-deep", seed).final_train.seed == 0
+    assert suite.recipe_for(follow, "kdd2012-deep", 0) == suite.recipe_for(plain, "kdd2012-deep", 0)
+    assert suite.search_key(follow, "kdd2012-deep", 0) == suite.search_key(plain, "kdd2012-deep", 0)
+    assert suite.search_key(follow, "kdd2012-deep", 1) != suite.search_key(plain, "kdd2012-deep", 1)
+    assert suite.recipe_for(follow, "kdd2012-deep", 1).name == "kdd2012-deep-s1-t1"
+
+    cache = suite.Cache(follow, "kdd2012-deep")
+    base = {"fte": 5.0, "origin": "a child of evolution", "own": None}
+    cache.put(suite.search_key(plain, "kdd2012-deep", 0), {**base, "seed": 0, "test": 0.10, "val": 0.10})
+    cache.put(suite.search_key(plain, "kdd2012-deep", 1), {**base, "seed": 1, "test": 0.11, "val": 0.11})
+    cache.put(suite.search_key(follow, "kdd2012-deep", 1), {**base, "seed": 1, "train_seed": 1, "test": 0.12,
+                                                            "val": 0.12})
+    assert [r["test"] for r in suite.collect(plain, "kdd2012-deep")["search"]] == [0.10, 0.11]
+    assert [r["test"] for r in suite.collect(follow, "kdd2012-deep")["search"]] == [0.10, 0.12]
+    assert suite.other_seeds({"train_seed": 1}, 4) == [0, 2, 3] and suite.other_seeds({}, 3) == [1, 2]
+
+    dlrm = [{"model": "dlrm", "seed": i, "test": t, "val": v} for i, (t, v) in enumerate(((0.13, 0.11), (0.14, 0.2)))]
+    run = {"test": 0.12, "val": 0.12, "train_seed": 1}
+    assert suite.with_baselines({"dlrm": dlrm}, run) == ("search", 0.12)  # dlrm at seed 1 is worse on val
+    assert suite.with_baselines({"dlrm": dlrm}, {**run, "train_seed": 0}) == ("dlrm", 0.13)
