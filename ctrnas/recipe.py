@@ -1,7 +1,7 @@
 """The recipe: one YAML file that fixes a whole run (FuxiCTR habit: the same recipe gives the same numbers).
 
     name: demo
-    seed: 0
+    seed: 0                                                     # the search's draws, the supernet's init
     output: runs/demo
     data:    {synthetic: {profile: criteo, rows: 200000}}     # or {path: DIR} or {raw: {kind, inputs}}
     space:   {base: nasrec-small, num_blocks: 3}               # SpaceConfig fields, `base:` names a preset
@@ -13,6 +13,11 @@
     search:  {strategy: evolution, evolution: {generations: 240}}   # SearchConfig
     final:   {top_k: 15, train: {lr: 0.1}, workers: 1}     # workers: models trained at once (processes)
     execution: {backend: ray, address: auto}                # where scoring/training jobs run (optional)
+
+`seed` seeds the search's random choices and the supernet's weights; the warm-up's data order takes
+`train.seed`, and every model trained from scratch (rungs, final stage) `final.train.seed` (train's unless given),
+so two runs that differ in `seed` alone share those trainings' noise. To replicate a whole run, move all three
+(`--set seed=1 --set train.seed=1 --set final.train.seed=1`; benchmarks/suite.py's `--seed-trains`).
 
 A recipe may start with `extends: other.yaml` (a path relative to it): the other file is read first and
 this one is deep-merged over it (mappings merge, anything else replaces), so the one-shot and zero-shot
