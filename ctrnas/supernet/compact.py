@@ -8,6 +8,10 @@ its cost goes with the sum of the table widths instead of fields x common width 
 32-wide tables then trains as fast as uniform 16). The slicing runs after the model's init, so the compact
 model starts, and trains, as the padded one would; an unprojected output (`out: raw`) is put back at its
 positions in zeros, so later blocks and the head read the padded layout as before.
+
+DLRM's dots (`split_dots`): when the model's only reader of the tokens is DLRM's interaction, the stem hands it
+the lookups side by side and the interaction dots them in two narrower products (`SplitPairDots`), the same
+logits; the padded product at the common width was what made a mix with 32-wide tables cost uniform 32.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from torch import nn
 from ctrnas.supernet.blocks.cross import FixedCross
 from ctrnas.supernet.blocks.crossnets import (ScriptableCrossNet, ScriptableLowRankCrossNet,
                                               ScriptableLowRankMixtureCrossNet)
+from ctrnas.supernet.blocks.interaction import FixedInteraction, PairDots, SplitPairDots, split_base
+from ctrnas.supernet.blocks.none import FixedNoTokens
 from ctrnas.supernet.stem import real_positions
 
 
@@ -96,3 +102,45 @@ def compact_cross(fixed: FixedCross, dense_in: int, widths: list[int], common: i
     return FixedCross(_slice_net(fixed.cross, keep), proj, fixed.ln, relu=fixed.relu, keep=keep, width=width,
                       scatter=raw)
 
+
+
+class NoTokensOf(nn.Module):
+    """The `none` sparse op's [B, 0, width] whatever layout the stem's output has (`FixedNoTokens` keeps its
+    input's last dimension, which the lookups side by side do not have)."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.width = width
+
+    def forward(self, dense: torch.Tensor, sparse: torch.Tensor, left: torch.Tensor,
+                right: torch.Tensor) -> torch.Tensor:
+        return sparse.new_zeros(sparse.shape[0], 0, self.width)
+
+
+def split_dots(blocks, widths: list[int], common: int, field_fm: bool) -> int | None:
+    """The base width of `SplitPairDots` for exported `blocks` (FixedBlocks) when DLRM's interaction is the only
+    reader of the stem's tokens (other ops only take their batch size: `none`), else None."""
+    if field_fm or not blocks or not any(w != common for w in widths):
+        return None
+    dots = False
+    for blk in blocks:
+        if 0 in blk.sparse_idx:
+            return None
+        if blk.dense_raw:
+            if not (isinstance(blk.dense_op, FixedInteraction) and type(blk.dense_op.inter) is PairDots):
+                return None
+            dots = True
+        if blk.sparse_raw and not isinstance(blk.sparse_op, FixedNoTokens):
+            return None
+    return split_base(widths, common) if dots else None
+
+
+def use_split_dots(model, widths: list[int], common: int, base: int) -> None:
+    """`model` (an ExportedModel that `split_dots` allows) dotting its tables' lookups side by side: no
+    parameter changes, only how the activations are laid out."""
+    for blk in model.net.blocks:
+        if blk.dense_raw:
+            blk.dense_op.inter = SplitPairDots(widths, common, base).to(model.net.head.weight.device)
+        if blk.sparse_raw:
+            blk.sparse_op = NoTokensOf(common)
+    model.side_by_side = True

@@ -16,7 +16,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.space import Arch, is_binary, reads_raw
 from ctrnas.supernet.blocks.base import as_index
-from ctrnas.supernet.compact import compact_cross, compacts
+from ctrnas.supernet.compact import compact_cross, compacts, split_dots, use_split_dots
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.supernet.supernet import field_fm, first_order_sum, table_widths
 
@@ -91,13 +91,14 @@ class ExportedModel(nn.Module):
         self.first_order = first_order
         self.field_fm = arch.field_fm
         self.arch, self.space_config, self.schema = arch, space_config, schema
+        self.side_by_side = False  # the net takes the lookups side by side (`ctrnas.supernet.compact.split_dots`)
 
     def stems(self) -> list[EmbeddingStem]:
         """Every embedding stem of the model: the tokens' and, with a first-order term, its 1-wide one."""
         return [self.stem] + ([self.first_order] if self.first_order is not None else [])
 
     def forward(self, dense: torch.Tensor, kjt: KeyedJaggedTensor) -> torch.Tensor:
-        tokens = self.stem(kjt)
+        tokens = self.stem.lookups(kjt) if self.side_by_side else self.stem(kjt)
         logits = self.net(dense, tokens)
         if self.field_fm:
             logits = logits + field_fm(tokens)
@@ -185,8 +186,9 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
     with `init="fresh"` the supernet's tables are re-drawn too). An arch with its own `emb_dim` exports, with
     fresh weights only, from the supernet's space at that width (`ctrnas.supernet.widths`). `embedding_init` and
     `dense_init` pick how `"fresh"` draws the tables and the other weights (see `reinit`). With narrower tables,
-    a cross over the stem's tokens runs on their real positions only (`ctrnas.supernet.compact`; the same
-    logits); `compact=False` keeps it on the padded ones.
+    a cross over the stem's tokens runs on their real positions only, and DLRM's dots, when they alone read the
+    tokens, run in two narrower products (`ctrnas.supernet.compact`; the same logits); `compact=False` keeps
+    both on the padded tokens.
     """
     if init not in ("inherit", "fresh"):
         raise ValueError(f"init must be 'inherit' or 'fresh', got {init!r}")
@@ -235,6 +237,9 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
     for k, dense_in in crosses:  # after the init: the compact model starts as the padded one
         blk = model.net.blocks[k]
         blk.dense_op = compact_cross(blk.dense_op, dense_in, widths, supernet.emb_dim)
+    base = split_dots(model.net.blocks, widths, supernet.emb_dim, arch.field_fm) if compact else None
+    if base is not None:  # DLRM's dots in two narrower products from the lookups side by side
+        use_split_dots(model, widths, supernet.emb_dim, base)
     return model
 
 

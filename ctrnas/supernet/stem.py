@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torchrec.modules.embedding_configs import EmbeddingBagConfig, PoolingType
 from torchrec.modules.embedding_modules import EmbeddingBagCollection
@@ -73,21 +72,23 @@ class EmbeddingStem(nn.Module):
     def num_features(self) -> int:
         return len(self.names)
 
-    def forward(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
+    def lookups(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
+        """The tables' lookups side by side, [B, sum of widths], in field order (fields of width 0 have none):
+        what `forward` lays out, for a reader that lays them out itself (`ctrnas.supernet.compact.split_dots`)."""
         if self.row_cap:
             kjt = KeyedJaggedTensor(keys=kjt.keys(), values=self._fold(kjt), lengths=kjt.lengths())
         out = self.ebc(kjt)
         if out.keys() == self._keys:
-            side = out.values()
-            if not self.mixed:
-                return side.view(side.shape[0], len(self.names), self.dim)
-            flat = side.new_zeros(side.shape[0], len(self.names) * self.dim)
-            return flat.index_copy(1, self._positions, side).view(side.shape[0], len(self.names), self.dim)
+            return out.values()
         kt = out.to_dict()  # tables in another order (a sharded collection may regroup them)
-        some = next(iter(kt.values()))
-        zero = some.new_zeros(some.shape[0], self.dim)
-        return torch.stack([zero if w == 0 else F.pad(kt[n], (0, self.dim - w)) if w < self.dim else kt[n]
-                            for n, w in zip(self.names, self.widths)], dim=1)
+        return torch.cat([kt[n] for n, w in zip(self.names, self.widths) if w], dim=1)
+
+    def forward(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
+        side = self.lookups(kjt)
+        if not self.mixed:
+            return side.view(side.shape[0], len(self.names), self.dim)
+        flat = side.new_zeros(side.shape[0], len(self.names) * self.dim)
+        return flat.index_copy(1, self._positions, side).view(side.shape[0], len(self.names), self.dim)
 
     def embedding_bytes(self) -> int:
         """Bytes of the tables (float32), as `ctrnas.supernet.counting.embedding_bytes` counts them."""
