@@ -22,8 +22,8 @@ from torch import nn
 from ctrnas.supernet.blocks.cross import FixedCross
 from ctrnas.supernet.blocks.crossnets import (ScriptableCrossNet, ScriptableLowRankCrossNet,
                                               ScriptableLowRankMixtureCrossNet)
-from ctrnas.supernet.blocks.interaction import FixedInteraction, PairDots, SplitPairDots, split_base
-from ctrnas.supernet.blocks.none import FixedNoTokens
+from ctrnas.space import reads_raw
+from ctrnas.supernet.blocks.interaction import SplitPairDots, split_base
 from ctrnas.supernet.stem import real_positions
 
 
@@ -103,7 +103,6 @@ def compact_cross(fixed: FixedCross, dense_in: int, widths: list[int], common: i
                       scatter=raw)
 
 
-
 class NoTokensOf(nn.Module):
     """The `none` sparse op's [B, 0, width] whatever layout the stem's output has (`FixedNoTokens` keeps its
     input's last dimension, which the lookups side by side do not have)."""
@@ -118,19 +117,20 @@ class NoTokensOf(nn.Module):
 
 
 def split_dots(blocks, widths: list[int], common: int, field_fm: bool) -> int | None:
-    """The base width of `SplitPairDots` for exported `blocks` (FixedBlocks) when DLRM's interaction is the only
-    reader of the stem's tokens (other ops only take their batch size: `none`), else None."""
+    """The base width of `SplitPairDots` for a subnet's resolved blocks (its plan's `BlockIO`s) when DLRM's
+    interaction is the only reader of the stem's tokens (another op reading them only takes their batch size:
+    `none`) and some table is narrower than `common`, else None; the export and `count_flops` both ask it."""
     if field_fm or not blocks or not any(w != common for w in widths):
         return None
     dots = False
-    for blk in blocks:
-        if 0 in blk.sparse_idx:
+    for io in blocks:
+        if 0 in io.sparse_idx:
             return None
-        if blk.dense_raw:
-            if not (isinstance(blk.dense_op, FixedInteraction) and type(blk.dense_op.inter) is PairDots):
+        if io.dense_ops and reads_raw(io.dense_ops[0]):
+            if io.dense_ops[0] != "interaction":
                 return None
             dots = True
-        if blk.sparse_raw and not isinstance(blk.sparse_op, FixedNoTokens):
+        if io.sparse_ops and reads_raw(io.sparse_ops[0]) and io.sparse_ops[0] != "none":
             return None
     return split_base(widths, common) if dots else None
 

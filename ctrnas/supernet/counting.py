@@ -11,7 +11,8 @@ from ctrnas.data.schema import DatasetSchema
 from ctrnas.space import Arch, SearchSpace, SpaceConfig, get_space
 from ctrnas.supernet.blocks import FM, Merge, op_class
 from ctrnas.supernet.blocks.cross import Cross
-from ctrnas.supernet.compact import compacts
+from ctrnas.supernet.blocks.interaction import Interaction
+from ctrnas.supernet.compact import compacts, split_dots
 from ctrnas.supernet.elastic import linear_cost
 from ctrnas.supernet.layout import Dims, resolve
 from ctrnas.supernet.supernet import table_widths
@@ -22,10 +23,13 @@ def _costs(schema: DatasetSchema, space, arch: Arch, emb_dim: int | None) -> tup
     dims = Dims.of(schema, space.config, arch.emb_dim or emb_dim)  # the arch's own width wins
     plan = resolve(dims, space.validate(arch))
     widths = table_widths(arch, schema.sparse_names, dims.emb)
+    split = split_dots(plan.blocks, widths, dims.emb, arch.field_fm)  # the export's DLRM dots in two products
     params = flops = 0
     for io in plan.blocks:
         if compacts(io, widths, dims.emb):  # the export's cross runs on the tables' real positions only
             parts = [Cross.cost(dims, io, tok_width=sum(widths))]
+        elif split and io.dense_ops == ("interaction",):
+            parts = [Interaction.cost(dims, io, dot_width=split)]
         else:
             parts = [op_class(n).cost(dims, io) for n in io.dense_ops]
         parts += [op_class(n).cost(dims, io) for n in io.sparse_ops]

@@ -237,7 +237,7 @@ def export(supernet, arch: Arch, init: str = "inherit", seed: int = 0, copy_stem
     for k, dense_in in crosses:  # after the init: the compact model starts as the padded one
         blk = model.net.blocks[k]
         blk.dense_op = compact_cross(blk.dense_op, dense_in, widths, supernet.emb_dim)
-    base = split_dots(model.net.blocks, widths, supernet.emb_dim, arch.field_fm) if compact else None
+    base = split_dots(ix.plan.blocks, widths, supernet.emb_dim, arch.field_fm) if compact else None
     if base is not None:  # DLRM's dots in two narrower products from the lookups side by side
         use_split_dots(model, widths, supernet.emb_dim, base)
     return model

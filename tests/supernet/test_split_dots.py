@@ -142,3 +142,22 @@ def test_split_model_saves_loads_and_serves_the_same_logits(net, tmp_path):
         torch.testing.assert_close(scripted(dense, model.stem.lookups(kjt)), want, rtol=0, atol=1e-6)
         torch.testing.assert_close(dense_pt2(dense, tokens), want, rtol=0, atol=1e-6)
         torch.testing.assert_close(served(dense, ids), torch.sigmoid(want), rtol=0, atol=1e-6)
+
+
+def test_flops_follow_the_split_model(net):
+    """count_flops counts the product at the base width where the export splits (torch's counter over the
+    exported model agrees), and at the common width where it does not; the parameters are the same either way."""
+    from tests.supernet.test_counting import counted_flops
+
+    from ctrnas.supernet import count_flops, count_params
+
+    batch = make_batch(net.schema, batch=4, seed=7)
+    rows = len(WIDTHS) + 1
+    for arch, dot_width in ((_dlrm(), 16), (_dlrm([32] * 7 + [16]), 32)):
+        model = export(net, arch, init="inherit")
+        assert model.side_by_side == (dot_width == 16)
+        flops = count_flops(net.schema, net.space, arch)
+        assert flops == counted_flops(model, batch)
+        padded = export(net, arch, init="inherit", compact=False)
+        assert counted_flops(padded, batch) - flops == 2 * rows * rows * (32 - dot_width)
+        assert count_params(net.schema, net.space, arch) == sum(p.numel() for p in model.net.parameters())

@@ -48,12 +48,14 @@ class Interaction(nn.Module):
                                 self.ln.extract(io.dense_dim))
 
     @staticmethod
-    def cost(dims: Dims, io: BlockIO) -> tuple[int, int]:
+    def cost(dims: Dims, io: BlockIO, dot_width: int | None = None) -> tuple[int, int]:
+        """`dot_width`: the product's width when it runs split (`SplitPairDots`' base; its few elementwise
+        dots are not counted, as no elementwise op is), else the common width."""
         p, f = linear_cost(dims.emb + _pairs(dims.n_sparse), io.dense_dim)
         if io.dense_in != dims.emb:
             p1, f1 = linear_cost(io.dense_in, dims.emb)
             p, f = p + p1, f + f1
-        f_bmm = 2 * (dims.n_sparse + 1) * (dims.n_sparse + 1) * dims.emb
+        f_bmm = 2 * (dims.n_sparse + 1) * (dims.n_sparse + 1) * (dot_width or dims.emb)
         return p + ln_params(io.dense_dim, dims.layernorm), f + f_bmm
 
 
@@ -106,8 +108,9 @@ def split_base(widths: Sequence[int], common: int) -> int | None:
 class SplitPairDots(nn.Module):
     """`PairDots` of tables of `widths` padded to `common`, in two parts: one product over every row's first
     `base` columns, and the dots of the rest of z and of the tables wider than `base` (zeros elsewhere), added
-    into their few pairs (multiplied elementwise: a batched product of a few rows cost 0.3 ms a step). The rows are laid out from the tables' lookups side by side (`EmbeddingStem.lookups`)
-    with one `index_copy`, never padded to `common` first: cutting padded tokens cost what the product saves.
+    into their few pairs (multiplied elementwise: a batched product of a few rows cost 0.3 ms a step). The rows
+    are laid out from the tables' lookups side by side (`EmbeddingStem.lookups`) with one `index_copy`, never
+    padded to `common` first: cutting padded tokens cost what the product saves.
     Padded tokens [B, F, common] (what the exported dense part takes) are accepted too."""
 
     def __init__(self, widths: Sequence[int], common: int, base: int):
