@@ -97,6 +97,10 @@ def test_the_goal_also_reads_the_own_archs_mean_over_the_baselines_training_seed
     assert "| 0.0975: +0.0025 (+1.8 sd) | 0.0965: +0.0035 (+2.5 sd) |" in text
     assert "at both search seeds: 0 of 1 profiles (goal: at least 1) -> not met; its mean over the same " \
            "training seeds as the baseline's: 1 of 1" in text
+    # the pair's sd: DLRM's 0.0014 and the own arch's 0.0014 together, 0.0020: its mean is 1.75 of them below
+    assert "| +1.8 pair sd (0.0020) |" in text and "together): 0 of 1" in text
+    steady = {**both, "search": [search(s, [0.0966, 0.0964]) for s in (0, 1)]}  # own sd 0.00014: pair 0.0014
+    assert "together): 1 of 1" in "\n".join(suite.goals([("a", steady, {"bayes": 0.05})], 2))
     one = {**both, "search": [search(0, [0.0975, 0.0955]), search(1, [0.0975])]}  # seed 1 not retrained
     assert "as the baseline's: 0 of 1" in "\n".join(suite.goals([("a", one, {"bayes": 0.05})], 2))
 
