@@ -24,3 +24,18 @@ def make_batch(schema: DatasetSchema, batch: int = 8, seed: int = 0):
                                               lengths=torch.ones(batch * len(schema.sparse), dtype=torch.int32))
     labels = torch.as_tensor(rng.integers(0, 2, size=batch), dtype=torch.float32)
     return dense, kjt, labels
+
+
+def train_side_by_side(models, schema: DatasetSchema, steps: int, lr: float = 0.05, check=None) -> None:
+    """Adagrad steps of `models` on the same batches of 32 (seeds 10, 11, ...); `check(models)` runs after
+    each backward, before the step (e.g. to compare gradients)."""
+    opts = [torch.optim.Adagrad(m.parameters(), lr=lr) for m in models]
+    for step in range(steps):
+        dense, kjt, labels = make_batch(schema, batch=32, seed=10 + step)
+        for m, opt in zip(models, opts):
+            opt.zero_grad()
+            torch.nn.functional.binary_cross_entropy_with_logits(m(dense, kjt), labels).backward()
+        if check is not None:
+            check(models)
+        for opt in opts:
+            opt.step()

@@ -14,7 +14,7 @@ from ctrnas.space import Arch
 from ctrnas.supernet import Supernet, count_flops, count_params, export
 from ctrnas.supernet.compact import flat_keep
 from ctrnas.supernet.io import load_exported, save_exported
-from ctrnas.supernet.testing import make_batch, make_schema
+from ctrnas.supernet.testing import make_batch, make_schema, train_side_by_side
 
 ROOT = Path(__file__).resolve().parents[2]
 CARDS = (50, 7, 30, 11)
@@ -76,13 +76,7 @@ def test_compact_and_padded_models_start_and_train_alike(net):
     on the same batches keep their logits equal (the padded positions get zero gradients)."""
     arch = _dcnv2("mixture", "raw")
     models = [export(net, arch, init="fresh", seed=4, compact=c) for c in (True, False)]
-    opts = [torch.optim.Adagrad(m.parameters(), lr=0.05) for m in models]
-    for step in range(8):
-        dense, kjt, labels = make_batch(net.schema, batch=32, seed=10 + step)
-        for m, opt in zip(models, opts):
-            opt.zero_grad()
-            torch.nn.functional.binary_cross_entropy_with_logits(m(dense, kjt), labels).backward()
-            opt.step()
+    train_side_by_side(models, net.schema, 8)
     dense, kjt, _ = make_batch(net.schema, batch=32, seed=99)
     with torch.no_grad():
         torch.testing.assert_close(models[0](dense, kjt), models[1](dense, kjt), rtol=1e-4, atol=1e-5)

@@ -11,7 +11,7 @@ from ctrnas.space.baselines import baseline_arch
 from ctrnas.supernet import Supernet, export
 from ctrnas.supernet.blocks.interaction import PairDots, SplitPairDots, split_base
 from ctrnas.supernet.io import load_exported, save_exported
-from ctrnas.supernet.testing import make_batch, make_schema
+from ctrnas.supernet.testing import make_batch, make_schema, train_side_by_side
 
 CARDS = (50, 7, 30, 11, 20, 9, 40, 13)
 WIDTHS = (8, 16, 32, 0, 8, 16, 8, 8)  # common width 32: one table at it, one dropped
@@ -82,18 +82,13 @@ def test_split_and_padded_models_start_and_train_alike(net):
     models = [export(net, arch, init="fresh", seed=4, compact=c) for c in (True, False)]
     for m in models:
         m.stem.use_sparse_gradients()
-    opts = [torch.optim.Adagrad(m.parameters(), lr=0.05) for m in models]
-    for step in range(6):
-        dense, kjt, labels = make_batch(net.schema, batch=32, seed=10 + step)
-        for m, opt in zip(models, opts):
-            opt.zero_grad()
-            torch.nn.functional.binary_cross_entropy_with_logits(m(dense, kjt), labels).backward()
+    def same_grads(models):
         grads = [{n: p.grad.to_dense() for n, p in m.named_parameters() if p.grad is not None} for m in models]
         assert grads[0].keys() == grads[1].keys()
         for n in grads[0]:
             torch.testing.assert_close(grads[0][n], grads[1][n], rtol=1e-4, atol=1e-6)
-        for opt in opts:
-            opt.step()
+
+    train_side_by_side(models, net.schema, 6, check=same_grads)
     dense, kjt, _ = make_batch(net.schema, batch=32, seed=99)
     with torch.no_grad():
         torch.testing.assert_close(models[0](dense, kjt), models[1](dense, kjt), rtol=1e-4, atol=1e-5)
