@@ -148,8 +148,8 @@ def _trains_tag(args, seed: int) -> str:
 
 
 def search_key(args, profile: str, seed: int, kind: str = "search") -> str:
-    """The cache key of search seed `seed` (kind "search" or "random": random search trains at seed 0)."""
-    return f"{kind}{_trains_tag(args, seed) if kind == 'search' else ''}@{seed}:{run_key(args, profile)}"
+    """The cache key of search seed `seed` (kind "search" or "random", whose size follows that search's FTE)."""
+    return f"{kind}{_trains_tag(args, seed)}@{seed}:{run_key(args, profile)}"
 
 
 def own_key(args, profile: str, seed: int, train_seed: int) -> str:
@@ -606,7 +606,8 @@ def main(argv=None) -> int:
                     help="the baselines' training seeds (default: --seeds; two seeds underestimate the noise)")
     ap.add_argument("--workers", type=int, default=1, help="the search's and final stage's workers")
     ap.add_argument("--own-seeds", type=int, default=0,
-                    help="with --methods search: train each search's own arch again at training seeds 1..N-1")
+                    help="with --methods search: train each search's own arch again at training seeds 0..N-1 "
+                         "(but its run's own)")
     ap.add_argument("--seed-trains", action="store_true",
                     help="a search seed above 0 also trains (warm-up, rungs, final stage) at that training seed")
     ap.add_argument("--recipe", default=RECIPE, help="the search's recipe (its final stage trains every model)")
@@ -625,6 +626,9 @@ def main(argv=None) -> int:
         bad = [x for x in given if x not in known and not (what == "--baselines" and known_baseline(x))]
         if bad:
             ap.error(f"{what}: unknown {', '.join(bad)}; known: {', '.join(known)}")
+    if args.seed_trains and args.seeds > args.train_seeds:
+        ap.error(f"--seed-trains: search seed {args.seeds - 1} trains at training seed {args.seeds - 1}, where no "
+                 f"baseline is trained (--train-seeds {args.train_seeds})")
     args.out = Path(args.out or ROOT / f"benchmarks/out/suite-{args.rows // 1000}k")
     if not args.report_only:
         for profile in args.profiles:

@@ -50,6 +50,9 @@ def test_suite_rejects_unknown_profiles_and_methods(tmp_path, capsys):
             suite.main([flag, value, "--out", str(tmp_path), "--report-only"])
         err = capsys.readouterr().err
         assert "unknown" in err and ("cubic" in err or "grid" in err)
+    with pytest.raises(SystemExit):  # search seed 2 would train where no baseline is trained
+        suite.main(["--seed-trains", "--seeds", "3", "--train-seeds", "2", "--out", str(tmp_path), "--report-only"])
+    assert "no baseline is trained" in capsys.readouterr().err
 
 
 def test_goals_count_margins_in_units_of_the_best_baselines_seed_sd():
@@ -238,6 +241,10 @@ def test_seed_trains_makes_a_search_seed_a_replicate_of_the_whole_run(tmp_path):
     assert [r["test"] for r in suite.collect(plain, "kdd2012-deep")["search"]] == [0.10, 0.11]
     assert [r["test"] for r in suite.collect(follow, "kdd2012-deep")["search"]] == [0.10, 0.12]
     assert suite.other_seeds({"train_seed": 1}, 4) == [0, 2, 3] and suite.other_seeds({}, 3) == [1, 2]
+    for seed in (0, 1):  # the random control is sized by its own search's FTE: its record follows that search's key
+        cache.put(suite.search_key(follow, "kdd2012-deep", seed, "random"), {"seed": seed, "test": 0.2, "fte": 5.0})
+    assert [r["seed"] for r in suite.collect(follow, "kdd2012-deep")["random"]] == [0, 1]
+    assert [r["seed"] for r in suite.collect(plain, "kdd2012-deep")["random"]] == [0]
 
     dlrm = [{"model": "dlrm", "seed": i, "test": t, "val": v} for i, (t, v) in enumerate(((0.13, 0.11), (0.14, 0.2)))]
     run = {"test": 0.12, "val": 0.12, "train_seed": 1}
