@@ -103,6 +103,8 @@ class Dextr(Proxy):
                 hd.remove()
         total, used = 0.0, []
         for name, o in outs:
+            if o.numel() == 0:  # an op with no output tokens (the `none` sparse op: [B, 0, E]) has no features
+                continue
             if self.parity:
                 fea = o[0]
                 X = fea.reshape(fea.shape[0], -1) if fea.ndim else fea.reshape(1, 1)

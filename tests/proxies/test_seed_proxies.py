@@ -237,3 +237,29 @@ def test_dextr_parity_counts_one_per_module_for_vector_outputs():
     res = get_proxy("dextr", parity=True).score(m, batches)
     assert res.terms["fmi"] == pytest.approx(4.0)
     assert math.isfinite(res.terms["curvature"])
+
+
+class _WithEmpty(nn.Module):
+    """The Linear-ReLU-Linear of the parity test with a module whose output has no elements beside it (as the
+    `none` sparse op's [B, 0, E] tokens), concatenated into nothing."""
+
+    def __init__(self, seq: nn.Module):
+        super().__init__()
+        self.seq, self.none = seq, nn.Identity()
+
+    def forward(self, x):
+        empty = self.none(x[:, :0].unsqueeze(2).expand(-1, -1, 3))  # [B, 0, 3]
+        return torch.cat([self.seq(x), empty.flatten(1)], dim=1)
+
+
+@pytest.mark.parametrize("parity", [False, True])
+def test_dextr_skips_outputs_with_no_elements(parity):
+    """An empty output has no feature matrix: DEXTR's FMI leaves it out (it raised before), so the model scores
+    what it scores without the empty module (the root's own output and the curvature are the same tensors)."""
+    torch.manual_seed(0)
+    seq = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 3))
+    batches = [((torch.randn(6, 4, generator=torch.Generator().manual_seed(0)),), torch.zeros(6))]
+    proxy = get_proxy("dextr", parity=parity)
+    with_empty, alone = proxy.score(_WithEmpty(seq), batches), proxy.score(nn.Sequential(seq), batches)
+    assert with_empty.terms["fmi"] == pytest.approx(alone.terms["fmi"], rel=1e-6)
+    assert with_empty.value == pytest.approx(alone.value, rel=1e-6)
