@@ -11,7 +11,9 @@ DeepCTR sample data) are an extra check where present: `SOURCES` lists them then
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -30,7 +32,9 @@ AVAZU_HEADER = ("id,click,hour,C1,banner_pos,site_id,site_domain,site_category,a
 
 @functools.cache
 def _folder() -> Path:
-    return Path(tempfile.mkdtemp(prefix="ctrnas-samples-"))
+    folder = Path(tempfile.mkdtemp(prefix="ctrnas-samples-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # ours alone: gone when the test process ends
+    return folder
 
 
 def _hex(rng, pool: int | None = None) -> str:
