@@ -475,15 +475,15 @@ def goals(summary, train_seeds: int) -> list[str]:
         margin = (lambda x: "-" if x is None else f"{mean - x:+.4f} ({(mean - x) / sd:+.1f} sd)" if sd > 0
                   else f"{mean - x:+.4f}")
         own = [(r.get("own") or {}).get("test") for r in search]
-        own_mean = [statistics.fmean(t) if len(t := (r.get("own") or {}).get("tests") or []) >= len(base[best])
-                    else None for r in search]  # over as many training seeds as the baseline's
+        tests = [(r.get("own") or {}).get("tests") or [] for r in search]  # the own arch at each training seed
+        own_mean = [statistics.fmean(t) if len(t) >= len(base[best]) else None
+                    for t in tests]  # over as many training seeds as the baseline's
         taus = [(r.get("predictor") or {}).get("unseen_tau") for r in search]
         wins += all(x is not None and mean - x > 2 * sd for x in own)
         wins_mean += all(x is not None and mean - x > 2 * sd for x in own_mean)
         # the pair's noise: the sd of one training of the baseline and of the own arch together (sqrt of the sum
         # of their variances over training seeds), so an own arch that varies more than the baseline needs more
-        pair = [math.hypot(sd, statistics.stdev(t)) if len(t := (r.get("own") or {}).get("tests") or []) >= 2
-                else None for r in search]
+        pair = [math.hypot(sd, statistics.stdev(t)) if len(t) >= 2 else None for t in tests]
         wins_pair += all(x is not None and p is not None and mean - x > 2 * p for x, p in zip(own_mean, pair))
         ties += all(with_baselines(res, r)[1] <= mean + 2 * sd for r in search)
         fte_ok &= all(r["fte"] <= 6.0 for r in search)
