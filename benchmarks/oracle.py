@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import sys
 import time
@@ -369,6 +370,11 @@ def _cell(xs) -> str:
     return f"{m:.4f} ({sd:.4f}, {len(xs)})" if len(xs) > 1 else f"{m:.4f} (1 seed)"
 
 
+def _in_pair_sd(margin: float, base_sd: float, xs) -> str:
+    pair = math.hypot(base_sd, _mean_sd(xs)[1])
+    return f"{margin / pair:+.1f}" if pair else "-"
+
+
 def report(args) -> str:
     main = _variant(args)
     lines = [f"## Room beyond the baselines: the click model's own form, learned (issue 28, {args.rows // 1000}k rows)",
@@ -377,9 +383,11 @@ def report(args) -> str:
              "",
              f"The oracle form `{main}` (test log loss: mean (sd, training seeds)) against the best baseline of the "
              "suite's cached trainings (`benchmarks/suite.py --methods baselines`); the gap column is the share of "
-             "LR's gap to the Bayes optimum the form closes beyond the best baseline.", "",
-             "| profile | Bayes optimum | LR | best baseline | oracle form | oracle - best baseline | gap |",
-             "|---|---|---|---|---|---|---|"]
+             "LR's gap to the Bayes optimum the form closes beyond the best baseline; the pair sd column gives the "
+             "margin in units of the two models' training-seed sd together (the noise of comparing one training of "
+             "each, the unit of issue 28's own-arch goal).", "",
+             "| profile | Bayes optimum | LR | best baseline | oracle form | oracle - best baseline | pair sd | gap |",
+             "|---|---|---|---|---|---|---|---|"]
     variants, probes = [], []
     for profile in args.profiles:
         truth = suite._truth(args, profile)
@@ -394,13 +402,14 @@ def report(args) -> str:
         om = statistics.mean(orc[main])
         if not base:
             lines.append(f"| {profile} | {truth['bayes']:.4f} | - | - (no cached baselines) | {_cell(orc[main])} "
-                         "| - | - |")
+                         "| - | - | - |")
             continue
         lr = statistics.mean(base["lr"]) if "lr" in base else None
         share = f"{100 * (bm - om) / (lr - truth['bayes']):.1f}%" if lr and truth["bayes"] else "-"
         lines.append(f"| {profile} | {truth['bayes']:.4f} | {suite._f(lr)} | {best} {_cell(base[best])} "
                      f"| {_cell(orc[main])} "
-                     f"| {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) | {share} |")
+                     f"| {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) | {_in_pair_sd(om - bm, bs, orc[main])} "
+                     f"| {share} |")
     lines += ["", "Every variant trained (`std`: the tables' initial sd; `r`: the product tables' width, none: the "
               "generator's 4; `no-X`: component X left out; `shared`: one table per field for all components):", "",
               "| profile | variant | test log loss |", "|---|---|---|"]

@@ -82,6 +82,10 @@ def test_oracle_form_learns_and_reports_against_the_baselines(tmp_path, capsys):
     assert all(bayes < r["test"] for r in orc)
     text = (tmp_path / "o.md").read_text()
     assert "| kdd2012-dense-gates |" in text and "| lr " in text
+    tests = [r["test"] for r in orc]  # the form against LR in units of their sds together, by hand
+    margin, pair = np.mean(tests) - np.mean(lr), np.hypot(np.std(lr, ddof=1), np.std(tests, ddof=1))
+    row = next(line for line in text.splitlines() if line.startswith("| kdd2012-dense-gates | 0."))
+    assert row.split(" | ")[6] == f"{margin / pair:+.1f}"
     probes = sorted(r["seed"] for k, r in cache.items() if k.startswith("probe:dlrm+fm@"))
     assert probes == [0, 1] and "| kdd2012-dense-gates | dlrm+fm |" in text
     capsys.readouterr()
