@@ -264,6 +264,26 @@ class _CountsMLP(nn.Module):
         return self.net(dense).squeeze(1)
 
 
+class _FwFM(nn.Module):
+    """Field-weighted FM (Pan et al. 2018, "Field-weighted Factorization Machines"): the first-order term plus
+    sum_{f<g} r_fg <v_f, v_g>, one learned weight per field pair (starting at 1, FM itself): a pair term that
+    can learn which pairs carry signal, where FM on every pair cannot."""
+
+    def __init__(self, schema, dim: int, row_cap):
+        super().__init__()
+        self.linear = FirstOrder(schema, row_cap)
+        self.stem = EmbeddingStem(schema, dim, row_cap)
+        n = len(schema.sparse_names)
+        i, j = torch.triu_indices(n, n, offset=1)
+        self.register_buffer("pairs", i * n + j, persistent=False)
+        self.r = nn.Parameter(torch.ones(len(self.pairs)))
+
+    def forward(self, dense, kjt):
+        v = self.stem(kjt)
+        dots = torch.bmm(v, v.transpose(1, 2)).flatten(1).index_select(1, self.pairs)
+        return self.linear(dense, kjt) + dots @ self.r
+
+
 def _pair(first, second, shared=False):
     return lambda schema, row_cap, seed: TwoSets(first(schema, row_cap, seed), second(schema, row_cap, seed), shared)
 
@@ -291,6 +311,9 @@ PROBES = {
     # the form's terms without its field knowledge: FM on every pair, a dense-by-field term on every field
     "fm+dense-by-field": _pair(_pair(_baseline("fm"), _dense_by_field), _counts_mlp),
     "fm+dense-by-field-shared": _pair(_pair(_baseline("fm"), _dense_by_field, shared=True), _counts_mlp),
+    # the same with a learned weight per field pair (FwFM) in place of FM: can it learn which pairs matter?
+    "fwfm+dense-by-field": _pair(_pair(lambda schema, row_cap, seed: _FwFM(schema, 16, row_cap), _dense_by_field),
+                                 _counts_mlp),
 }
 
 

@@ -109,3 +109,21 @@ def test_probes_build_two_table_sets_and_train_through_the_same_forward():
         # two table sets (plus the first-order tables) unless shared or a single model
         want = {"xdeepfm-32": 2}.get(name, 2 if "shared" in name else 3)
         assert per_field == want, (name, per_field)
+
+
+def test_fwfm_is_fm_at_unit_pair_weights_and_weighs_each_pair():
+    oracle = _oracle()
+    from ctrnas.train.baselines.common import fm_interaction
+
+    settings = make_settings(**{**structure_overrides("dense-gates"), "cardinality_cap": 300, "calibration_rows": 2000})
+    features, _ = build("kdd2012", 2, settings)
+    ids, dense = features.sample(np.random.default_rng(1), 16)
+    schema, d, kjt = _inputs(features, ids, dense)
+    torch.manual_seed(0)
+    m = oracle._FwFM(schema, 4, None)
+    v = m.stem(kjt)
+    with torch.no_grad():
+        torch.testing.assert_close(m(d, kjt), m.linear(d, kjt) + fm_interaction(v))  # r = 1: FM (Rendle Eq. 5)
+        m.r.zero_()
+        m.r[1] = 2.5  # pairs in row-major upper-triangle order: the second is fields (0, 2)
+        torch.testing.assert_close(m(d, kjt), m.linear(d, kjt) + 2.5 * (v[:, 0] * v[:, 2]).sum(1))
