@@ -211,13 +211,21 @@ class OracleForm(nn.Module):
 
 
 class _DenseByField(nn.Module):
-    """sum_f <P relu(MLP(counts)), e_f>: a DLRM-style dense-by-field term straight into the logit."""
+    """sum_f <P relu(MLP(counts)), e_f>: a DLRM-style dense-by-field term straight into the logit. `bottom`:
+    "relu" (DLRM's bottom MLP, 64-128 hidden), "linear" (one linear map of the counts), "tanh" (one linear map
+    then tanh: the generator's own form of its dense-by-category term) or "tanh-mlp" (64 tanh units, linear out)."""
 
-    def __init__(self, schema, dim: int, row_cap):
+    def __init__(self, schema, dim: int, row_cap, bottom: str = "relu"):
         super().__init__()
         self.stem = EmbeddingStem(schema, dim, row_cap)
-        self.bottom = nn.Sequential(nn.Linear(schema.dense_dim, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(),
-                                    nn.Linear(128, dim))
+        D = schema.dense_dim
+        self.bottom = {
+            "relu": lambda: nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(),
+                                          nn.Linear(128, dim)),
+            "linear": lambda: nn.Linear(D, dim),
+            "tanh": lambda: nn.Sequential(nn.Linear(D, dim), nn.Tanh()),
+            "tanh-mlp": lambda: nn.Sequential(nn.Linear(D, 64), nn.Tanh(), nn.Linear(64, dim)),
+        }[bottom]()
 
     def forward(self, dense, kjt):
         return (self.bottom(dense)[:, None, :] * self.stem(kjt)).sum((1, 2))
@@ -292,12 +300,31 @@ def _baseline(name: str, dim: int = 16):
     return lambda schema, row_cap, seed: build_baseline(name, schema, dim, row_cap, seed=seed)
 
 
-def _dense_by_field(schema, row_cap, seed):
-    return _DenseByField(schema, 16, row_cap)
+def _dense_by_field(schema, row_cap, seed, bottom: str = "relu"):
+    return _DenseByField(schema, 16, row_cap, bottom)
+
+
+def _dense_by_field_with(bottom: str):
+    return lambda schema, row_cap, seed: _dense_by_field(schema, row_cap, seed, bottom)
 
 
 def _counts_mlp(schema, row_cap, seed):
     return _CountsMLP(schema)
+
+
+def _tables_at(build, std: float):
+    """`build`'s model with every vector table (width > 1; first-order weights keep theirs) drawn from
+    N(0, std), the form's own init, in place of TorchRec's uniform(+-1/sqrt(rows))."""
+    def made(schema, row_cap, seed):
+        model = build(schema, row_cap, seed)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, EmbeddingStem):
+                    for w in m.embedding_parameters():
+                        if w.shape[1] > 1:
+                            w.normal_(0.0, std)
+        return model
+    return made
 
 
 # the hand-built models of the report's probe table (`--probes`): name -> (schema, row_cap, seed) -> model
@@ -314,6 +341,12 @@ PROBES = {
     # the same with a learned weight per field pair (FwFM) in place of FM: can it learn which pairs matter?
     "fwfm+dense-by-field": _pair(_pair(lambda schema, row_cap, seed: _FwFM(schema, 16, row_cap), _dense_by_field),
                                  _counts_mlp),
+    # ... and with other functions of the counts in the dense-by-field term (tanh: the generator's own form)
+    **{f"fm+dense-by-field-{b}": _pair(_pair(_baseline("fm"), _dense_by_field_with(b)), _counts_mlp)
+       for b in ("linear", "tanh", "tanh-mlp")},
+    # the tables at the form's init (N(0, 0.02)): is that what the form has over the baselines?
+    "fm+dense-by-field~std0.02": _tables_at(_pair(_pair(_baseline("fm"), _dense_by_field), _counts_mlp), 0.02),
+    "xdeepfm~std0.02": _tables_at(_baseline("xdeepfm"), 0.02),
 }
 
 

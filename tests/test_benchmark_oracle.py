@@ -107,8 +107,11 @@ def test_probes_build_two_table_sets_and_train_through_the_same_forward():
         tables, _ = split_parameters(model)
         per_field = len(tables) // len(schema.sparse)
         # two table sets (plus the first-order tables) unless shared or a single model
-        want = {"xdeepfm-32": 2}.get(name, 2 if "shared" in name else 3)
+        want = {"xdeepfm-32": 2, "xdeepfm~std0.02": 2}.get(name, 2 if "shared" in name else 3)
         assert per_field == want, (name, per_field)
+        if name.endswith("~std0.02"):  # vector tables redrawn at N(0, 0.02); first-order weights as built
+            vectors = torch.cat([w.flatten() for w in tables if w.shape[1] > 1])
+            assert abs(vectors.std().item() - 0.02) < 0.002 and abs(vectors.mean().item()) < 0.002
 
 
 def test_fwfm_is_fm_at_unit_pair_weights_and_weighs_each_pair():
