@@ -50,6 +50,11 @@ def test_split_dots_equal_hand_computed_dots(widths, common, base):
     torch.testing.assert_close(dots(z, side), want)
     torch.testing.assert_close(dots(z, torch.stack(padded, dim=1)), want)  # the dense part's padded tokens
     torch.testing.assert_close(PairDots(len(widths)).double()(z, torch.stack(padded, dim=1)), want)
+    # its gradients, and a second backward through them (proxies that take Hessian products)
+    z.requires_grad_(True)
+    side.requires_grad_(True)
+    torch.autograd.gradcheck(dots, (z, side))
+    torch.autograd.gradgradcheck(dots, (z, side))
 
 
 def test_the_base_width_by_hand():
