@@ -185,9 +185,15 @@ def test_report_from_hand_made_caches_names_the_best_and_the_cheapest_equal_base
     assert section.read_text() == text.rstrip("\n") + "\n\n" + bench.NOTES + "\nWhy: the common width.\n"
 
 
-def test_throughput_verdict_is_two_noise_units_below_the_copy():
+def test_throughput_verdict_pairs_the_repetitions():
     bench = _bench()
-    control = [0.98, 1.0, 1.0, 1.02, 1.04]  # median 1.0, absolute deviations 0.02 0 0 0.02 0.04: MAD 0.02
-    assert bench.throughput_verdict([0.97, 0.96, 0.99], control) == (True, pytest.approx(0.02))
-    assert bench.throughput_verdict([0.95, 0.959, 0.90], control)[0] is False  # 0.95 < 1.0 - 0.04
+    control = [1.00, 1.02, 0.98, 1.01]
+    # d = -0.01, -0.03, +0.01, -0.02: median -0.015, absolute deviations 0.005 0.015 0.025 0.005: MAD 0.01
+    se = 1.2533 * 1.4826 * 0.01 / 2
+    met, mid, got = bench.throughput_verdict([0.99, 0.99, 0.99, 0.99], control)
+    assert (met, mid, got) == (True, pytest.approx(-0.015), pytest.approx(se))  # -0.015 >= -2 x 0.00929
+    # a steady 5% slowdown fails however noisy the copy is
+    noisy = [0.8, 1.2, 0.9, 1.1, 1.0]
+    met, mid, _ = bench.throughput_verdict([c - 0.05 for c in noisy], noisy)
+    assert not met and mid == pytest.approx(-0.05)
     assert bench.ratios([2.0, 1.0], [4.0, 1.0]) == [0.5, 1.0]
