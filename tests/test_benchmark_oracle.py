@@ -93,12 +93,17 @@ def test_oracle_form_learns_and_reports_against_the_baselines(tmp_path, capsys):
     assert "seed" not in capsys.readouterr().out.split("## Room")[0]
 
 
-def test_probes_build_two_table_sets_and_train_through_the_same_forward():
-    oracle = _oracle()
+def _dense_gates_batch(rows: int, seed: int):
+    """(schema, dense, kjt) of `rows` examples of a small dense-gates click model."""
     settings = make_settings(**{**structure_overrides("dense-gates"), "cardinality_cap": 300, "calibration_rows": 2000})
     features, _ = build("kdd2012", 2, settings)
-    ids, dense = features.sample(np.random.default_rng(0), 40)
-    schema, d, kjt = _inputs(features, ids, dense)
+    ids, dense = features.sample(np.random.default_rng(seed), rows)
+    return _inputs(features, ids, dense)
+
+
+def test_probes_build_two_table_sets_and_train_through_the_same_forward():
+    oracle = _oracle()
+    schema, d, kjt = _dense_gates_batch(40, 0)
     from ctrnas.train.trainer import split_parameters
 
     for name in oracle.PROBES:
@@ -118,10 +123,7 @@ def test_fwfm_is_fm_at_unit_pair_weights_and_weighs_each_pair():
     oracle = _oracle()
     from ctrnas.train.baselines.common import fm_interaction
 
-    settings = make_settings(**{**structure_overrides("dense-gates"), "cardinality_cap": 300, "calibration_rows": 2000})
-    features, _ = build("kdd2012", 2, settings)
-    ids, dense = features.sample(np.random.default_rng(1), 16)
-    schema, d, kjt = _inputs(features, ids, dense)
+    schema, d, kjt = _dense_gates_batch(16, 1)
     torch.manual_seed(0)
     m = oracle._FwFM(schema, 4, None)
     v = m.stem(kjt)
