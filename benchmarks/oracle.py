@@ -211,7 +211,7 @@ class OracleForm(nn.Module):
 
 
 class _DenseByField(nn.Module):
-    """sum_f <P relu(MLP(counts)), e_f>: a DLRM-style dense-by-field term straight into the logit. `bottom`:
+    """sum_f <phi(counts), e_f>: a DLRM-style dense-by-field term straight into the logit. phi, `bottom`:
     "relu" (DLRM's bottom MLP, 64-128 hidden), "linear" (one linear map of the counts), "tanh" (one linear map
     then tanh: the generator's own form of its dense-by-category term) or "tanh-mlp" (64 tanh units, linear out)."""
 
@@ -300,12 +300,11 @@ def _baseline(name: str, dim: int = 16):
     return lambda schema, row_cap, seed: build_baseline(name, schema, dim, row_cap, seed=seed)
 
 
-def _dense_by_field(schema, row_cap, seed, bottom: str = "relu"):
-    return _DenseByField(schema, 16, row_cap, bottom)
-
-
 def _dense_by_field_with(bottom: str):
-    return lambda schema, row_cap, seed: _dense_by_field(schema, row_cap, seed, bottom)
+    return lambda schema, row_cap, seed: _DenseByField(schema, 16, row_cap, bottom)
+
+
+_dense_by_field = _dense_by_field_with("relu")
 
 
 def _counts_mlp(schema, row_cap, seed):
