@@ -462,9 +462,8 @@ def report(args) -> str:
         lr = statistics.mean(base["lr"]) if "lr" in base else None
         share = f"{100 * (bm - om) / (lr - truth['bayes']):.1f}%" if lr and truth["bayes"] else "-"
         lines.append(f"| {profile} | {truth['bayes']:.4f} | {suite._f(lr)} | {best} {_cell(base[best])} "
-                     f"| {_cell(orc[main])} "
-                     f"| {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) | {_in_pair_sd(om - bm, bs, orc[main])} "
-                     f"| {share} |")
+                     f"| {_cell(orc[main])} | {om - bm:+.4f} ({(om - bm) / bs if bs else 0:+.1f} sd) "
+                     f"| {_in_pair_sd(om - bm, bs, orc[main])} | {share} |")
     lines += ["", "Every variant trained (`std`: the tables' initial sd; `r`: the product tables' width, none: the "
               "generator's 4; `no-X`: component X left out; `shared`: one table per field for all components):", "",
               "| profile | variant | test log loss |", "|---|---|---|"]
