@@ -407,6 +407,19 @@ def _tau(x) -> str:
     return "-" if x is None else f"{x:+.2f}"
 
 
+def tau_null_sd(n: int) -> float:
+    """Kendall's tau's sd over n untied pairs of independent ranks, sqrt(2(2n + 5) / (9n(n - 1))) (Kendall
+    1938): how far one run's tau strays when nothing is ranked; about 0.25 at 10 candidates."""
+    return math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1)))
+
+
+def _tau_n(tau, n) -> str:
+    """A run's tau with its count and the sd it would have by chance alone."""
+    if tau is None or not n or n < 2:
+        return f"{_tau(tau)} (n {n})"
+    return f"{_tau(tau)} (n {n}, sd by chance {tau_null_sd(n):.2f})"
+
+
 def search_table(summary) -> list[str]:
     """Per search seed: the export and where it came from, the search's own best (no shipped seed), the
     ladder's tau between rungs and to the final stage, the predictor's tau on unseen candidates."""
@@ -418,7 +431,7 @@ def search_table(summary) -> list[str]:
             own = r.get("own") or {}
             ladder = " / ".join(f"{x['from']}->{x['to']} {_tau(x['tau'])} (n {x['n']})" for x in r.get("ladder") or [])
             pred = r.get("predictor") or {}
-            unseen = f"{_tau(pred.get('unseen_tau'))} (n {pred.get('unseen_n')})" if pred else "-"
+            unseen = _tau_n(pred.get('unseen_tau'), pred.get('unseen_n')) if pred else "-"
             rows.append(f"| {profile} | {r['seed']} | {_f(r['test'])} | {r['origin'].split(';')[0]} | "
                         f"{_f(own.get('test'))} | {(own.get('origin') or '-').split(';')[0]} | {r['fte']:.2f} | "
                         f"{ladder or '-'} | {unseen} |")

@@ -250,3 +250,17 @@ def test_seed_trains_makes_a_search_seed_a_replicate_of_the_whole_run(tmp_path):
     run = {"test": 0.12, "val": 0.12, "train_seed": 1}
     assert suite.with_baselines({"dlrm": dlrm}, run) == ("search", 0.12)  # dlrm at seed 1 is worse on val
     assert suite.with_baselines({"dlrm": dlrm}, {**run, "train_seed": 0}) == ("dlrm", 0.13)
+
+
+def test_taus_sd_by_chance_is_kendalls_over_every_ordering():
+    """The formula against the sd of tau over all 5! orderings of 5 candidates (each equally likely by chance)."""
+    import itertools
+    import statistics
+
+    from scipy.stats import kendalltau
+
+    suite = _suite()
+    taus = [kendalltau(range(5), p).statistic for p in itertools.permutations(range(5))]
+    assert suite.tau_null_sd(5) == pytest.approx(statistics.pstdev(taus))
+    assert suite._tau_n(0.31, 10) == f"+0.31 (n 10, sd by chance {suite.tau_null_sd(10):.2f})"
+    assert suite._tau_n(None, 0) == "- (n 0)"
