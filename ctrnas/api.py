@@ -248,7 +248,7 @@ def train_config(recipe_path: str | Path | None = None, *, final: bool = False,
                  row_cap: int | None = None, threads: int | None = None, checkpoint_every: int | None = None,
                  eval_every: int | None = None, early_stop_patience: int | None = None,
                  restore_best: bool | None = None, progress: bool | None = None, device: str | None = None,
-                 overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+                 protocol: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
     """The TrainConfig of a YAML file (its `train:` section or top level) with the non-None settings on top.
 
     Args:
@@ -258,6 +258,9 @@ def train_config(recipe_path: str | Path | None = None, *, final: bool = False,
         default_threads: torch threads when neither the file nor `threads` sets them.
         seed, lr, batch_size, epochs, embedding_dim, row_cap, threads, checkpoint_every, eval_every,
         early_stop_patience, restore_best, progress, device: TrainConfig fields (None: keep the file's).
+        protocol: "early-stop" (the length follows the data: `ctrnas.train.config.early_stopping` for every
+            key not set) or "nasrec" (the settings as they are); None: the run recipe's `final.protocol`, or
+            as they are without one.
         overrides: any other TrainConfig fields, {name: value} (None values are skipped).
 
     Returns:
@@ -269,7 +272,7 @@ def train_config(recipe_path: str | Path | None = None, *, final: bool = False,
                  row_cap=row_cap, threads=threads, checkpoint_every=checkpoint_every, eval_every=eval_every,
                  early_stop_patience=early_stop_patience, restore_best=restore_best, progress=progress,
                  device=device)
-    return _train_config(recipe_path, final=final, default_threads=default_threads,
+    return _train_config(recipe_path, final=final, default_threads=default_threads, protocol=protocol,
                          **{**dict(overrides or {}), **{k: v for k, v in named.items() if v is not None}})
 
 

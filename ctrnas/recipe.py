@@ -190,8 +190,27 @@ class FinalConfig:
     # for the top-k): short trainings cannot rank the table width, since wider tables pay off only on the
     # full data (docs/multifidelity.md); each extra width is one more FTE
     emb_dims: tuple[int, ...] = ()
+    # "early-stop": every training of the stage (top-k, baselines, verdict seeds) runs until val stops
+    # improving (`ctrnas.train.config.early_stopping`: up to 20 epochs, keys given in `train` stand);
+    # "nasrec": NASRec's fixed protocol, exactly `train.epochs` on the cosine schedule
+    protocol: Literal["early-stop", "nasrec"] = "early-stop"
+    # the training length, in epochs, that a rung's `fraction` and the FTE unit refer to under "early-stop"
+    # (where the real length follows the data and each training reports its own)
+    expected_epochs: int = 2
+    # training seeds of the export and of the best other model for the verdict (1: no verdict)
+    verdict_seeds: int = 2
+    # learning rates each model tries, as multiples of its own: every one trains up to the first val
+    # evaluation, and the best there continues (`ctrnas.pipeline.fitness.scratch.choose_lr`); (1.0,): its own
+    lr_grid: tuple[float, ...] = (1.0,)
 
     def __post_init__(self):
+        if self.expected_epochs < 1:
+            raise RecipeError("recipe", "final.expected_epochs", f"expected >= 1, got {self.expected_epochs}")
+        if not self.lr_grid or len(set(self.lr_grid)) != len(self.lr_grid) or not all(
+                isinstance(x, (int, float)) and x > 0 for x in self.lr_grid):
+            raise RecipeError("recipe", "final.lr_grid", f"expected distinct positive numbers, got {list(self.lr_grid)}")
+        if self.verdict_seeds < 1:
+            raise RecipeError("recipe", "final.verdict_seeds", f"expected >= 1, got {self.verdict_seeds}")
         if len(set(self.emb_dims)) != len(self.emb_dims) or not all(
                 isinstance(d, int) and d > 0 for d in self.emb_dims):
             raise RecipeError("recipe", "final.emb_dims",
@@ -345,7 +364,19 @@ class Recipe:
 
     @property
     def final_train(self) -> TrainConfig:
-        return self.final.train if self.final.train is not None else self.train
+        """The final stage's training: `final.train` (else `train`), under `final.protocol`."""
+        from ctrnas.train.config import early_stopping
+
+        cfg = self.final.train if self.final.train is not None else self.train
+        if self.final.protocol == "early-stop":
+            return early_stopping(cfg, frozenset(self.final_train_keys))
+        return cfg
+
+    @property
+    def reference_epochs(self) -> int:
+        """Epochs of the training that rung fractions and the FTE unit refer to: the fixed protocol's length,
+        or `final.expected_epochs` when the length follows the data."""
+        return self.final_train.epochs if self.final.protocol == "nasrec" else self.final.expected_epochs
 
     @property
     def seed_names(self) -> tuple[str, ...]:

@@ -19,7 +19,8 @@ def train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed for weights, shuffling and sampling (default: recipe's, 0)")
     p.add_argument("--lr", type=float, help="Adagrad learning rate (default 0.12)")
     p.add_argument("--batch-size", type=int, help="training batch size (default 512)")
-    p.add_argument("--epochs", type=int, help="epochs (default 1)")
+    p.add_argument("--epochs", type=int, help="epochs (`train`: at most this many under the early-stop protocol, "
+                                              "default 20; exactly this many with --protocol nasrec)")
     p.add_argument("--row-cap", type=int, help="cap every embedding table at this many rows (ids folded)")
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: the recipe's, else 1: on busy "
                                                "shared cores more threads spin-wait, 5x slower measured)")
@@ -30,7 +31,7 @@ def train_args(p: argparse.ArgumentParser) -> None:
 
 
 def train_config(args, final: bool = False, eval_every: int | None = None, early_stop_patience: int | None = None,
-                 restore_best: bool | None = None):
+                 restore_best: bool | None = None, protocol: str | None = None):
     """The TrainConfig of --recipe with the flags given on top (shared with `ctrnas warmup`)."""
     from ctrnas import api
 
@@ -38,14 +39,16 @@ def train_config(args, final: bool = False, eval_every: int | None = None, early
                             row_cap=args.row_cap, threads=args.threads, checkpoint_every=args.checkpoint_every,
                             progress=False if args.no_progress else None, device=args.device, default_threads=1,
                             final=final, eval_every=eval_every, early_stop_patience=early_stop_patience,
-                            restore_best=restore_best)
+                            restore_best=restore_best, protocol=protocol)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train", help="train a baseline or an architecture from scratch; log loss and AUC on val and test",
-        description="Train from scratch (Adagrad, cosine LR with linear warm-up, grad clip; NASRec defaults), "
-                    "evaluate on val during training and on test at the end, write metrics.json.")
+        description="Train from scratch (Adagrad, linear LR warm-up, grad clip) until val log loss stops "
+                    "improving (evaluated every epoch; the LR cut 10x at each evaluation without improvement, "
+                    "stop after 2, end on the best weights), then test; write metrics.json. --protocol nasrec: "
+                    "NASRec's fixed --epochs on a cosine schedule.")
     train_args(p)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--baseline", help="lr, fm, dlrm, deepfm, xdeepfm, autoint+, dcnv2")
@@ -54,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--space",
                    help="search space of --arch: a preset name, a space YAML, or a recipe such as the run's "
                         "recipe.yaml (default: the --recipe run's space, else nasrec-full)")
+    p.add_argument("--protocol", choices=("early-stop", "nasrec"),
+                   help="how long to train: until val stops improving (early-stop, the default), or NASRec's fixed "
+                        "--epochs on a cosine schedule (nasrec); default: the --recipe run's final.protocol")
     p.add_argument("--train-fraction", type=float, help="train on the first fraction of the train split only")
     p.add_argument("--eval-every", type=int, help="evaluate on val every N steps (default: at the end)")
     p.add_argument("--restore-best", action="store_true",
@@ -82,7 +88,7 @@ def _run_train(args) -> int:
 
     # a run's recipe.yaml: train as its final stage did (final.train, its rows, LayerNorm, embedding init)
     cfg = train_config(args, final=True, eval_every=args.eval_every, early_stop_patience=args.early_stop_patience,
-                       restore_best=args.restore_best or None)
+                       restore_best=args.restore_best or None, protocol=args.protocol)
     m, out = api.train_model(args.data, cfg, baseline=args.baseline, arch=args.arch, space=args.space,
                              out_dir=args.out, train_fraction=args.train_fraction, layernorm=args.layernorm,
                              embedding_init=args.embedding_init, dense_init=args.dense_init,

@@ -94,7 +94,7 @@ class DistributedTrainer(Trainer):
 
     def train_step(self, batch, total_steps: int) -> float:
         """One step on this rank's slice; returns the global batch's mean loss (the same on every rank)."""
-        lr = lr_at(self.cfg, self.step, total_steps)
+        lr = lr_at(self.cfg, self.step, total_steps, self.epoch_steps, self.cuts)
         for g in [*(g for o in self.optimizers for g in o.param_groups), *self.fused_optimizer.param_groups]:
             g["lr"] = lr
         # The fused kernel reads its LR when the forward runs (it is packed into the autograd op), so the

@@ -29,7 +29,14 @@ def final_samples(recipe: Recipe, data: DataResult) -> int:
     """Training samples of one final-stage training: its training rows x its epochs (the FTE unit)."""
     train = split_rows(data, "train")
     rows = min(recipe.final.train_rows, train) if recipe.final.train_rows is not None else train
-    return rows * recipe.final_train.epochs
+    return rows * recipe.reference_epochs
+
+
+def trained_samples(model, unit: int, batch_size: int) -> int:
+    """Training samples of one final-stage training: the steps it took (recorded beside its val metrics),
+    else the planned `unit`."""
+    steps = model.val.get("steps") if isinstance(model.val, dict) else None
+    return int(steps) * batch_size if steps is not None else unit
 
 
 def search_samples(recipe: Recipe, data: DataResult, history, kind: str) -> int:
@@ -75,10 +82,15 @@ def fte_by_stage(recipe: Recipe, data: DataResult, warm, search, final) -> dict:
     if getattr(search, "fields", None):  # the field probe's one short training
         samples["search"] += int(search.fields["train_rows"])
     if final is not None:
-        # a candidate that continued its prefix-rung training only adds the remaining steps
-        samples["final"] = unit * len(final.candidates) - sum(
-            getattr(final, "continued", {}).values()) * recipe.final_train.batch_size
-        samples["baselines"] = unit * len(final.baselines)
+        # a candidate that continued its prefix-rung training only adds the remaining steps; a training that
+        # stopped early counts the steps it took
+        bs = recipe.final_train.batch_size
+        samples["final"] = sum(trained_samples(m, unit, bs) for m in final.candidates) - sum(
+            getattr(final, "continued", {}).values()) * bs
+        samples["baselines"] = sum(trained_samples(m, unit, bs) for m in final.baselines)
+        verdict = getattr(final, "verdict", None) or {}
+        if verdict.get("samples"):
+            samples["verdict"] = int(verdict["samples"])
     fte = {k: v / unit for k, v in samples.items()}
     fte["total"] = sum(fte.values())
     return {"unit_samples": unit, "samples": samples, "fte": fte}

@@ -135,10 +135,10 @@ def _best(models) -> TrainedModel | None:
     return min(usable, key=lambda m: m.val["logloss"]) if usable else None
 
 
-def origin(final: FinalResult, history, noise: float | None = None, given: tuple[str, ...] = ()) -> dict:
-    """The winner's origin and margins as data (metrics.json `origin`); `noise`: the seed-to-seed sd of a
-    test log loss difference, when the run measured one; `given`: the recipe's `search.seeds`, whose arch files
-    are named by their path."""
+def origin(final: FinalResult, history, verdict: dict | None = None, given: tuple[str, ...] = ()) -> dict:
+    """The chosen model's origin and margins as data (metrics.json `origin`); `verdict`: the export against its
+    rival over training seeds (`ctrnas.pipeline.final.verdict`), when the run measured it; `given`: the
+    recipe's `search.seeds`, whose arch files are named by their path."""
     shipped = seed_names(history, given)
     win = final.best
     out: dict = {"label": win.label}
@@ -162,29 +162,32 @@ def origin(final: FinalResult, history, noise: float | None = None, given: tuple
              and _run_width_key(c.arch) in shipped]
     out["vs_best_baseline"] = _margin(win, _best(others))
     out["vs_best_seed"] = _margin(win, _best(seeds))
-    out["seed_noise"] = noise
+    out["verdict"] = verdict
     out["line"] = origin_line(out)
     return out
 
 
 def origin_line(o: dict) -> str:
-    """One line: what won, where it came from, and its margins (negative: lower log loss than the other)."""
+    """One line: what was chosen, where it came from, its margins (negative: lower log loss than the other)
+    and the verdict. "won" only where the verdict says "better" beyond the seed noise."""
     width = f" at width {o['width']}" if o.get("width") else ""
+    won = (o.get("verdict") or {}).get("words") == "better"
+    chosen = "won" if won else "was chosen"
     if o["kind"] == "baseline" and o.get("fallback"):
         what = f"the {o['name']} baseline is reported: {o['fallback']}"
     elif o["kind"] == "baseline":
-        what = f"the {o['name']} baseline won on validation (no searched arch beat it)"
+        what = f"the {o['name']} baseline {chosen} on validation (no searched arch beat it there)"
     elif o["kind"] == "shipped":
         copy = f", a copy of the {o['copy_of']} baseline's architecture" if o.get("copy_of") else ""
-        what = f"the shipped arch {o['name']}{width} won (a seed of the search{copy}: not a search find)"
+        what = f"the shipped arch {o['name']}{width} {chosen} (a seed of the search{copy}: not a search find)"
     elif o["kind"] == "given":
-        what = (f"the given arch {o['name']}{width} won (a seed the recipe named in search.seeds: not a find of "
-                f"this run)")
+        what = (f"the given arch {o['name']}{width} {chosen} (a seed the recipe named in search.seeds: not a find "
+                f"of this run)")
     elif o["kind"] == "child":
-        what = (f"a child of evolution won{width}: generation {o['generation']}, parent {o['parent']}, "
+        what = (f"a child of evolution {chosen}{width}: generation {o['generation']}, parent {o['parent']}, "
                 f"descending from {o['descends_from']}")
     else:
-        what = f"a random draw won{width} (generation {o['generation']})"
+        what = f"a random draw {chosen}{width} (generation {o['generation']})"
     parts = [what]
     # a winning baseline (seed) is compared with the best of the *other* baselines (seeds): "next best"
     for kinds, name, m in ((("baseline",), "baseline", o["vs_best_baseline"]),
@@ -192,7 +195,7 @@ def origin_line(o: dict) -> str:
         name = f"next best {name}" if o["kind"] in kinds else f"best {name}"
         if m is not None:
             parts.append(f"vs {name} {m['label']}: val {m['val']:+.5f}, test {m['test']:+.5f}")
-    noise = o.get("seed_noise")
-    parts.append(f"seed noise {noise:.5f}" if noise is not None and math.isfinite(noise)
-                 else "seed noise not measured in this run")
+    from ctrnas.pipeline.final.verdict import verdict_line
+
+    parts.append(verdict_line(o["verdict"]) if o.get("verdict") else "verdict not measured (one training seed)")
     return "; ".join(parts)

@@ -101,6 +101,8 @@ class FinalResult:
     fallback: str | None = None
     # {label: step} of the top-k that continued the search's prefix-rung training instead of starting over
     continued: dict = field(default_factory=dict)
+    # the export against its rival over training seeds (`ctrnas.pipeline.final.verdict`); None: not measured
+    verdict: dict | None = None
     # where the winner came from and its margins (`ctrnas.pipeline.origin`); its "line" leads every report
     origin: dict | None = None
 

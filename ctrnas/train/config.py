@@ -12,8 +12,8 @@ from ctrnas.errors import RecipeError
 # TrainConfig keys that change how a run is shown or paced, not its numbers: resume checks and cache
 # fingerprints compare everything else
 # where a run computes, not what: the device changes numbers only by float rounding (README, "Running on a GPU")
-RUN_ONLY_KEYS = frozenset({"progress", "log_every", "eval_every", "eval_rows", "checkpoint_every", "threads",
-                           "device"})
+# (eval_every is not among them: with model selection it decides where a training may stop)
+RUN_ONLY_KEYS = frozenset({"progress", "log_every", "eval_rows", "checkpoint_every", "threads", "device"})
 
 
 def numeric_settings(cfg: "TrainConfig | dict") -> dict:
@@ -36,8 +36,13 @@ class TrainConfig:
     batch_size: int = 512
     eval_batch_size: int = 4096
     epochs: int = 1
-    schedule: Literal["cosine", "constant"] = "cosine"
-    warmup_ratio: float = 0.1            # fraction of all steps spent in the linear LR warm-up
+    # "cosine": NASRec's, over exactly `epochs`; "constant"; "plateau": the linear warm-up over `warmup_ratio`
+    # of one epoch's steps, then constant, cut by `plateau_factor` at each val evaluation without a lower log
+    # loss (FuxiCTR's reduce-on-plateau); "decay": the same, cut at every evaluation. Neither needs the length
+    # in advance, so they go with early stopping
+    schedule: Literal["cosine", "constant", "plateau", "decay"] = "cosine"
+    warmup_ratio: float = 0.1            # fraction of all steps (of one epoch's, "plateau") in the LR warm-up
+    plateau_factor: float = 0.1          # "plateau": the LR's factor at each evaluation without improvement
     min_lr: float = 1e-8
     clip_norm: float | None = 5.0        # on the dense (non-embedding) parameters; None = no clipping
     # How embedding tables get their updates: "sparse" = row-sparse gradients + torch's sparse Adagrad
@@ -48,7 +53,10 @@ class TrainConfig:
     embedding_dim: int = 16
     row_cap: int | None = None
     seed: int = 0
-    eval_every: int = 0                  # steps between val evaluations; 0 = only at the end
+    # steps between val evaluations; 0 = only at the end. With model selection (restore_best or
+    # early_stop_patience) every epoch end is evaluated, and an epoch longer than `eval_every` steps is cut into
+    # the fewest equal parts of at most that many, each ended by an evaluation (one-epoch data stops early too)
+    eval_every: int = 0
     eval_rows: int | None = None         # cap on val rows per evaluation (None = the whole split)
     # FuxiCTR-style model selection over epochs: evaluate on val at every epoch end, stop after
     # `early_stop_patience` evaluations without a lower val log loss, and end on the best evaluation's
@@ -74,6 +82,7 @@ class TrainConfig:
             ("eval_batch_size", self.eval_batch_size > 0, "must be > 0"),
             ("epochs", self.epochs >= 1, "must be >= 1"),
             ("warmup_ratio", 0.0 <= self.warmup_ratio < 1.0, "must be in [0, 1)"),
+            ("plateau_factor", 0.0 < self.plateau_factor <= 1.0, "must be in (0, 1]"),
             ("min_lr", 0.0 <= self.min_lr <= self.lr, "must be in [0, lr]"),
             ("clip_norm", self.clip_norm is None or self.clip_norm > 0, "must be > 0 or null"),
             ("embedding_dim", self.embedding_dim > 0, "must be > 0"),
@@ -116,17 +125,42 @@ class WarmupConfig:
                               f"must be in [0, 1], got {self.full_supernet_ratio!r}")
 
 
-def lr_at(cfg: TrainConfig, step: int, total_steps: int) -> float:
+def lr_at(cfg: TrainConfig, step: int, total_steps: int, epoch_steps: int | None = None, cuts: int = 0) -> float:
     """Learning rate before optimizer step `step` (0-based) of `total_steps`.
 
-    Linear warm-up from min_lr to lr over W = floor(warmup_ratio * T) steps, then cosine annealing
+    Linear warm-up from min_lr to lr over W = ceil(warmup_ratio * T) steps, then cosine annealing
     lr_t = min_lr + (lr - min_lr) (1 + cos(pi (t - W) / (T - W))) / 2 (SGDR, Loshchilov & Hutter Eq. 5).
+    "plateau" / "decay": T is one epoch's steps (`epoch_steps`), and after the warm-up lr x plateau_factor^cuts,
+    `cuts` being the evaluations so far without a lower val log loss / all evaluations (never below min_lr).
     """
     if cfg.schedule == "constant":
         return cfg.lr
-    warm = math.ceil(cfg.warmup_ratio * total_steps)
+    by_evals = cfg.schedule in ("plateau", "decay")
+    warm = math.ceil(cfg.warmup_ratio * ((epoch_steps or total_steps) if by_evals else total_steps))
     if step < warm:
         return cfg.min_lr + (cfg.lr - cfg.min_lr) * step / warm
+    if by_evals:
+        return max(cfg.min_lr, cfg.lr * cfg.plateau_factor ** cuts)
     span = max(total_steps - warm, 1)
     t = min(step - warm, span)
     return cfg.min_lr + (cfg.lr - cfg.min_lr) * 0.5 * (1.0 + math.cos(math.pi * t / span))
+
+
+def early_stopping(cfg: TrainConfig, given: "set[str] | frozenset[str]" = frozenset()) -> TrainConfig:
+    """`cfg` under the early-stop protocol, for every key not in `given` (the keys a recipe or a flag set):
+    at most MAX_EPOCHS epochs, val evaluated at every epoch end (and every EVAL_EVERY steps within a longer
+    epoch), stop after PATIENCE evaluations without a lower log loss, end on the best one's weights, and the
+    "plateau" schedule (warm-up, then constant, cut at each evaluation without improvement)."""
+    import dataclasses
+
+    preset = {"epochs": MAX_EPOCHS, "schedule": "plateau", "restore_best": True, "early_stop_patience": PATIENCE,
+              "eval_every": EVAL_EVERY}
+    return dataclasses.replace(cfg, **{k: v for k, v in preset.items() if k not in given})
+
+
+# the early-stop protocol's bounds: CTR models peak after 1-6 epochs (benchmarks/RESULTS.md, "Training
+# protocol"); 2000 steps of 512 rows bound the work between two evaluations on long epochs
+MAX_EPOCHS, PATIENCE, EVAL_EVERY = 20, 2, 2000
+
+# the protocols a training can follow: the length follows the data, or NASRec's fixed number of epochs
+PROTOCOLS = ("early-stop", "nasrec")

@@ -52,6 +52,14 @@ def default_forward(model: nn.Module, batch: Batch, step: int) -> torch.Tensor:
     return model(batch.dense_features, batch.sparse_features)
 
 
+def eval_interval(per_epoch: int, most: int) -> int:
+    """Steps between the evaluations of a training with model selection: an epoch, or the fewest equal parts
+    of an epoch of at most `most` steps each (0: an epoch)."""
+    if not most or per_epoch <= most:
+        return per_epoch
+    return math.ceil(per_epoch / math.ceil(per_epoch / most))
+
+
 def split_parameters(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """(embedding tables of every EmbeddingStem, all other trainable parameters), each without duplicates."""
     emb, seen = [], set()
@@ -103,6 +111,8 @@ class Trainer:
         # model selection over evaluations (cfg.restore_best / early_stop_patience)
         self.best: dict | None = None      # {"step", "logloss"} of the lowest val log loss so far
         self.bad_evals = 0                 # evaluations since the last improvement
+        self.cuts = 0                      # evaluations without improvement so far (the "plateau" LR's cuts)
+        self.epoch_steps: int | None = None
         self._best_weights: list | None = None
         self.stopped_early = False
         self.guard = DivergenceGuard(cfg.divergence_factor)
@@ -131,13 +141,14 @@ class Trainer:
 
     def selection_state(self) -> dict:
         return {"best": self.best, "bad_evals": self.bad_evals, "stopped_early": self.stopped_early,
-                "weights": self._best_weights, "diverged": self.diverged}
+                "weights": self._best_weights, "diverged": self.diverged, "cuts": self.cuts}
 
     def load_selection_state(self, sel: dict | None) -> None:
         if sel:
             self.best, self.bad_evals = sel["best"], sel["bad_evals"]
             self.stopped_early, self._best_weights = sel["stopped_early"], sel["weights"]
             self.diverged = sel.get("diverged")
+            self.cuts = sel.get("cuts", 0)
 
     def save(self) -> None:
         if self.checkpoint_path is not None:
@@ -177,10 +188,11 @@ class Trainer:
         cfg = self.cfg
         if resume:
             self.try_resume()
-        per_epoch = len(train)
+        per_epoch = self.epoch_steps = len(train)
         total = per_epoch * cfg.epochs
         stop = total if max_steps is None else min(total, max_steps)
         selecting = val is not None and (cfg.restore_best or cfg.early_stop_patience is not None)
+        interval = eval_interval(per_epoch, cfg.eval_every) if selecting else cfg.eval_every
         if self.stopped_early or self.diverged:
             stop = self.step
         self.model.train()
@@ -206,9 +218,10 @@ class Trainer:
                     if cfg.progress and self.step % max(cfg.log_every, 1) == 0:
                         elapsed = self.train_seconds + time.perf_counter() - t0
                         bar.set_postfix(loss=f"{ema:.4f}", samples_s=f"{self.rows_seen / max(elapsed, 1e-9):.0f}")
+                    within = self.step - epoch * per_epoch  # steps into this epoch
                     want_eval = val is not None and not self.diverged and (
-                        (cfg.eval_every and self.step % cfg.eval_every == 0) or self.step == total
-                        or (selecting and self.step % per_epoch == 0))
+                        self.step == total or (selecting and (within % interval == 0 or within == per_epoch))
+                        or (not selecting and interval and self.step % interval == 0))
                     want_ckpt = (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0) or self.step == stop
                     if want_eval or want_ckpt:
                         self.train_seconds += time.perf_counter() - t0  # evaluation is not training time
@@ -236,12 +249,15 @@ class Trainer:
     def _select(self) -> bool:
         """Track the lowest val log loss after an evaluation; True when early stopping should stop now."""
         cur = self.history[-1]
+        if self.cfg.schedule == "decay":
+            self.cuts += 1
         if math.isfinite(cur["logloss"]) and (self.best is None or cur["logloss"] < self.best["logloss"]):
             self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
             if self.cfg.restore_best:
                 self._best_weights = self._copy_weights()
         else:
             self.bad_evals += 1
+            self.cuts += self.cfg.schedule == "plateau"
         p = self.cfg.early_stop_patience
         return p is not None and self.bad_evals >= p
 
@@ -269,7 +285,7 @@ class Trainer:
     def train_step(self, batch: Batch, total_steps: int) -> float:
         """One optimizer step on `batch`; returns its mean loss. A NaN/inf loss takes no step (the weights stay
         finite; the caller stops the training)."""
-        lr = lr_at(self.cfg, self.step, total_steps)
+        lr = lr_at(self.cfg, self.step, total_steps, self.epoch_steps, self.cuts)
         for o in self.optimizers:
             for g in o.param_groups:
                 g["lr"] = lr

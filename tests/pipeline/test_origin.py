@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from ctrnas.pipeline.final.verdict import judge_seeds
 from ctrnas.pipeline.origin import origin
 from ctrnas.pipeline.results import FinalResult, TrainedModel
 from ctrnas.search.history import History, HistoryRecord
@@ -64,17 +65,33 @@ def test_a_child_of_evolution_names_its_parent_generation_and_seed(setting):
     assert o["vs_best_baseline"]["label"] == "dlrm"
     assert o["vs_best_baseline"]["val"] == pytest.approx(-0.006) and o["vs_best_baseline"]["test"] == pytest.approx(-0.005)
     assert o["vs_best_seed"]["label"] == "rank 1" and o["vs_best_seed"]["test"] == pytest.approx(-0.006)
-    assert o["line"].startswith("a child of evolution won: generation 2, parent")
-    assert "descending from dcnv2-like" in o["line"] and "seed noise not measured" in o["line"]
+    assert o["line"].startswith("a child of evolution was chosen: generation 2, parent")
+    assert "descending from dcnv2-like" in o["line"] and "verdict not measured" in o["line"]
 
 
 def test_a_seed_is_named_as_a_copy_of_its_baseline(setting):
     history, a = setting
     win = model("rank 0", a["seed"], 0.440, 0.441, index=0)
-    o = origin(final([win], [model("dcnv2", None, 0.441, 0.440)], win), history, noise=0.0008)
+    verdict = {**judge_seeds([0.441, 0.443], [0.440, 0.444]), "rival": "dcnv2", "export": "rank 0"}
+    o = origin(final([win], [model("dcnv2", None, 0.441, 0.440)], win), history, verdict=verdict)
     assert (o["kind"], o["name"], o["copy_of"]) == ("shipped", "dcnv2-like", "dcnv2")
     assert "not a search find" in o["line"] and "copy of the dcnv2 baseline" in o["line"]
-    assert o["vs_best_seed"] is None and "seed noise 0.00080" in o["line"]
+    # margin 0.442 - 0.442 = 0, pair sd hypot(0.001414, 0.002828) = 0.00316: level, so never "won"
+    assert o["vs_best_seed"] is None and o["line"].startswith("the shipped arch dcnv2-like was chosen")
+    assert "verdict over 2 training seeds: level within noise with dcnv2 (test +0.00000, +0.0 pair sd of 0.00316)" \
+        in o["line"]
+
+
+def test_won_only_beyond_two_pair_sd(setting):
+    history, a = setting
+    win = model("rank 0", a["grandchild"], 0.440, 0.430, index=3)
+    base = model("dlrm", None, 0.446, 0.446)
+    better = {**judge_seeds([0.430, 0.431], [0.446, 0.447]), "rival": "dlrm"}  # -0.016, pair sd 0.001
+    o = origin(final([win], [base], win), history, verdict=better)
+    assert o["line"].startswith("a child of evolution won") and "better than dlrm" in o["line"]
+    worse = {**judge_seeds([0.450, 0.451], [0.446, 0.447]), "rival": "dlrm"}
+    o = origin(final([win], [base], win), history, verdict=worse)
+    assert o["line"].startswith("a child of evolution was chosen") and "worse than dlrm" in o["line"]
 
 
 def test_deepfm_terms_like_is_named_a_copy_of_deepfm(setting):
@@ -92,7 +109,7 @@ def test_a_baseline_winner_and_a_random_draw(setting):
     drawn = model("rank 0", a["drawn"], 0.45, 0.45, index=1)
     base = model("dlrm", None, 0.44, 0.44)
     o = origin(final([drawn], [base], base), history)
-    assert o["kind"] == "baseline" and o["line"].startswith("the dlrm baseline won on validation")
+    assert o["kind"] == "baseline" and o["line"].startswith("the dlrm baseline was chosen on validation")
     assert o["vs_best_baseline"] is None
     o = origin(final([drawn], [base], drawn), history)
     assert o["kind"] == "random" and o["generation"] == 0
@@ -133,7 +150,7 @@ def test_a_seed_at_narrower_tables_is_named_by_its_seed_not_a_random_draw():
     win = model("rank 0", narrow, 0.44, 0.44, index=1)
     o = origin(final([win], [], win), history)
     assert (o["kind"], o["name"], o["copy_of"]) == ("shipped", name, None)
-    assert o["line"].startswith(f"the shipped arch {name} won (a seed of the search: not a search find)")
+    assert o["line"].startswith(f"the shipped arch {name} was chosen (a seed of the search: not a search find)")
     win = model("rank 0", child, 0.44, 0.44, index=2)
     o = origin(final([win], [], win), history)
     assert (o["kind"], o["parent"], o["descends_from"]) == ("child", name, name)
@@ -156,7 +173,7 @@ def test_an_arch_file_the_recipe_named_as_a_seed_is_a_given_seed_not_a_find(tmp_
     win = model("rank 0", found, 0.44, 0.44, index=0)
     o = origin(final([win], [], win), history, given=given)
     assert (o["kind"], o["name"]) == ("given", str(path))
-    assert o["line"].startswith(f"the given arch {path} won (a seed the recipe named in search.seeds")
+    assert o["line"].startswith(f"the given arch {path} was chosen (a seed the recipe named in search.seeds")
     copy = f"{path} (1 at 4, 1 at 8)"
     win = model("rank 0", narrow, 0.44, 0.44, index=1)
     assert (origin(final([win], [], win), history, given=given)["name"]) == copy
@@ -197,4 +214,4 @@ def test_a_winner_at_another_common_width_is_named_by_its_tables_and_its_own_wid
     win = model("rank 0", wide, 0.44, 0.44, index=2)
     o = origin(final([win], [], win), history)
     assert (o["kind"], o["name"], o["width"]) == ("shipped", "dcnv2-like (1 at 4)", 32)
-    assert o["line"].startswith("the shipped arch dcnv2-like (1 at 4) at width 32 won")
+    assert o["line"].startswith("the shipped arch dcnv2-like (1 at 4) at width 32 was chosen")

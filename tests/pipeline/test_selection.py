@@ -137,7 +137,7 @@ def test_a_baseline_better_on_validation_than_every_candidate_is_exported(tests_
     assert lr.val["logloss"] < cand.val["logloss"] and lr.val["logloss"] < dlrm.val["logloss"]
     assert final.best is lr
     line = final.origin["line"]
-    assert line.startswith("the lr baseline won on validation")
+    assert line.startswith("the lr baseline was chosen on validation")
     card = json.loads((tmp_path / "model" / "model_card.json").read_text(), parse_constant=_no_constants)
     assert card["kind"] == "baseline" and card["baseline"] == "lr" and card["why"] == line
     assert (tmp_path / "model" / "model_card.md").read_text().splitlines()[2] == line

@@ -31,7 +31,11 @@ def test_train_baseline_writes_metrics_that_match_an_independent_evaluation(ctrn
     m = json.loads((out / "metrics.json").read_text())
     meta = read_meta(synthetic_dir)
     assert m["bayes_logloss"] == meta["bayes_logloss"]
-    assert m["train_rows_used"] == m["train"]["rows"] == -(-meta["splits"]["train"]["rows"] // 2)
+    half = -(-meta["splits"]["train"]["rows"] // 2)
+    # the early-stop protocol by default: whole epochs over the half, evaluated at each, ending on the best
+    assert m["train_rows_used"] == half and m["train"]["rows"] % half == 0
+    assert m["config"]["schedule"] == "plateau" and m["config"]["restore_best"]
+    assert m["val"]["step"] == m["train"]["best"]["step"]
     # re-evaluate the saved weights on the test split with scikit-learn
     model = build_baseline("fm", load_schema(synthetic_dir), seed=0)
     model.load_state_dict(load_baseline(out).state_dict())  # the folder is a model folder (ctrnas predict)

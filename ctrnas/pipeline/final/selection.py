@@ -101,9 +101,10 @@ def export_baseline(model, folder: Path, m: TrainedModel, note: str, schema=None
 
 
 def finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, main, t0,
-           distributed, history=None) -> FinalResult:
+           distributed, history=None, verdict=None) -> FinalResult:
     """The final stage's result: the chosen candidate, or the best baseline when none is usable, exported
-    to `out_dir/model` on the main process."""
+    to `out_dir/model` on the main process. `verdict(best, candidates, baselines)`: the verdict record
+    (`ctrnas.pipeline.final.verdict.run_verdict`), measured before the export so its line is the model card's."""
     best, fallback, note = candidates[best_rank], None, None
     b = best_index(baselines)
     if best.status != "ok":  # no usable candidate: the best usable baseline stands in, said in one line
@@ -119,11 +120,12 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
                 f"stage trained ({rank_key(baselines[b]):.5f} against the best candidate's {rank_key(best):.5f})")
         best, best_model = baselines[b], base_models.get(b)
     where = None
+    judged = verdict(best, candidates, baselines) if verdict is not None else None
     if history is not None:
         from ctrnas.pipeline.origin import origin
 
         where = origin(FinalResult(tuple(candidates), best, tuple(baselines), None, 0.0, fallback=fallback), history,
-                       given=recipe.seed_names)
+                       verdict=judged, given=recipe.seed_names)
     export_dir = None
     if out_dir is not None and recipe.final.export and main and best_model is not None:
         export_dir = Path(out_dir) / "model"
@@ -146,4 +148,4 @@ def finish(recipe, candidates, best_rank, best_model, baselines, base_models, ou
                 origin=where["line"] if where else None)
     dist_info = distributed.describe() if distributed is not None else None
     return FinalResult(tuple(candidates), best, tuple(baselines), export_dir, time.perf_counter() - t0,
-                       model=best_model, distributed=dist_info, fallback=fallback, origin=where)
+                       model=best_model, distributed=dist_info, fallback=fallback, origin=where, verdict=judged)

@@ -24,6 +24,7 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.memory import workers_that_fit
 from ctrnas.pipeline.final.resume import jobs_for, say_resumed
 from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
+from ctrnas.pipeline.final.verdict import verdict_for
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
 from ctrnas.pipeline.fitness.scratch import (arch_model_for, baseline_jobs, baseline_label, candidate_label,
@@ -272,5 +273,6 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         best_model = None
     elif best_model is None and distributed is None:  # the best finished before an interruption
         best_model = reload_job(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
+    verdict = verdict_for(quiet, data, template, out_dir, progress) if distributed is None else None
     return dataclasses.replace(finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir,
-                                      main, t0, distributed, search.history), continued=continued)
+                                      main, t0, distributed, search.history, verdict=verdict), continued=continued)

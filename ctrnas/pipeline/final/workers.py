@@ -161,8 +161,10 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         for stem in best_model.stems():
             stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     del best_result
+    from ctrnas.pipeline.final.verdict import verdict_for
+
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None,
-                  history)
+                  history, verdict=verdict_for(quiet, data, template, out_dir, progress))
 
 
 def _state(result: dict, folder):

@@ -51,7 +51,7 @@ def final_steps(recipe: Recipe, data: DataResult) -> int:
     rows = split_rows(data, "train")
     if recipe.final.train_rows is not None:
         rows = min(rows, recipe.final.train_rows)
-    return math.ceil(rows / recipe.final_train.batch_size) * recipe.final_train.epochs
+    return math.ceil(rows / recipe.final_train.batch_size) * recipe.reference_epochs
 
 
 def default_rungs(recipe: Recipe, train_rows: int) -> tuple[RungConfig, ...]:
@@ -231,7 +231,7 @@ def inside_warmup(recipe: Recipe, data: DataResult, rungs=None) -> list[str]:
 
     if rungs is None:
         rungs = ladder_rungs(recipe, data) if get_strategy(recipe.search.strategy).by_rungs else ()
-    warm = math.ceil(recipe.final_train.warmup_ratio * final_steps(recipe, data))
+    warm = math.ceil(recipe.final_train.warmup_ratio * final_steps(recipe, data) / (recipe.reference_epochs if recipe.final_train.schedule == "plateau" else 1))
     return [f"warning: rung {i} ({r.budget} steps) ends inside the learning rate's warm-up ({warm} steps) and "
             "ranks little more than the initial weights: raise its fraction or give min_steps"
             for i, r in enumerate(rungs) if r.fitness in ("prefix", "inherit") and r.budget is not None

@@ -31,18 +31,28 @@ def run_recipe(path):
 
 
 def train_config(recipe_path: str | Path | None = None, final: bool = False, default_threads: int | None = None,
-                 **overrides):
+                 protocol: str | None = None, **overrides):
     """TrainConfig from a YAML file (its `train:` section, or the top level) with non-None overrides. With
-    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`), and its
-    `threads`. `default_threads`: the torch threads when neither the file nor `overrides` set them."""
+    `final`, a run's recipe gives its final stage's settings instead (`final.train` over `train`, under its
+    `final.protocol` unless `protocol` is given), and its `threads`. `protocol` "early-stop" (the default with
+    `final` and no run recipe): the early-stop preset (`ctrnas.train.config.early_stopping`) for every key
+    neither the file nor `overrides` set.
+    `default_threads`: the torch threads when neither the file nor `overrides` set them."""
     from ctrnas.config import from_dict, load_yaml
-    from ctrnas.train.config import TrainConfig
+    from ctrnas.train.config import TrainConfig, early_stopping
 
     recipe = run_recipe(recipe_path) if final else None
+    given = {k for k, v in overrides.items() if v is not None}
     if recipe is not None:
-        cfg = recipe.final_train
+        if protocol is not None:
+            recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, protocol=protocol))
+        base = recipe.final.train if recipe.final.train is not None else recipe.train
+        cfg = dataclasses.replace(base, **{k: overrides[k] for k in given})
+        if recipe.final.protocol == "early-stop":
+            cfg = early_stopping(cfg, frozenset(recipe.final_train_keys) | given)
         if cfg.threads is None and recipe.threads is not None:  # the run's threads, as its final stage had
             cfg = dataclasses.replace(cfg, threads=recipe.threads)
+        overrides = {}
     else:
         data, source = {}, "<defaults>"
         if recipe_path:
@@ -50,7 +60,9 @@ def train_config(recipe_path: str | Path | None = None, final: bool = False, def
             if "train" in data and isinstance(data["train"], dict):
                 data = data["train"]
         cfg = from_dict(TrainConfig, data, source=source)
-    cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+        cfg = dataclasses.replace(cfg, **{k: overrides[k] for k in given})
+        if protocol == "early-stop" or (protocol is None and final):  # a training of its own: to its best
+            cfg = early_stopping(cfg, frozenset(data) | given)
     if cfg.threads is None and default_threads is not None:
         cfg = dataclasses.replace(cfg, threads=default_threads)
     from ctrnas.device import resolve_device
@@ -69,7 +81,7 @@ def final_recipe(data_dir, cfg, recipe=None, space=None, layernorm: str | None =
     from ctrnas.space import get_space
 
     run = recipe if recipe is None or isinstance(recipe, Recipe) else run_recipe(recipe)
-    changes = {"train": cfg}
+    changes = {"train": cfg, "protocol": "nasrec"}  # `cfg` is resolved already: its final stage trains it as is
     if run is None:
         run = Recipe(name="train", data=DataSection(path=str(data_dir)), seed=cfg.seed,
                      space=get_space(space_spec(space or "nasrec-full")).config, train=cfg)

@@ -1,0 +1,111 @@
+"""The early-stop protocol: evaluations per epoch (or within a long one), the plateau schedule, stopping after
+`patience` evaluations without a lower val log loss, ending on the best weights, and resuming to the same
+numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from ctrnas.supernet.stem import EmbeddingStem
+from ctrnas.train.batches import TensorBatches
+from ctrnas.train.config import TrainConfig, early_stopping, lr_at
+from ctrnas.train.trainer import Trainer, eval_interval
+
+
+class Tiny(nn.Module):
+    def __init__(self, schema, dim=4):
+        super().__init__()
+        self.stem = EmbeddingStem(schema, dim=dim)
+        self.head = nn.Linear(schema.dense_dim + dim * len(schema.sparse), 1)
+
+    def forward(self, dense, kjt):
+        return self.head(torch.cat([dense, self.stem(kjt).flatten(1)], 1)).squeeze(1)
+
+
+def _model(schema, seed=0):
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return Tiny(schema)
+
+
+def _sources(learnable, rows=2000):
+    schema, dense, ids, y, _ = learnable
+    names = schema.sparse_names
+    train = TensorBatches(dense[:rows], ids[:rows], y[:rows], names, 100, shuffle_seed=0)
+    val = TensorBatches(dense[5000:6000], ids[5000:6000], y[5000:6000], names, 1000)
+    return schema, train, val
+
+
+def _cfg(**kw):
+    return early_stopping(TrainConfig(**{"lr": 0.5, "batch_size": 100, "progress": False, "eval_batch_size": 1000,
+                                         **kw}), frozenset(kw))
+
+
+def test_plateau_schedule_warms_up_over_one_epoch_then_cuts_per_bad_evaluation():
+    cfg = TrainConfig(lr=0.2, min_lr=0.0, warmup_ratio=0.1, schedule="plateau", plateau_factor=0.5)
+    # warm-up over ceil(0.1 x 50) = 5 steps of a 50-step epoch, whatever the total
+    assert lr_at(cfg, 0, 10_000, epoch_steps=50) == 0.0
+    assert lr_at(cfg, 2, 10_000, epoch_steps=50) == pytest.approx(0.08)
+    assert lr_at(cfg, 5, 10_000, epoch_steps=50) == pytest.approx(0.2)
+    assert lr_at(cfg, 9_000, 10_000, epoch_steps=50) == pytest.approx(0.2)   # constant: no decay by length
+    assert lr_at(cfg, 900, 10_000, epoch_steps=50, cuts=2) == pytest.approx(0.05)
+
+
+def test_long_epochs_are_cut_into_equal_evaluation_intervals():
+    assert eval_interval(470, 2000) == 470           # an epoch shorter than the cap: once per epoch
+    assert eval_interval(70_000, 2000) == 2000       # 35 equal parts
+    assert eval_interval(5000, 2000) == 1667         # ceil(5000 / 3): three parts, the last at the epoch end
+    assert eval_interval(300, 0) == 300
+
+
+def test_early_stopping_ends_on_the_best_evaluation(learnable):
+    schema, train, val = _sources(learnable)
+    # a learning rate high enough that val log loss turns up within a few epochs
+    cfg = _cfg(lr=3.0, plateau_factor=1.0, epochs=30)
+    t = Trainer(_model(schema), cfg)
+    s = t.fit(train, val)
+    losses = [h["logloss"] for h in t.history]
+    assert s["stopped_early"] and t.step < 30 * len(train)
+    best = min(range(len(losses)), key=losses.__getitem__)
+    # stopped exactly `patience` evaluations after the best one, and the weights are the best evaluation's
+    assert len(losses) - 1 - best == cfg.early_stop_patience
+    assert t.best["step"] == t.history[best]["step"]
+    assert t.evaluate(val).logloss == pytest.approx(losses[best], abs=1e-6)
+
+
+def test_each_evaluation_without_improvement_cuts_the_learning_rate(learnable):
+    schema, train, val = _sources(learnable)
+    cfg = _cfg(lr=3.0, plateau_factor=0.1, epochs=30)
+    t = Trainer(_model(schema), cfg)
+    t.fit(train, val)
+    losses = [h["logloss"] for h in t.history]
+    bad = sum(1 for i, x in enumerate(losses) if i and x >= min(losses[:i]))
+    assert t.cuts == bad >= 1
+    # the last step ran before the last evaluation, with every earlier evaluation's cut applied
+    before_last = sum(1 for i, x in enumerate(losses[:-1]) if i and x >= min(losses[:i]))
+    seen = [g["lr"] for o in t.optimizers for g in o.param_groups]
+    assert seen and all(x == pytest.approx(3.0 * 0.1 ** before_last) for x in seen)
+
+
+def test_an_interrupted_early_stopped_training_resumes_to_the_same_numbers(learnable, tmp_path):
+    schema, train, val = _sources(learnable)
+    cfg = dataclasses.replace(_cfg(lr=3.0, epochs=30), checkpoint_every=len(train))
+    whole = Trainer(_model(schema), cfg, tmp_path / "whole")
+    ref = whole.fit(train, val)
+    part = Trainer(_model(schema), cfg, tmp_path / "part")
+    part.fit(train, val, max_steps=ref["best"]["step"] + len(train))  # stopped after the best, before the end
+    again = Trainer(_model(schema), cfg, tmp_path / "part")
+    res = again.fit(train, val)
+    assert res["steps"] == ref["steps"] and res["best"] == ref["best"] and again.cuts == whole.cuts
+    assert [h["logloss"] for h in again.history] == [h["logloss"] for h in whole.history]
+    for a, b in zip(again.model.state_dict().values(), whole.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_the_preset_keeps_the_keys_a_recipe_gave():
+    cfg = early_stopping(TrainConfig(epochs=3, schedule="cosine"), frozenset({"epochs"}))
+    assert (cfg.epochs, cfg.schedule, cfg.restore_best, cfg.early_stop_patience) == (3, "plateau", True, 2)
