@@ -732,8 +732,8 @@ def report(args) -> str:
     extra += "".join(f" --search-set {x}" for x in args.search_set)
     cmds.append(f"`{run} --rows {args.rows} --seeds {args.seeds} --parts search --recipe {args.recipe}{extra}`"
                 + ("" if any(fronts.values()) else " (not run yet)"))
-    lines += ["Commands: " + "; ".join(cmds) + ". `--report-only` rebuilds this section from the caches under "
-              f"`{_rel(args.out)}`.", ""]
+    lines[4:4] = ["Commands: " + "; ".join(cmds) + ". `--report-only` rebuilds this section from the caches under "
+                  f"`{_rel(args.out)}`.", ""]  # above the tables
     return "\n".join(lines)
 
 

@@ -181,10 +181,10 @@ def report(args) -> str:
         lines.append("")
     seeds = ",".join(map(str, args.train_seeds))
     sets = "".join(f" --set '{s}'" for s in args.set)
-    lines += ["Summary:", "", *summary, "",
-              f"Command: `.venv/bin/python benchmarks/neighbourhood.py --rows {args.rows} --profiles "
-              f"{','.join(args.profiles)} --bases {','.join(args.bases)} --train-seeds {seeds}"
-              f"{sets}` (add `--workers N` to train N at a time)", ""]
+    lines[4:4] = [f"Command: `.venv/bin/python benchmarks/neighbourhood.py --rows {args.rows} --profiles "
+                  f"{','.join(args.profiles)} --bases {','.join(args.bases)} --train-seeds {seeds}"
+                  f"{sets}` (add `--workers N` to train N at a time)", ""]  # above the tables
+    lines += ["Summary:", "", *summary, ""]
     return "\n".join(lines)
 
 

@@ -599,10 +599,10 @@ def report(args) -> str:
     extra = "".join(f" --set {x}" for x in args.set)
     extra = (f" --recipe {args.recipe}" if args.recipe != RECIPE else "") + \
         (f" --own-seeds {args.own_seeds}" if getattr(args, "own_seeds", 0) else "") + extra
-    lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
-              f"--train-seeds {args.train_seeds} --profiles {','.join(args.profiles)} "
-              f"--methods {','.join(args.methods)}{extra}`", ""]
-    return "\n".join(lines)
+    lines[4:4] = [f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
+                  f"--train-seeds {args.train_seeds} --profiles {','.join(args.profiles)} "
+                  f"--methods {','.join(args.methods)}{extra}`", ""]  # above the tables, after the setup
+    return "\n".join(lines + [""])
 
 
 def main(argv=None) -> int:
