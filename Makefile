@@ -1,4 +1,5 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv themselves.
+# `make docs` builds the documentation site into site/ (strict: a warning fails it).
 # Packages come from pip's configured index. GPU users: `make install CUDA=cu128 TORCH_INDEX=<index URL of
 # PyTorch's cu128 wheels>` (docs/gpu.md) installs the CUDA builds of torch and fbgemm-gpu matching the pinned
 # torchrec instead of the CPU ones; without CUDA nothing changes.
@@ -14,12 +15,12 @@ $(error CUDA=$(CUDA) needs TORCH_INDEX=<index URL of PyTorch's $(CUDA) wheels>; 
 endif
 endif
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,ray]'
+	$(BIN)/pip install -q -e '.[test,ray,docs]'
 ifneq ($(CUDA),)
 	# fbgemm-gpu and fbgemm-gpu-cpu share the folder fbgemm_gpu/: remove the CPU build before the CUDA one.
 	$(BIN)/pip uninstall -q -y torch fbgemm-gpu-cpu
@@ -38,5 +39,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests   # tests/test_layers.py runs import-linter and mypy ([tool.mypy])
 
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site

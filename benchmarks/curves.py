@@ -10,7 +10,7 @@ last point is the final training's own end. The report gives Kendall's tau of ea
 end, and of a two-point power-law extrapolation (L = a + b t^-c, ranked by a). `--retrain` instead trains the
 named archs (key prefixes) at the training --seeds and scores validation and test as the final stage does.
 Results are cached in --out after every arch, so a stopped run resumes. `--data` points at the run's data
-when it has moved. docs/search-quality.md reads the output (session 13).
+when it has moved. The results page (docs/results.md) states what it found.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Embedding search (issue 30): per-table widths against the uniform width, in four parts.
+"""Embedding search: per-table widths against the uniform width, in four parts.
 
     .venv/bin/python benchmarks/embedding.py --rows 100000 --parts baselines      # widths 8 / 16 / 32
     .venv/bin/python benchmarks/embedding.py --parts throughput                    # mixed vs uniform steps/s
@@ -19,7 +19,7 @@ Parts:
               measures it), the dlrm-like arch at uniform width 16 and with mixed widths, in fresh processes.
   search      `--recipe` (recipes/embedding.yaml) on each profile at search seeds 0..--seeds-1 through
               `ctrnas.api.run`; reads each run's front.json and reports the front next to the baselines, the
-              issue's two goals, the fields the search dropped against the profile's noise fields, and a plot.
+              two goals, the fields the search dropped against the profile's noise fields, and a plot.
 Every result is cached under --out (default benchmarks/out/embedding-<rows/1000>k), so a stopped run resumes.
 The section goes to benchmarks/sections/embedding.md (or --section; a report that lacks a part the section shows
 goes to <out>/section.md instead, so a partial run erases nothing); `python benchmarks/_results.py` assembles it.
@@ -432,7 +432,7 @@ def best_baseline(table: dict) -> tuple[tuple[str, int], dict] | None:
 
 
 def goals(models: list[dict], best: dict) -> dict:
-    """The issue's two goals for one search's models against the best baseline (mean test `test`, seed sd
+    """The two goals for one search's models against the best baseline (mean test `test`, seed sd
     `sd`, `embedding_bytes`): (1) a model within one sd of its test log loss at <= 0.25x its bytes; (2) a
     model below it by more than 2 sd at <= 1x its bytes. Each: the qualifying candidate of lowest test log
     loss, or None."""
@@ -694,7 +694,7 @@ def _report_profile(args, profile: str, table: dict, runs: list[dict]) -> list[s
 
 
 def report(args) -> str:
-    lines = ["## Embedding search (issue 30): per-table widths, memory and log loss (`benchmarks/embedding.py`)", "",
+    lines = ["## Embedding search: per-table widths, memory and log loss (`benchmarks/embedding.py`)", "",
              f"{platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. {args.machine}".rstrip(), ""]
     lines += _report_throughputs(args)
     lines += _report_rss(args)
@@ -703,7 +703,7 @@ def report(args) -> str:
     lines += [f"### The baselines at widths {' / '.join(map(str, WIDTHS))} and the search's front, "
               f"{args.rows:,} rows", ""]
     if args.rows < 1_000_000:
-        lines += [f"**Reduced run: {args.rows:,} rows instead of the issue's 1M, what the shared 2 CPU cores "
+        lines += [f"**Reduced run: {args.rows:,} rows instead of the full 1M, what the shared 2 CPU cores "
                   "allowed.**", ""]
     lines += [f"The structure suite's strongest baselines per profile (benchmarks/sections/suite.md), trained like "
               f"suite.py trains them (`{SUITE_RECIPE}`'s final stage: 2 epochs ending on the better val epoch, "
@@ -732,8 +732,8 @@ def report(args) -> str:
     extra += "".join(f" --search-set {x}" for x in args.search_set)
     cmds.append(f"`{run} --rows {args.rows} --seeds {args.seeds} --parts search --recipe {args.recipe}{extra}`"
                 + ("" if any(fronts.values()) else " (not run yet)"))
-    lines += ["Commands: " + "; ".join(cmds) + ". `--report-only` rebuilds this section from the caches under "
-              f"`{_rel(args.out)}`.", ""]
+    lines[4:4] = ["Commands: " + "; ".join(cmds) + ". `--report-only` rebuilds this section from the caches under "
+                  f"`{_rel(args.out)}`.", ""]  # above the tables
     return "\n".join(lines)
 
 

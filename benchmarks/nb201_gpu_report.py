@@ -103,7 +103,7 @@ def main() -> int:
         f"Scores: `{cmd}` with `WORKERS=14 LIMIT=270`, i.e. `ctrnas vision correlate --device cuda --workers 14 "
         "--time-limit 270 --archs 1000 --warmup 0,0.1,0.2,0.4,1.25 --warmup-archs 300 --proxies "
         "sigeo,zico,naswot,synflow,params`, then, on the same warm machine, resumed twice with `WORKERS=15 TESTS=0` "
-        "and `LIMIT=250`, `LIMIT=125` (run 2, session 7). Before that the script ran `tests/device` on the GPU: 79 "
+        "and `LIMIT=250`, `LIMIT=125` (run 2). Before that the script ran `tests/device` on the GPU: 79 "
         "passed, 1 skipped (the trainer's device tests need TorchRec): every proxy and the harness give the CPU's "
         "scores on CUDA. The file also holds run 1 (an earlier lease of 15 minutes, 392 + 256 cells, same code "
         "for every proxy but SiGeo's FR read-back; zero-shot scores of the cells in both runs agree to 1e-9). "
@@ -113,7 +113,7 @@ def main() -> int:
         f"{len(paired)} in either run. Setup as above (4 batches of 64 of the 4000-image sample, one seeded "
         "initialisation per cell, NB201's warm-up recipe), except: `zico` is ZiCo with its official gradient "
         "accumulation (the paper's ZiCo column) and `sigeo.zico` SiGeo's term 1 (per-batch ZiCo); full float32 "
-        "(TF32 off), NCHW. Warm-up 1.25 = 79 steps = the paper's 10% step count. Goal (issue 19): SiGeo ≥ 0.78 "
+        "(TF32 off), NCHW. Warm-up 1.25 = 79 steps = the paper's 10% step count. Goal: SiGeo ≥ 0.78 "
         "zero-shot, ≥ 0.83 after warm-up.",
         "",
         "#### Zero-shot",

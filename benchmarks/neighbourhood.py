@@ -1,4 +1,4 @@
-"""Neighbourhoods of the shipped archs (issue 28): can a search that refines the seeds beat the baselines?
+"""Neighbourhoods of the shipped archs: can a search that refines the seeds beat the baselines?
 
     .venv/bin/python benchmarks/neighbourhood.py --profiles kdd2012-dense-by-category --bases dlrm-like
     .venv/bin/python benchmarks/neighbourhood.py --workers 2 --train-seeds 0,1
@@ -137,7 +137,7 @@ def _best_baseline(args, profile: str):
 
 def report(args) -> str:
     f = suite._f
-    lines = ["## Neighbourhoods of the shipped archs (issue 28): what refining the seeds can reach", "",
+    lines = ["## Neighbourhoods of the shipped archs: what refining the seeds can reach", "",
              f"Structure-suite profiles at {args.rows:,} rows. Each shipped arch and every arch one local edit "
              "away (`SearchSpace.local_neighbours` in the suite's search space, `recipes/synthetic-prefix.yaml`"
              f"{' with ' + ', '.join(f'`{s}`' for s in args.set) if args.set else ''}), trained as the final "
@@ -181,10 +181,10 @@ def report(args) -> str:
         lines.append("")
     seeds = ",".join(map(str, args.train_seeds))
     sets = "".join(f" --set '{s}'" for s in args.set)
-    lines += ["Summary:", "", *summary, "",
-              f"Command: `.venv/bin/python benchmarks/neighbourhood.py --rows {args.rows} --profiles "
-              f"{','.join(args.profiles)} --bases {','.join(args.bases)} --train-seeds {seeds}"
-              f"{sets}` (add `--workers N` to train N at a time)", ""]
+    lines[4:4] = [f"Command: `.venv/bin/python benchmarks/neighbourhood.py --rows {args.rows} --profiles "
+                  f"{','.join(args.profiles)} --bases {','.join(args.bases)} --train-seeds {seeds}"
+                  f"{sets}` (add `--workers N` to train N at a time)", ""]  # above the tables
+    lines += ["Summary:", "", *summary, ""]
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Numerical safety of from-scratch training (issue 20), for benchmarks/RESULTS.md.
+"""Numerical safety of from-scratch training, for benchmarks/RESULTS.md.
 
 Part 1 (chains): a chain of `depth` blocks of one dense op (Dot-Product, Sigmoid-Gating, or FC as the
 control), each reading the previous block, in a NASRec-Full space of `depth` blocks; block 1 adds the FM

@@ -432,7 +432,7 @@ def _in_pair_sd(margin: float, base_sd: float, xs) -> str:
 
 def report(args) -> str:
     main = _variant(args)
-    lines = [f"## Room beyond the baselines: the click model's own form, learned (issue 28, {args.rows // 1000}k rows)",
+    lines = [f"## Room beyond the baselines: the click model's own form, learned ({args.rows // 1000}k rows)",
              "",
              "Command: `python benchmarks/oracle.py " + " ".join(a for a in args.argv if a != "--report-only") + "`",
              "",
@@ -440,7 +440,7 @@ def report(args) -> str:
              "suite's cached trainings (`benchmarks/suite.py --methods baselines`); the gap column is the share of "
              "LR's gap to the Bayes optimum the form closes beyond the best baseline; the pair sd column gives the "
              "margin in units of the two models' training-seed sd together (the noise of comparing one training of "
-             "each, the unit of issue 28's own-arch goal).", "",
+             "each, the unit of the search's own-arch goal).", "",
              "| profile | Bayes optimum | LR | best baseline | oracle form | oracle - best baseline | pair sd | gap |",
              "|---|---|---|---|---|---|---|---|"]
     variants, probes = [], []

@@ -1,4 +1,4 @@
-"""Proxy cost per NASRec subnet vs. one training step (issue 5: SiGeo/ZiCo goal <= 6 steps' worth).
+"""Proxy cost per NASRec subnet vs. one training step (SiGeo/ZiCo goal <= 6 steps' worth).
 
     .venv/bin/python benchmarks/proxies.py [--batch-size 512] [--k 4] [--candidates 32] [--proxies all]
 

@@ -1,4 +1,4 @@
-"""Rungs study on the demo data (issue 16): how well each fidelity of the multi-fidelity search ranks subnets.
+"""Rungs study on the demo data: how well each fidelity of the multi-fidelity search ranks subnets.
 
     nice -n 5 .venv/bin/python benchmarks/rungs.py --parts truth --archs 24 --seed1 12 --workers 2
     nice -n 5 .venv/bin/python benchmarks/rungs.py --parts rungs
@@ -323,7 +323,7 @@ def report(args) -> str:
         return "No truth yet."
     how = next(iter(truth.values()))["how"]
     loss = sorted(v["test"]["logloss"] for v in truth.values())
-    lines = ["## Rungs (issue 16): which fidelity ranks subnets on the demo data", "",
+    lines = ["## Rungs: which fidelity ranks subnets on the demo data", "",
              f"Demo data (synthetic Criteo profile, 300k rows, 240k training rows), the demo recipe's space "
              f"(`recipes/synthetic.yaml`: ctrnas-small, 7 blocks, its widths); {platform.machine()}, "
              f"{os.cpu_count()} CPU cores, torch threads 1. {args.machine} This replaces the 1M-row study of the search "

@@ -1,4 +1,4 @@
-"""Scale-out benchmark (issue 8): candidate scoring on serial / 2 local processes / Ray (2 CPUs), and the
+"""Scale-out benchmark: candidate scoring on serial / 2 local processes / Ray (2 CPUs), and the
 training step time of 1 vs 2 DMP ranks (gloo on CPU), for benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/scale.py                  # both parts (a few minutes on 2 shared cores)
@@ -199,7 +199,7 @@ def step_time(args) -> dict:
 
 def report() -> str:
     sc, st, bt = _load("scoring"), _load("step_time"), _load("big_tables")
-    lines = ["## Scale-out (issue 8): scoring backends and sharded training", "",
+    lines = ["## Scale-out: scoring backends and sharded training", "",
              f"{platform.machine()}, {os.cpu_count()} CPU cores (shared with other jobs), no GPU, torch threads 1 "
              "per process; `benchmarks/scale.py`.", ""]
     if sc:

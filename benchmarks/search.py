@@ -1,4 +1,4 @@
-"""Search benchmark on the synthetic Criteo profile (>= 1M rows), for benchmarks/RESULTS.md (issue 6).
+"""Search benchmark on the synthetic Criteo profile (>= 1M rows), for benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/search.py                        # all parts, 1M rows (hours on 2 CPU cores)
     .venv/bin/python benchmarks/search.py --parts found --rows 1000000
@@ -242,7 +242,7 @@ def _features_text(args) -> str:
 
 
 def report(args) -> str:
-    lines = ["## Search (issue 6): found model, settings, proxy ranking", "",
+    lines = ["## Search: found model, settings, proxy ranking", "",
              f"Synthetic Criteo profile ({args.rows:,} rows, seed 0), recipe `recipes/synthetic-nasrec.yaml` "
              f"with the benchmark overrides in `benchmarks/search.py`; {platform.machine()}, "
              f"{os.cpu_count()} CPU cores, torch threads {args.threads}. {args.machine} Each run's "

@@ -1,4 +1,4 @@
-"""Space benchmark (issue 15): can the ctrnas spaces express and beat the hand-designed models?
+"""Space benchmark: can the ctrnas spaces express and beat the hand-designed models?
 
     .venv/bin/python benchmarks/space.py --rows 1000000 --archs 50 --workers 15      # the full run
     .venv/bin/python benchmarks/space.py --rows 1000000 --archs 25 --workers 2 --parts random \
@@ -174,13 +174,13 @@ def _f(x, d=4) -> str:
 def report(args) -> str:
     base, rnd = _results.load(args.out, "baselines") or {}, _results.load(args.out, "random") or {}
     rows = args.train_rows
-    lines = ["## Space (issue 15): DLRM and DCN-v2 as points of the space, random subnets of ctrnas-small", "",
+    lines = ["## Space: DLRM and DCN-v2 as points of the space, random subnets of ctrnas-small", "",
              f"Synthetic Criteo profile, {args.rows:,} rows, {'all' if rows is None else format(rows, ',')} training "
              f"rows per model; final-stage training (2 epochs, best val epoch, LayerNorms off); "
              f"{platform.machine()}, {os.cpu_count()} CPU cores, {args.workers} worker process(es), torch threads "
              f"{args.threads}. {args.machine}", ""]
     if args.rows < 1_000_000:
-        lines += [f"**Reduced run: {args.rows:,} rows instead of the issue's 1M ({args.archs} subnets per space), "
+        lines += [f"**Reduced run: {args.rows:,} rows instead of the full 1M ({args.archs} subnets per space), "
                   "what 2 CPU cores allow; the seed noise and the gaps differ at 1M.**", ""]
     noise = {}
     if base:

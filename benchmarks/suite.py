@@ -1,4 +1,4 @@
-"""Structure suite (issue 29): per synthetic structure profile, the seven baselines, the search and random
+"""Structure suite: per synthetic structure profile, the seven baselines, the search and random
 search, so a search is judged on adapting to the data rather than on one click model.
 
     .venv/bin/python benchmarks/suite.py                                   # 1M rows, every profile and method
@@ -56,7 +56,7 @@ PROFILES = {
     "kdd2012-crosses": ("kdd2012", "crosses"),
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
-# LR again at 2.5x and 8x the shared learning rate: its one-wide tables want a far larger step (session 21), and
+# LR again at 2.5x and 8x the shared learning rate: its one-wide tables want a far larger step, and
 # "gap closed" reads the LR best on validation (`lr_reference`), as a run's metrics do
 LR_RATES = ("lr*2.5", "lr*8")
 TRAINED = BASELINES + LR_RATES  # the default; --baselines also takes NAME*S for any of BASELINES ("fm*2.5")
@@ -97,14 +97,13 @@ def run_key(args, profile: str) -> str:
 
 def _without_off_options(recipe: dict) -> dict:
     """`recipe` without options that are switched off, so a search is the same search before and after such an
-    option was added to the recipe schema (the field probe, session 13, changed every search key otherwise)."""
+    option was added to the recipe schema (the field probe changed every search key otherwise)."""
     search = recipe.get("search", {})
     if isinstance(search.get("field_probe"), dict) and not search["field_probe"].get("fraction"):
         search = {k: v for k, v in search.items() if k != "field_probe"}
         recipe = {**recipe, "search": search}
     evolution = search.get("evolution")
-    # options added later, at their off values: local_sweep (session 15), lineages (session 16),
-    # lines_by_predictor (session 18), widths_only (issue 30)
+    # options added later, at their off values: local_sweep, lineages, lines_by_predictor, widths_only
     off = {"local_sweep": False, "lineages": 0, "lines_by_predictor": False, "widths_only": False}
     def is_off(k, v) -> bool:
         return k in off and type(v) is type(off[k]) and v == off[k]
@@ -112,15 +111,15 @@ def _without_off_options(recipe: dict) -> dict:
     if isinstance(evolution, dict) and any(is_off(k, v) for k, v in evolution.items()):
         search = {**search, "evolution": {k: v for k, v in evolution.items() if not is_off(k, v)}}
         recipe = {**recipe, "search": search}
-    multifidelity = search.get("multifidelity")  # the rungs' `promotion` (issue 30), "auto" before it
+    multifidelity = search.get("multifidelity")  # the rungs' `promotion`, "auto" before it
     if isinstance(multifidelity, dict) and multifidelity.get("promotion") == "auto":
         search = {**search, "multifidelity": {k: v for k, v in multifidelity.items() if k != "promotion"}}
         recipe = {**recipe, "search": search}
-    predictor = search.get("predictor")  # the predictor's `relative` (session 18)
+    predictor = search.get("predictor")  # the predictor's `relative`
     if isinstance(predictor, dict) and predictor.get("relative") is False:
         recipe = {**recipe, "search": {**search, "predictor": {k: v for k, v in predictor.items()
                                                                 if k != "relative"}}}
-    space = recipe.get("space")  # the space's `branch_moves` (session 19)
+    space = recipe.get("space")  # the space's `branch_moves`
     if isinstance(space, dict) and space.get("branch_moves") is False:
         recipe = {**recipe, "space": {k: v for k, v in space.items() if k != "branch_moves"}}
     return recipe
@@ -470,7 +469,7 @@ def _pair(mean: float, x: float | None, pair: float | None) -> str:
 
 
 def goals(summary, train_seeds: int) -> list[str]:
-    """Issue 28's goals per profile: the best baseline (by mean test log loss over its training seeds) with its
+    """The search's goals per profile: the best baseline (by mean test log loss over its training seeds) with its
     sd, and per search seed the export's and the search's own margin below it in units of that sd (a margin
     above 2 sd is a win beyond the training noise; a negative one is a loss), the FTE and the predictor's tau."""
     rows, wins, wins_mean, wins_pair, ties, fte_ok, tau_ok, n = [], 0, 0, 0, 0, True, 0, 0
@@ -511,7 +510,7 @@ def goals(summary, train_seeds: int) -> list[str]:
     if not rows:
         return []
     half = (n + 1) // 2
-    return ["", f"Issue 28's goals (margin = the best baseline's mean over its {train_seeds} training seeds minus the "
+    return ["", f"The search's goals (margin = the best baseline's mean over its {train_seeds} training seeds minus the "
             "model's test log loss, and in units of that baseline's training-seed sd; with baselines = what the run "
             "exports with `final.baselines` on, i.e. the lower validation log loss of the search's export and the "
             "baselines at the final stage's training seed; own = the best retrained candidate that is not a "
@@ -534,13 +533,13 @@ def goals(summary, train_seeds: int) -> list[str]:
 
 
 def report(args) -> str:
-    lines = ["## Structure suite (issue 29): which baseline wins which click model", "",
+    lines = ["## Structure suite: which baseline wins which click model", "",
              f"Synthetic structure profiles at {args.rows:,} rows (data seed 0, split 8/1/1), each model trained "
              f"like the demo's final stage (`{args.recipe}`: 2 epochs ending on the better val epoch, Adagrad lr 0.12, "
              f"batch 512, embedding dim 16); {platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. "
              f"{args.machine}", ""]
     if args.rows < 1_000_000:
-        lines += [f"**Reduced run: {args.rows:,} rows instead of the issue's 1M, what the shared 2 CPU cores "
+        lines += [f"**Reduced run: {args.rows:,} rows instead of the full 1M, what the shared 2 CPU cores "
                   "allowed.**", ""]
     seeds = list(range(args.train_seeds))
     head = "| profile (shape/structure) | Bayes | constant | " + " | ".join(BASELINES) + \
@@ -600,10 +599,10 @@ def report(args) -> str:
     extra = "".join(f" --set {x}" for x in args.set)
     extra = (f" --recipe {args.recipe}" if args.recipe != RECIPE else "") + \
         (f" --own-seeds {args.own_seeds}" if getattr(args, "own_seeds", 0) else "") + extra
-    lines += ["", f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
-              f"--train-seeds {args.train_seeds} --profiles {','.join(args.profiles)} "
-              f"--methods {','.join(args.methods)}{extra}`", ""]
-    return "\n".join(lines)
+    lines[4:4] = [f"Command: `nice .venv/bin/python benchmarks/suite.py --rows {args.rows} --seeds {args.seeds} "
+                  f"--train-seeds {args.train_seeds} --profiles {','.join(args.profiles)} "
+                  f"--methods {','.join(args.methods)}{extra}`", ""]  # above the tables, after the setup
+    return "\n".join(lines + [""])
 
 
 def main(argv=None) -> int:

@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     base, base_opt = t["exported standalone"]
     super_params = sum(p.numel() for n, p in net.named_parameters() if not n.startswith("stem."))
     lines = [
-        "## Supernet: training-step time (issue 3)",
+        "## Supernet: training-step time",
         "",
         "Command: `" + " ".join([".venv/bin/python benchmarks/supernet.py",
                                  *(argv if argv is not None else sys.argv[1:])]) + "`",

@@ -2,7 +2,7 @@
 
 import logging as _logging
 
-__version__ = "0.1.0"
+__version__ = "0.9.0"
 
 # torch warns that `is_fx_tracing` also covers torch.export each time TorchRec calls it (every KeyedJaggedTensor):
 # once per process and command, with nothing a user can do. Dropped here, so worker processes drop it too.

@@ -256,8 +256,8 @@ def train_config(recipe_path: str | Path | None = None, *, final: bool = False,
         final: `recipe_path` is a run's recipe: give its final stage's settings (`final.train` over `train`)
             and its `threads`.
         default_threads: torch threads when neither the file nor `threads` sets them.
-        seed, lr, batch_size, epochs, embedding_dim, row_cap, threads, checkpoint_every, eval_every,
-        early_stop_patience, restore_best, progress, device: TrainConfig fields (None: keep the file's).
+        seed, lr, batch_size, epochs, embedding_dim, row_cap, threads: TrainConfig fields (None: keep the
+            file's); so are checkpoint_every, eval_every, early_stop_patience, restore_best, progress, device.
         protocol: "early-stop" (the length follows the data: `ctrnas.train.config.early_stopping` for every
             key not set) or "nasrec" (the settings as they are); None: the run recipe's `final.protocol`, or
             as they are without one.

@@ -164,7 +164,7 @@ class FinalConfig:
     baselines: tuple[str, ...] = ()
     # what the export is chosen from: "all" (the retrained top-k and the baselines: the export is never worse
     # on validation than a baseline the run trained) or "candidates" (the searched archs; a baseline only when
-    # none is usable, as before session 10)
+    # none is usable)
     choose_from: Literal["all", "candidates"] = "all"
     export: bool = True
     # "auto": each op's LayerNorm on only in models whose logit holds a product (product degree >= 2: a

@@ -1,4 +1,4 @@
-"""The memory front of a run (issue 30): every model the final stage trained, with its validation and test
+"""The memory front of a run: every model the final stage trained, with its validation and test
 log loss and its embedding bytes, the non-dominated ones marked, as `front.json` and `plots/front.png`.
 
 A model is on the front when no other trained model (candidate or baseline) has a validation log loss at

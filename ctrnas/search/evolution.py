@@ -52,7 +52,7 @@ class EvolutionConfig:
     # step, FM on/off) instead of `mutate`'s re-draw of any choice; 0 = NASRec's mutation only
     local_share: float = 0.0
     # "value": parents and survivors by score alone. "front": by score and embedding bytes together (the
-    # search is asked for a Pareto front, issue 30): a tournament's parent is drawn from its members that no
+    # search is asked for a Pareto front): a tournament's parent is drawn from its members that no
     # other member beats on both, and the population's front never dies of age (see `pareto_front`)
     objective: Literal["value", "front"] = "value"
     # every child is an untried one-step local edit of its parent (`local_neighbours`, the whole neighbourhood

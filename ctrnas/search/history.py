@@ -40,7 +40,7 @@ class HistoryRecord:
     parent_key: str = ""
     budget: int | None = None
     rung: int | None = None  # the rung of a multi-fidelity search (None: single fidelity)
-    embedding_bytes: float = math.nan  # its embedding tables' bytes, when the search counts them (issue 30)
+    embedding_bytes: float = math.nan  # its embedding tables' bytes, when the search counts them
 
     def same_as(self, other: "HistoryRecord") -> bool:
         """Equal in everything but timing (NaN equals NaN)."""

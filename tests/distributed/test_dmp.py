@@ -1,4 +1,4 @@
-"""2 gloo ranks on CPU train exactly like 1 process on the same global batches (issue 8, docs/cpu.md).
+"""2 gloo ranks on CPU train exactly like 1 process on the same global batches (docs/cpu.md).
 
 The reference is the ordinary 1-process `Trainer` (row-sparse torch Adagrad on unsharded tables): a
 second code path, not the distributed one. One spawn runs every case (each rank pays ~4 s importing
@@ -22,7 +22,7 @@ SPECS = [{"sharding": "row_wise"}, {"sharding": "table_wise"},
          # model selection: a large constant LR overfits the 87 rows, so the best val epoch is not the last
          {"sharding": "row_wise", "fit": True, "val_seed": 1,
           "config": {"epochs": 8, "lr": 0.5, "schedule": "constant", "warmup_ratio": 0.0, "restore_best": True}},
-         # per-table widths (issue 30): a 4-wide table, an 8-wide one and a dropped field, sharded row-wise
+         # per-table widths: a 4-wide table, an 8-wide one and a dropped field, sharded row-wise
          {"sharding": "row_wise", "model": "mixed"}]
 
 

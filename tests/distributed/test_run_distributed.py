@@ -1,5 +1,5 @@
 """`ctrnas run --distributed` on 2 gloo ranks: the final stage (top-k retrained, baselines, best exported)
-gives the numbers of the 1-process run of the same recipe on the same global batches (issue 8).
+gives the numbers of the 1-process run of the same recipe on the same global batches.
 
 Tolerance: rel 1e-4. The per-step losses of the 2-rank and 1-process trainers agree to ~1e-7 at first
 (the dense gradients are summed in another order), but the test recipe's fresh NASRec models train at

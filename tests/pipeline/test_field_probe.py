@@ -1,4 +1,4 @@
-"""The field probe (issue 30): permutation importance of each sparse field, and the seeds it adds to an
+"""The field probe: permutation importance of each sparse field, and the seeds it adds to an
 embedding search with the fields that show no signal dropped."""
 
 import dataclasses

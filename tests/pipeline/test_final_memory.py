@@ -50,7 +50,7 @@ def test_saved_activations_are_the_tensors_backward_needs_per_example():
 
 
 def test_tables_of_different_widths_count_rows_times_their_width():
-    """Per-table widths (issue 30): a 100k-row table 32 wide and three 10-row tables 4 wide."""
+    """Per-table widths: a 100k-row table 32 wide and three 10-row tables 4 wide."""
     import numpy as np
 
     from ctrnas.supernet import Supernet, export

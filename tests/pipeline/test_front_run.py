@@ -1,4 +1,4 @@
-"""A run that searches per-table widths with the front objective (issue 30): front.json lists every trained
+"""A run that searches per-table widths with the front objective: front.json lists every trained
 model with its embedding bytes, marks exactly the non-dominated ones, and `ctrnas export --pick` writes any
 of them from the weights the final stage kept, scoring the validation rows as the final stage did."""
 

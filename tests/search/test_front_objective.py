@@ -1,4 +1,4 @@
-"""Memory as a second objective (issue 30): an embedding-bytes budget holds for every candidate, and evolution's
+"""Memory as a second objective: an embedding-bytes budget holds for every candidate, and evolution's
 `objective: front` keeps and breeds from the front of score against bytes, on the toy space where the trade-off
 is known (the fitness wants large values, the bytes counter is their sum)."""
 

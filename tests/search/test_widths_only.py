@@ -1,4 +1,4 @@
-"""`search.evolution.widths_only` (issue 30, "structure first, widths second"): every arch the search tries keeps
+"""`search.evolution.widths_only` ("structure first, widths second"): every arch the search tries keeps
 the blocks of one of its seeds and differs from it in embedding widths alone; a width move is one step."""
 
 import dataclasses

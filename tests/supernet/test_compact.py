@@ -1,4 +1,4 @@
-"""Crosses of models with narrower tables run on the real positions only (ctrnas.supernet.compact, issue 30's
+"""Crosses of models with narrower tables run on the real positions only (ctrnas.supernet.compact, for
 throughput): the same logits as the supernet path and as the padded export, the same training, hand-counted
 sizes, and the files round trip."""
 

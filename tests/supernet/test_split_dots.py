@@ -1,4 +1,4 @@
-"""DLRM's dots of mixed-width tables in two narrower products from the lookups side by side (issue 30's
+"""DLRM's dots of mixed-width tables in two narrower products from the lookups side by side (for
 throughput; ctrnas.supernet.compact.split_dots): hand-computed dots, the same logits and training as the padded
 export and the supernet path, the same weights by name, and the files round trip."""
 

@@ -1,4 +1,4 @@
-"""Per-table embedding widths (`Arch.table_dims`, issue 30): the supernet path, the export, the files and the
+"""Per-table embedding widths (`Arch.table_dims`): the supernet path, the export, the files and the
 space's sampling and mutation, checked against TorchRec's own tables and hand counts."""
 
 import dataclasses
@@ -180,7 +180,7 @@ def test_json_round_trip_and_errors(net):
 
 def test_with_emb_dims_an_arch_chooses_its_common_width_and_its_tables_fit_it():
     """`emb_dims` beside `table_dims`: the ops run at the arch's own common width (a narrow arch is narrow all
-    through, issue 30's throughput), and every table fits it, through sampling, mutation and export."""
+    through, for throughput), and every table fits it, through sampling, mutation and export."""
     torch.manual_seed(0)
     net = Supernet(make_schema(cards=CARDS), {**SPACE, "emb_dims": [4, 8]}, emb_dim=8)
     space = net.space

@@ -113,7 +113,7 @@ def quiet_recipe(recipe: Recipe) -> Recipe:
 
 
 def wants_front(recipe: Recipe) -> bool:
-    """The search is asked for a front of log loss against embedding bytes (issue 30)."""
+    """The search is asked for a front of log loss against embedding bytes."""
     return recipe.search.evolution.objective == "front"
 
 
