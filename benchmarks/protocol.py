@@ -26,16 +26,20 @@ from _results import _atomic_write, notes_marker, publish, save  # noqa: E402
 MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 
 
-def protocols():
+def protocols(name: str):
+    """The TrainConfig of a protocol name; "default@3": the default at 3x the learning rate."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     base = TrainConfig(progress=False, threads=1, eval_batch_size=8192)
-    return {
+    name, _, scale = name.partition("@")
+    cfg = {
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
         "cosine-10": dataclasses.replace(base, epochs=10, restore_best=True, early_stop_patience=2),
         "default": early_stopping(base),
         "decay-0.5": dataclasses.replace(early_stopping(base), schedule="decay", plateau_factor=0.5),
-    }
+        "restore": dataclasses.replace(early_stopping(base), plateau_restore=True),
+    }[name]
+    return dataclasses.replace(cfg, lr=cfg.lr * float(scale)) if scale else cfg
 
 
 def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> dict:
@@ -46,13 +50,14 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
     from ctrnas.train.baselines import build_baseline
     from ctrnas.train.run import train_and_test
 
-    cfg = dataclasses.replace(protocols()[protocol], seed=seed)
+    cfg = dataclasses.replace(protocols(protocol), seed=seed)
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
     m = train_and_test(net, data, cfg, None, model)
     steps_per_epoch = max(1, math.ceil(m["train_rows_used"] / cfg.batch_size))
     out = {"test": m["test"]["logloss"], "val": (m["val"] or {}).get("logloss"),
            "epochs": m["train"]["steps"] / steps_per_epoch,
-           "best_epoch": (m["train"]["best"] or {}).get("step", m["train"]["steps"]) / steps_per_epoch}
+           "best_epoch": (m["train"]["best"] or {}).get("step", m["train"]["steps"]) / steps_per_epoch,
+           "first_val": m["val_history"][0]["logloss"] if m["val_history"] else None}
     save(cache.parent, cache.stem, out)
     return out
 
@@ -95,6 +100,23 @@ def report(results: dict, seeds: int) -> str:
                 verdict = f"{z:+.1f} vs {o} ({'met' if good else 'not met'})"
             lines.append(f"| {model} | " + " | ".join(cells) + f" | {verdict} |")
         lines.append("")
+        grid = [p for p in names if p == "default" or p.startswith("default@")]
+        if len(grid) > 1:
+            lines += [f"LR grid {{{', '.join(p.partition('@')[2] or '1' for p in grid)}}} (multiples of 0.12) chosen "
+                      "per seed by the val log loss at the first evaluation, then trained on (`final.lr_grid`):", "",
+                      "| model | chosen per seed | test | vs default (pair sd) |", "|---|---|---|---|"]
+            for model, runs in by_model.items():
+                if not all(len(runs.get(p, [])) == len(runs.get("default", [])) for p in grid):
+                    continue
+                picks = [min(grid, key=lambda p: runs[p][i]["first_val"]) for i in range(len(runs["default"]))]
+                t = [runs[p][i]["test"] for i, p in enumerate(picks)]
+                d = [r["test"] for r in runs["default"]]
+                sd = lambda x: statistics.stdev(x) if len(x) > 1 else math.nan  # noqa: E731
+                pair = math.hypot(sd(t), sd(d))
+                z = (statistics.fmean(t) - statistics.fmean(d)) / pair if pair > 0 else math.nan
+                lines.append(f"| {model} | {', '.join(p.partition('@')[2] or '1' for p in picks)} | "
+                             f"{statistics.fmean(t):.5f} ({sd(t):.5f}) | {z:+.1f} |")
+            lines.append("")
     lines.append(f"Goal met for {ok} of {n} model-and-data pairs.")
     return "\n".join(lines) + "\n"
 

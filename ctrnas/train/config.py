@@ -43,6 +43,9 @@ class TrainConfig:
     schedule: Literal["cosine", "constant", "plateau", "decay"] = "cosine"
     warmup_ratio: float = 0.1            # fraction of all steps (of one epoch's, "plateau") in the LR warm-up
     plateau_factor: float = 0.1          # "plateau": the LR's factor at each evaluation without improvement
+    # "plateau" with restore_best: each cut also returns to the best evaluation's weights, so the lower rate
+    # refines the best model rather than one that has begun to overfit
+    plateau_restore: bool = False
     min_lr: float = 1e-8
     clip_norm: float | None = 5.0        # on the dense (non-embedding) parameters; None = no clipping
     # How embedding tables get their updates: "sparse" = row-sparse gradients + torch's sparse Adagrad

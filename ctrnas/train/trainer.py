@@ -258,6 +258,10 @@ class Trainer:
         else:
             self.bad_evals += 1
             self.cuts += self.cfg.schedule == "plateau"
+            p = self.cfg.early_stop_patience
+            if self.cfg.schedule == "plateau" and self.cfg.plateau_restore and self._best_weights is not None \
+                    and (p is None or self.bad_evals < p):
+                self._load_weights(self._best_weights)
         p = self.cfg.early_stop_patience
         return p is not None and self.bad_evals >= p
 
