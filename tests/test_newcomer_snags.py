@@ -20,3 +20,22 @@ def test_the_demo_writes_where_make_demo_and_the_readme_read(monkeypatch, tmp_pa
     assert [Path(r.output) for r in seen] == [Path("runs/demo"), tmp_path / "x"]
     make_demo = re.search(r"ctrnas demo --out (\S+)", (ROOT / "Makefile").read_text()).group(1)
     assert make_demo == "runs/demo"
+
+
+def _help(command: str, flag: str) -> str:
+    from ctrnas.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    return " ".join(next(a for a in sub._actions if flag in a.option_strings).help.split())
+
+
+def test_train_arch_draws_its_weights_as_the_final_stage_by_default():
+    from ctrnas.pipeline.tasks.train import final_recipe
+    from ctrnas.recipe import FinalConfig
+    from ctrnas.train.config import TrainConfig
+
+    final = final_recipe("data", TrainConfig()).final  # `ctrnas train --arch` without --recipe
+    assert (final.dense_init, final.embedding_init) == (FinalConfig().dense_init, FinalConfig().embedding_init)
+    assert FinalConfig().dense_init == "torchrec"
+    assert _help("train", "--dense-init").endswith("else torchrec, as the final stage)")
+    assert "else torchrec)" in _help("train", "--embedding-init")
