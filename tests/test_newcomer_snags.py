@@ -39,3 +39,13 @@ def test_train_arch_draws_its_weights_as_the_final_stage_by_default():
     assert FinalConfig().dense_init == "torchrec"
     assert _help("train", "--dense-init").endswith("else torchrec, as the final stage)")
     assert "else torchrec)" in _help("train", "--embedding-init")
+
+
+def test_prepare_table_without_label_names_the_flag(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("y,a,b\n1,2,x\n0,3,y\n")
+    argv = ["prepare", "table", "-i", str(tmp_path / "t.csv"), "--dense", "a", "--sparse", "b", "--no-progress"]
+    assert main([*argv, "-o", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "--label COLUMN" in err and "missing required key" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+    assert main([*argv, "-o", str(tmp_path / "o"), "--label", "y"]) == 0  # the flag it named is the fix

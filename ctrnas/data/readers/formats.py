@@ -109,7 +109,7 @@ register_format(RawFormat(
 register_format(RawFormat(
     "table", "your own CSV (with header) or Parquet log; name the columns with --label/--dense/--sparse",
     _R + "table:TableReader", _R + "table:has_labels", options=(
-        Option(("--label",), "table.label", "label column (0/1)"),
+        Option(("--label",), "table.label", "the label column (0/1)", {"metavar": "COLUMN"}),
         Option(("--dense",), "table.dense", "dense (numeric) columns", {"type": csv_list, "metavar": "A,B,.."}),
         Option(("--sparse",), "table.sparse", "categorical columns", {"type": csv_list, "metavar": "A,B,.."}),
         Option(("--delimiter",), "table.delimiter", "CSV delimiter (default ',')"))))
