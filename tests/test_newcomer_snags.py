@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ctrnas import api
 from ctrnas.cli import main
 
@@ -49,3 +51,31 @@ def test_prepare_table_without_label_names_the_flag(tmp_path, capsys):
     assert "--label COLUMN" in err and "missing required key" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
     assert main([*argv, "-o", str(tmp_path / "o"), "--label", "y"]) == 0  # the flag it named is the fix
+
+
+def test_a_stripped_criteo_copy_names_pad_missing_trailing_in_prepare_and_predict(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from tests.helpers.samples import CRITEO_SHORT, criteo_lines
+    from tests.helpers.serve import prepared_and_exported
+
+    full, stripped = tmp_path / "full.txt", tmp_path / "stripped.txt"
+    full.write_text("\n".join(criteo_lines()) + "\n")
+    stripped.write_text("\n".join(line.rstrip("\t") for line in criteo_lines()) + "\n")
+    first_short = next(i for i, line in enumerate(criteo_lines(), 1) if line.endswith("\t"))
+    assert main(["prepare", "criteo", "-i", str(stripped), "-o", str(tmp_path / "d"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"line {first_short}: expected 40 fields, found " in err and "--pad-missing-trailing" in err
+
+    _, model = prepared_and_exported(tmp_path, "criteo", [str(full)], hash_buckets=500)
+    predict = ["predict", "--model", str(model), "--no-progress", "--input"]
+    assert main([*predict, str(full), "--out", str(tmp_path / "full.parquet")]) == 0
+    assert main([*predict, str(stripped), "--out", str(tmp_path / "dropped.parquet")]) == 0
+    out, err = capsys.readouterr()
+    assert f"rejected {CRITEO_SHORT}: field_count {CRITEO_SHORT}" in out
+    assert f"line {first_short}); --pad-missing-trailing reads them as empty" in err
+    assert main([*predict, str(stripped), "--out", str(tmp_path / "padded.parquet"), "--pad-missing-trailing"]) == 0
+    padded, want = pq.read_table(tmp_path / "padded.parquet"), pq.read_table(tmp_path / "full.parquet")
+    assert padded.column("line").to_pylist() == want.column("line").to_pylist() == list(range(1, 101))
+    # the same rows (float sums may differ in the last bit between batchings)
+    assert padded.column("probability").to_pylist() == pytest.approx(want.column("probability").to_pylist(), abs=1e-6)
