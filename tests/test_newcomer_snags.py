@@ -79,3 +79,37 @@ def test_a_stripped_criteo_copy_names_pad_missing_trailing_in_prepare_and_predic
     assert padded.column("line").to_pylist() == want.column("line").to_pylist() == list(range(1, 101))
     # the same rows (float sums may differ in the last bit between batchings)
     assert padded.column("probability").to_pylist() == pytest.approx(want.column("probability").to_pylist(), abs=1e-6)
+
+
+def test_no_dense_columns_train_without_torchs_zero_element_warning(tmp_path):
+    import warnings
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+    from ctrnas.supernet.elastic import ElasticLinear, copied_linear
+
+    # an input-less layer draws from the seed's stream exactly as nn.Linear does, so results do not move
+    states = []
+    for cls in (nn.Linear, ElasticLinear):
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cls(0, 5)
+        states.append(torch.get_rng_state())
+    assert torch.equal(*states)
+    lin = copied_linear(torch.empty(5, 0), torch.arange(5.0))
+    assert (lin.in_features, lin.weight.shape, lin.bias.tolist()) == (0, (5, 0), [0.0, 1.0, 2.0, 3.0, 4.0])
+    assert lin(torch.empty(2, 0)).tolist() == [[0.0, 1.0, 2.0, 3.0, 4.0]] * 2
+
+    rng = np.random.default_rng(0)
+    rows = [f"{rng.integers(0, 2)},{rng.integers(0, 20)},{rng.integers(0, 5)},x{rng.integers(0, 9)}" for _ in range(600)]
+    (tmp_path / "s.csv").write_text("y,a,b,c\n" + "\n".join(rows) + "\n")
+    assert main(["prepare", "table", "-i", str(tmp_path / "s.csv"), "-o", str(tmp_path / "d"), "--label", "y",
+                 "--sparse", "a,b,c", "--no-progress"]) == 0
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert main(["train", "--data", str(tmp_path / "d"), "--arch", "dlrm-like", "--out", str(tmp_path / "t"),
+                     "--no-progress", "--batch-size", "64"]) == 0
+    assert [str(w.message) for w in seen if "zero-element" in str(w.message)] == []
