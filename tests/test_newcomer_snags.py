@@ -113,3 +113,25 @@ def test_no_dense_columns_train_without_torchs_zero_element_warning(tmp_path):
         assert main(["train", "--data", str(tmp_path / "d"), "--arch", "dlrm-like", "--out", str(tmp_path / "t"),
                      "--no-progress", "--batch-size", "64"]) == 0
     assert [str(w.message) for w in seen if "zero-element" in str(w.message)] == []
+
+
+def test_train_says_it_writes_model_pt2_before_the_export(tmp_path, capsys, monkeypatch):
+    import ctrnas.supernet.serving as serving
+    from tests.helpers.samples import criteo_sample
+
+    assert main(["prepare", "criteo", "--input", str(criteo_sample()), "--out", str(tmp_path / "d"),
+                 "--hash-buckets", "100", "--no-progress"]) == 0
+    capsys.readouterr()
+    said = []
+    real = serving.save_serving
+
+    def save_serving(*args, **kwargs):  # what the user has seen when the export starts
+        said.append(capsys.readouterr().err)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(serving, "save_serving", save_serving)
+    out = tmp_path / "lr"  # an arch goes through the same lines (save_trained), with a slower export
+    assert main(["train", "--data", str(tmp_path / "d"), "--baseline", "lr", "--out", str(out), "--no-progress",
+                 "--batch-size", "32"]) == 0
+    assert said == [f"writing {out / 'model.pt2'} (torch.export) ...\n"]
+    assert (out / "model.pt2").is_file()
