@@ -135,3 +135,26 @@ def test_train_says_it_writes_model_pt2_before_the_export(tmp_path, capsys, monk
                  "--batch-size", "32"]) == 0
     assert said == [f"writing {out / 'model.pt2'} (torch.export) ...\n"]
     assert (out / "model.pt2").is_file()
+
+
+def test_model_cards_show_5_significant_digits_and_the_json_keeps_all(tmp_path):
+    import json
+    import math
+
+    from torch import nn
+
+    from ctrnas.supernet.io import metrics_markdown
+    from ctrnas.train.baselines.folder import save_baseline
+
+    metrics = {"val_logloss": 0.6929679298142245, "test_auc": 0.4733036707452726, "test_logloss": 1234.56789,
+               "val_auc": None, "steps": 12}
+    save_baseline(nn.Linear(2, 1), tmp_path, "lr", metrics, None)
+    text = (tmp_path / "model_card.md").read_text()
+    for key, v in metrics.items():
+        if isinstance(v, float):  # 5 significant digits: the value rounded at 10^(floor(log10 v) - 4)
+            shown = next(line for line in text.splitlines() if line.startswith(f"| {key} |")).split("|")[2].strip()
+            assert float(shown) == round(v, 4 - math.floor(math.log10(abs(v)))) and len(re.sub(r"\D", "", shown).lstrip("0")) <= 5
+    assert "| val_auc | - |" in text and "| steps | 12 |" in text
+    assert json.loads((tmp_path / "model_card.json").read_text())["metrics"] == metrics
+    assert metrics_markdown({"test_logloss": 0.42812345}) == ["| metric | value |", "|---|---|",
+                                                             "| test_logloss | 0.42812 |"]
