@@ -158,3 +158,28 @@ def test_model_cards_show_5_significant_digits_and_the_json_keeps_all(tmp_path):
     assert json.loads((tmp_path / "model_card.json").read_text())["metrics"] == metrics
     assert metrics_markdown({"test_logloss": 0.42812345}) == ["| metric | value |", "|---|---|",
                                                              "| test_logloss | 0.42812 |"]
+
+
+def test_a_kdd_file_without_clicks_warns_at_prepare_and_training_notes_it_in_one_line(tmp_path, capsys):
+    import numpy as np
+
+    from ctrnas.train.metrics import StreamingMetrics
+    from tests.helpers.samples import kdd_lines
+
+    rows, _ = kdd_lines()
+    (tmp_path / "clicks.txt").write_text("\n".join(rows) + "\n")
+    (tmp_path / "none.txt").write_text("\n".join("0" + r[r.index("\t"):] for r in rows) + "\n")
+    assert main(["prepare", "kdd2012", "-i", str(tmp_path / "clicks.txt"), "-o", str(tmp_path / "a"),
+                 "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["prepare", "kdd2012", "-i", str(tmp_path / "none.txt"), "-o", str(tmp_path / "b"),
+                 "--no-progress"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"ctrnas: warning: {tmp_path / 'b'}: the train, val and test splits have no click (every label 0): AUC is "
+        "undefined there"]
+
+    m = StreamingMetrics()
+    m.update(np.array([0.3, -1.0, 2.0], np.float32), np.zeros(3, np.float32))
+    result = m.result()
+    assert np.isnan(result.auc) and result.reason == "AUC undefined: all 3 labels are 0 (a single-class split)"
+    assert capsys.readouterr().err == f"ctrnas: warning: {result.reason}\n"
