@@ -105,7 +105,7 @@ def _run_synthetic(args) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prepare",
-        help="turn raw Criteo/Avazu/KDD12/table files (or a synthetic profile) into Parquet shards + meta.json",
+        help="turn raw Criteo/Avazu/KDD12/libfm/table files (or a synthetic profile) into Parquet shards + meta.json",
         description="Prepare a dataset folder: train/ val/ test/ Parquet shards plus meta.json. Raw files are "
         "streamed (bounded memory); see datasets/README.md for where to get them.",
     )
