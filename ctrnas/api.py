@@ -409,7 +409,7 @@ def export_pick(run_dir: str | Path, pick: int, out_dir: str | Path, torch_expor
 def predict(model_dir: str | Path, data: Any, out: str | Path | None = None, *, kind: str | None = None,
             split: str = "test", data_dir: str | Path | None = None, batch_rows: int = 8192,
             overwrite: bool = False, progress: bool = True, max_rejects: int = 100,
-            summary: str | Path | None = None) -> Any:
+            summary: str | Path | None = None, pad_missing_trailing: bool | None = None) -> Any:
     """Click probabilities from an exported model (`ctrnas.serving.predict`).
 
     Args:
@@ -424,6 +424,8 @@ def predict(model_dir: str | Path, data: Any, out: str | Path | None = None, *, 
             sparse field per row.
         overwrite, progress, max_rejects, summary: files only: replace `out`, show a progress bar, keep that
             many rejected lines in the summary, also write the summary as JSON there.
+        pad_missing_trailing: files only: read a row short of its trailing fields as if they were empty
+            (None: as the model's data was prepared).
 
     Returns:
         Files: the summary dict (rows read / written / rejected, log loss and AUC when labelled). A table:
@@ -441,10 +443,11 @@ def predict(model_dir: str | Path, data: Any, out: str | Path | None = None, *, 
         if out is None:
             raise TypeError("predict: give `out` (a Parquet file) to score files")
         return predict_file(model_dir, data, out, kind=kind, split=split, data_dir=data_dir, batch_rows=batch_rows,
-                            overwrite=overwrite, progress=progress, max_rejects=max_rejects, summary=summary)
-    if out is not None or split != "test" or overwrite or summary is not None:
-        raise TypeError("predict: `out`, `split`, `overwrite` and `summary` are for files; a table is scored "
-                        "in memory")
+                            overwrite=overwrite, progress=progress, max_rejects=max_rejects, summary=summary,
+                            pad_missing_trailing=pad_missing_trailing)
+    if out is not None or split != "test" or overwrite or summary is not None or pad_missing_trailing is not None:
+        raise TypeError("predict: `out`, `split`, `overwrite`, `summary` and `pad_missing_trailing` are for "
+                        "files; a table is scored in memory")
     result = predict_table(model_dir, data, kind=kind, data_dir=data_dir, batch_rows=batch_rows)
     return result if hasattr(data, "schema") and not hasattr(data, "iloc") else result.to_pandas()
 

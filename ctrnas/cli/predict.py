@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", metavar="DIR", help="prepared dataset whose transform to use (a model exported "
                    "without one)")
     p.add_argument("--batch-rows", type=int, default=8192, help="rows per forward pass (default 8192)")
+    p.add_argument("--pad-missing-trailing", action="store_true",
+                   help="read a row with too few fields as if its missing trailing fields were empty, as `prepare "
+                        "--pad-missing-trailing` (default: as the model's data was prepared)")
     p.add_argument("--summary", metavar="FILE", help="also write the summary (rows, rejects, metrics) as JSON")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -38,7 +41,7 @@ def _run(args) -> int:
 
     s = api.predict(args.model, args.input, args.out, kind=args.kind, split=args.split, data_dir=args.data,
                     batch_rows=args.batch_rows, overwrite=args.overwrite, progress=args.progress,
-                    summary=args.summary)
+                    summary=args.summary, pad_missing_trailing=args.pad_missing_trailing or None)
     r = s["rows"]
     line = (f"predicted {r['written']:,} rows into {args.out} (read {r['read']:,}, rejected {r['rejected']:,}"
             + (f": {', '.join(f'{k} {v:,}' for k, v in r['rejected_by_reason'].items())}" if r["rejected"] else "")
@@ -50,6 +53,10 @@ def _run(args) -> int:
     if r.get("padded"):  # pad_missing_trailing of the model's preparation: accepted, but not as written
         print(f"ctrnas predict: warning: filled the missing trailing fields of {r['padded']:,} rows "
               "(pad_missing_trailing)", file=sys.stderr)
+    short = [rej for rej in s["first_rejects"] if "--pad-missing-trailing" in (rej["detail"] or "")]
+    if short:  # a copy that strips trailing empty fields: say which flag reads those rows
+        print(f"ctrnas predict: warning: rows short of their trailing fields were rejected (e.g. {short[0]['file']}, "
+              f"line {short[0]['line']}); --pad-missing-trailing reads them as empty", file=sys.stderr)
     for rej in s["first_rejects"][:5]:
         print(f"  rejected {rej['file']}:{rej['line']} {rej['field'] or ''} {rej['detail']}")
     return 0

@@ -67,9 +67,27 @@ def _overrides(args) -> dict:
 
 def _run_prepare(args) -> int:
     from ctrnas import api
+    from ctrnas.errors import RecipeError
 
-    print(api.prepare_folder(args.kind, args.input, args.out, args.config, _overrides(args), overwrite=args.overwrite))
+    try:
+        summary = api.prepare_folder(args.kind, args.input, args.out, args.config, _overrides(args),
+                                     overwrite=args.overwrite)
+    except RecipeError as e:
+        raise _naming_the_flag(e, args.kind) from None
+    print(summary)
     return 0
+
+
+def _naming_the_flag(e, kind: str):
+    """A required setting left out, said as the flag that gives it (`--label COLUMN`), not as a config key."""
+    from ctrnas.errors import CtrnasError
+
+    option = next((o for o in get_format(kind).options if o.dest == e.key), None)
+    if option is None or not e.reason.startswith("missing required key"):
+        return e
+    metavar = option.kwargs.get("metavar", option.dest.rsplit(".", 1)[-1].upper())
+    return CtrnasError(f"prepare {kind} needs {option.flags[0]} {metavar} ({option.help}; "
+                       f"or {e.key} in a --config file)")
 
 
 def _run_synthetic(args) -> int:
@@ -87,7 +105,7 @@ def _run_synthetic(args) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prepare",
-        help="turn raw Criteo/Avazu/KDD12/table files (or a synthetic profile) into Parquet shards + meta.json",
+        help="turn raw Criteo/Avazu/KDD12/libfm/table files (or a synthetic profile) into Parquet shards + meta.json",
         description="Prepare a dataset folder: train/ val/ test/ Parquet shards plus meta.json. Raw files are "
         "streamed (bounded memory); see datasets/README.md for where to get them.",
     )

@@ -73,10 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedding-init", choices=("torchrec", "nasrec"),
                    help="--arch: embedding tables uniform +-sqrt(1/rows) as TorchRec and the baselines, or "
                         "Xavier-normal as NASRec (default: the --recipe run's final.embedding_init, else torchrec)")
-    p.add_argument("--dense-init", choices=("nasrec", "torchrec"),
-                   help="--arch: dense weights Xavier-uniform as NASRec, or as the baseline modules draw theirs "
-                        "(nn.Linear default, TorchRec crossnet init) (default: the --recipe run's final.dense_init, "
-                        "else nasrec)")
+    p.add_argument("--dense-init", choices=("torchrec", "nasrec"),
+                   help="--arch: dense weights as the baseline modules draw theirs (nn.Linear default, TorchRec "
+                        "crossnet init), or Xavier-uniform as NASRec (default: the --recipe run's final.dense_init, "
+                        "else torchrec, as the final stage)")
     add_distributed_args(p)  # --distributed / --sharding / --dist-backend (torchrun -m ctrnas train ...)
     p.set_defaults(func=_run_train)
 

@@ -102,6 +102,12 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, o
     if empty and meta["splits"].get("train", {}).get("rows"):
         print(f"ctrnas: warning: {out}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} "
               f"empty: training on this folder reports no {' or '.join(empty)} metrics", file=sys.stderr)
+    for label, what in ((0, "no click"), (1, "only clicks")):  # one class: nothing to learn, AUC undefined
+        one = [s for s in SPLITS if meta["splits"].get(s, {}).get("ctr") == label]
+        if one:
+            names = f"{', '.join(one[:-1])} and {one[-1]}" if len(one) > 1 else one[0]
+            print(f"ctrnas: warning: {out}: the {names} split{'s have' if len(one) > 1 else ' has'} "
+                  f"{what} (every label {label}): AUC is undefined there", file=sys.stderr)
     return meta
 
 

@@ -21,6 +21,17 @@ class TableColumns:
 
 
 @dataclass(frozen=True)
+class LibfmFields:
+    """Which `index:value` pairs of a libfm / svmlight row make which field (`ctrnas prepare libfm`): give
+    `fields` (the k-th pair of every row is field k; a single number N names them f1..fN) or `ranges` (a pair
+    whose index is in [lo, hi] belongs to that field; a field left out of a row is missing)."""
+
+    fields: tuple[str, ...] = ()
+    ranges: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    dense: tuple[str, ...] = ()  # fields read as numbers (their value); the others are categories keyed by index
+
+
+@dataclass(frozen=True)
 class PrepareConfig:
     """How raw rows become features; defaults follow NASRec (log1p + modulo hashing, stratified 8:1:1)."""
 
@@ -49,6 +60,7 @@ class PrepareConfig:
     kdd_profile: str | None = None  # userid_profile.txt to join (adds sparse Gender, Age)
     kdd_expand_impressions: bool = False  # one row per impression: `Click` positives, the rest negatives
     table: TableColumns | None = None
+    libfm: LibfmFields | None = None
     progress: bool = True
 
     def __post_init__(self):
@@ -94,7 +106,7 @@ def load_prepare_config(path: str | Path | None, overrides: dict | None = None) 
     for k, v in (overrides or {}).items():
         if v is None:
             continue
-        if k == "table" and isinstance(data.get("table"), dict) and isinstance(v, dict):
-            v = {**data["table"], **v}
+        if k in ("table", "libfm") and isinstance(data.get(k), dict) and isinstance(v, dict):
+            v = {**data[k], **v}
         data[k] = v
     return from_dict(PrepareConfig, data, source=source)

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from ctrnas.config import to_dict
-from ctrnas.data.dataset import (check_replaceable, complete, raw_source, read_meta, recorded_source,
+from ctrnas.data.dataset import (SOURCE_FILE, check_replaceable, complete, raw_source, read_meta, recorded_source,
                                  synthetic_source)
 from ctrnas.data.loader import fraction_rows
 from ctrnas.data.schema import DatasetSchema
@@ -28,7 +28,16 @@ def _source_of(recipe: Recipe) -> dict | None:
     return None
 
 
-def _check_replaceable(path: Path, source: dict, overwrite: bool) -> None:
+def _check_replaceable(path: Path, source: dict, overwrite: bool, output) -> None:
+    recorded = recorded_source(path) or {} if complete(path) and not overwrite else {"synthetic": None}
+    if "synthetic" in source and "synthetic" not in recorded:
+        # the user's own data under a synthetic recipe: never offer to replace it with synthetic rows
+        what = (f"prepared from {recorded['raw']['kind']} files" if "raw" in recorded else
+                f"that has no readable {SOURCE_FILE} (another tool or an older ctrnas made it)")
+        raise CtrnasError(f"data.path {str(path)!r} holds a dataset {what}, and this recipe "
+                          "generates synthetic data there. To search that dataset, add --set data.synthetic=null "
+                          f"(and --set output=DIR: the results otherwise go to {output}); to generate the "
+                          "synthetic data, point data.path at another folder")
     key = "data.raw" if "raw" in source else "data.synthetic"
     check_replaceable(path, source, overwrite, f"data.path {str(path)!r}",
                       f"Point data.path at another folder, use the folder as it is (--set {key}=null), or "
@@ -43,7 +52,7 @@ def prepare_data(recipe: Recipe) -> DataResult:
     reused = True
     if source is not None:
         if not (complete(path) and recorded_source(path) == source):
-            _check_replaceable(path, source, recipe.data.overwrite)
+            _check_replaceable(path, source, recipe.data.overwrite, recipe.output_dir)
             reused = False
             d = recipe.data
             # both record the folder's source themselves, last, under the folder's lock

@@ -100,10 +100,12 @@ class _Tally:
                 **({"padded": self.padded} if self.padded else {})}
 
 
-def _raw_chunks(pre: Preprocess, paths: list[str], kind: str | None, tally: _Tally, bar):
-    """(file, lines, labels, dense, ids) per reader chunk of each raw file."""
+def _raw_chunks(pre: Preprocess, paths: list[str], kind: str | None, tally: _Tally, bar, pad: bool | None = None):
+    """(file, lines, labels, dense, ids) per reader chunk of each raw file; `pad`: pad_missing_trailing (None:
+    as the model's data was prepared)."""
+    changes = {} if pad is None else {"pad_missing_trailing": pad}
     for path in paths:
-        reader = pre.reader([path], kind, labeled=has_labels(pre, path), on_error="skip", progress=False)
+        reader = pre.reader([path], kind, labeled=has_labels(pre, path), on_error="skip", progress=False, **changes)
         for raw in reader.batches():
             tally.add(raw)
             bar.update(raw.accepted + len(raw.rejects))
@@ -132,10 +134,11 @@ def _prepared_chunks(folder: Path, split: str, schema, bar):
 
 def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "test", data_dir=None,
                  batch_rows: int = 8192, overwrite: bool = False, progress: bool = True,
-                 max_rejects: int = 100, summary=None) -> dict:
+                 max_rejects: int = 100, summary=None, pad_missing_trailing: bool | None = None) -> dict:
     """Score `inputs` (raw files of the model's format, or one prepared dataset folder: its `split`) into
     Parquet file `out`; returns the summary (rows read/written/rejected, log loss and AUC if labelled), also
-    written as strict JSON to `summary` if given."""
+    written as strict JSON to `summary` if given. `pad_missing_trailing`: None reads rows as the model's data
+    was prepared."""
     t0 = time.perf_counter()
     inputs = [str(p) for p in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
     if not inputs:
@@ -158,11 +161,11 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     with reading(inputs[0], "predict") if folder else contextlib.nullcontext(), \
             reading(data_dir, "predict") if data_dir else contextlib.nullcontext():
         return _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, progress, max_rejects,
-                             summary, folder, t0)
+                             summary, folder, t0, pad_missing_trailing)
 
 
 def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, progress, max_rejects, summary,
-                  folder, t0) -> dict:
+                  folder, t0, pad=None) -> dict:
     from tqdm import tqdm
 
     from ctrnas.train.metrics import StreamingMetrics, finite_or_none
@@ -184,7 +187,7 @@ def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, pro
         with tqdm(desc="predict", unit="rows", unit_scale=True, disable=not progress, leave=False) as bar, \
                 pq.ParquetWriter(tmp, pa.schema(fields)) as writer:
             chunks = _prepared_chunks(Path(inputs[0]), split, schema, bar) if folder else \
-                _raw_chunks(pre, inputs, kind, tally, bar)
+                _raw_chunks(pre, inputs, kind, tally, bar, pad)
             names = schema.sparse_names
             for name, lines, labels, dense, ids in chunks:
                 z = logits_of(model, dense, ids, names, batch_rows)

@@ -13,6 +13,20 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def copied_linear(w: torch.Tensor, b: torch.Tensor | None) -> nn.Linear:
+    """A standalone `nn.Linear` holding copies of weight `w` [out, in] and bias `b`."""
+    if w.shape[1]:
+        lin = nn.Linear(w.shape[1], w.shape[0], bias=b is not None, device=w.device, dtype=w.dtype)
+    else:  # no inputs (a dataset without dense columns): torch warns when asked to draw an empty weight
+        lin = nn.Linear(1, w.shape[0], bias=b is not None, device="meta", dtype=w.dtype).to_empty(device=w.device)
+        lin.in_features, lin.weight = 0, nn.Parameter(w.new_empty(w.shape))
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        if b is not None:
+            lin.bias.copy_(b)
+    return lin
+
+
 def init_linear(lin: nn.Linear) -> None:
     """NASRec's init (docs/nasrec.md): Xavier-uniform weight, zero bias."""
     nn.init.xavier_uniform_(lin.weight)
@@ -31,6 +45,12 @@ class ElasticLinear(nn.Linear):
         super().__init__(in_features, out_features, bias=bias)
         init_linear(self)
 
+    def reset_parameters(self) -> None:
+        if self.weight.numel():
+            super().reset_parameters()
+        elif self.bias is not None:  # no inputs: skip the empty weight (torch warns), draw the bias as nn.Linear
+            nn.init.uniform_(self.bias, 0.0, 0.0)
+
     def sliced(self, out: int | None = None, cols=None) -> tuple[torch.Tensor, torch.Tensor | None]:
         w = self.weight if out is None else self.weight[:out]
         b = None if self.bias is None else (self.bias if out is None else self.bias[:out])
@@ -46,13 +66,7 @@ class ElasticLinear(nn.Linear):
 
     def extract(self, out: int | None = None, cols=None) -> nn.Linear:
         """A standalone `nn.Linear` holding a copy of the slice."""
-        w, b = self.sliced(out, cols)
-        lin = nn.Linear(w.shape[1], w.shape[0], bias=b is not None, device=w.device, dtype=w.dtype)
-        with torch.no_grad():
-            lin.weight.copy_(w)
-            if b is not None:
-                lin.bias.copy_(b)
-        return lin
+        return copied_linear(*self.sliced(out, cols))
 
 
 class ElasticLayerNorm(nn.LayerNorm):

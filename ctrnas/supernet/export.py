@@ -168,7 +168,8 @@ def _torchrec_dense(model: nn.Module, g: torch.Generator) -> None:
                         for c, _ in m.named_modules() if c}
     for name, mod in sorted(model.named_modules()):
         if isinstance(mod, nn.Linear) and name not in inside_attention:
-            nn.init.kaiming_uniform_(mod.weight, a=math.sqrt(5), generator=g)  # nn.Linear.reset_parameters
+            if mod.weight.numel():  # an empty one (no dense columns) has nothing to draw, and torch warns
+                nn.init.kaiming_uniform_(mod.weight, a=math.sqrt(5), generator=g)  # nn.Linear.reset_parameters
             if mod.bias is not None:
                 bound = 1 / math.sqrt(mod.in_features) if mod.in_features > 0 else 0.0
                 nn.init.uniform_(mod.bias, -bound, bound, generator=g)

@@ -65,6 +65,17 @@ def model_card(model, init: str = "inherit", metrics: dict | None = None, source
     }
 
 
+def metrics_markdown(metrics: dict | None) -> list[str]:
+    """A model card's metrics as Markdown table lines, 5 significant digits (model_card.json keeps them all)."""
+    if not metrics:
+        return ["Metrics: not measured yet."]
+
+    def show(v) -> str:
+        return "-" if v is None else f"{v:.5g}" if isinstance(v, float) else str(v)
+
+    return ["| metric | value |", "|---|---|"] + [f"| {k} | {show(v)} |" for k, v in metrics.items()]
+
+
 def _card_markdown(card: dict) -> str:
     lines = [f"# ctrnas model {card['arch_key']}", ""] + ([card["origin"], ""] if card.get("origin") else []) + [
              f"- space: `{card['space']['name']}` ({card['space']['num_blocks']} blocks), live blocks "
@@ -74,10 +85,7 @@ def _card_markdown(card: dict) -> str:
                if card.get("dropped_fields") else []),
              f"- FLOPs per example (embedding lookups excluded): {card['flops_per_example']:,}",
              f"- weights: {card['init']}" + (f" from `{card['source']}`" if card["source"] else ""), ""]
-    if card["metrics"]:
-        lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in card["metrics"].items()]
-    else:
-        lines.append("Metrics: not measured yet.")
+    lines += metrics_markdown(card["metrics"])
     lines += ["", "Load: with torch alone (no ctrnas, no pickle), `torch.export.load(folder + '/model.pt2').module()"
               "(dense, ids)` gives click probabilities of encoded rows (dense float32 [B, n_dense], ids int64 "
               "[B, n_sparse] in the schema's order); `ctrnas predict --model FOLDER --input RAW_FILE --out "

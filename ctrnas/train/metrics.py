@@ -16,12 +16,10 @@ JSON writers turn them into null (`strict_json`).
 
 from __future__ import annotations
 
-import logging
-
-from dataclasses import dataclass
-
 import json
 import math
+import sys
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -116,7 +114,7 @@ class StreamingMetrics:
         if P == 0 or P == n:  # AUC needs both classes: null in JSON, with the reason beside it
             auc, err = float("nan"), 0.0
             reason = f"AUC undefined: all {n} labels are {'0' if P == 0 else '1'} (a single-class split)"
-            logging.getLogger(__name__).warning(reason)
+            print(f"ctrnas: warning: {reason}", file=sys.stderr)
         elif self._probs is not None:
             auc, err = float(roc_auc_score(np.concatenate(self._labels), np.concatenate(self._probs))), 0.0
         else:

@@ -80,6 +80,29 @@ def test_a_run_reuses_a_folder_prepared_by_hand_with_the_recipe_settings(tests_r
     assert (tmp_path / "data/criteo/meta.json").stat().st_mtime_ns == stamp
 
 
+def test_a_synthetic_recipe_on_your_own_folder_says_synthetic_null_and_never_overwrite(tests_recipe_path, tmp_path):
+    from ctrnas.cli import main
+
+    _criteo_file(tmp_path / "train.txt")
+    assert main(["prepare", "criteo", "-i", str(tmp_path / "train.txt"), "-o", str(tmp_path / "mine"),
+                 "--no-progress"]) == 0
+    stamp = (tmp_path / "mine/meta.json").stat().st_mtime_ns
+    recipe = load_recipe(tests_recipe_path, [f"data.path={tmp_path / 'mine'}"])  # still data.synthetic
+    with pytest.raises(CtrnasError) as e:
+        prepare_data(recipe)
+    msg = str(e.value)
+    assert "prepared from criteo files" in msg and "--set data.synthetic=null" in msg
+    assert "overwrite" not in msg and f"--set output=DIR: the results otherwise go to {recipe.output_dir}" in msg
+    assert (tmp_path / "mine/meta.json").stat().st_mtime_ns == stamp
+    # the fix it names: the folder is searched as it is
+    fixed = prepare_data(load_recipe(tests_recipe_path, [f"data.path={tmp_path / 'mine'}", "data.synthetic=null"]))
+    assert fixed.reused and _rows(tmp_path / "mine") == 300
+    (tmp_path / "mine" / SOURCE_FILE).unlink()  # of unknown origin: may be real data too
+    with pytest.raises(CtrnasError, match="has no readable ctrnas-source.json") as e:
+        prepare_data(recipe)
+    assert "--set data.synthetic=null" in str(e.value) and "overwrite" not in str(e.value)
+
+
 def test_records_from_before_absolute_paths_still_match(tests_recipe_path, tmp_path, monkeypatch):
     from ctrnas.cli import main
 

@@ -2,6 +2,7 @@
 weights, export equals the supernet path (values and gradients), and hand-counted params/FLOPs."""
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -60,6 +61,7 @@ def test_the_subnet_path_is_the_xdeepfm_baselines_cin_on_the_sliced_weights():
     torch.testing.assert_close(y, torch.relu(F.layer_norm(lin, (6,), op.ln.weight[:6], op.ln.bias[:6])))
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the shipped dense_part.pt
 def test_export_equals_supernet_path_for_archs_with_cin():
     torch.manual_seed(0)
     schema = make_schema()

@@ -82,6 +82,7 @@ def test_compact_and_padded_models_start_and_train_alike(net):
         torch.testing.assert_close(models[0](dense, kjt), models[1](dense, kjt), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:DeprecationWarning")  # the shipped dense_part.pt
 def test_compact_model_saves_loads_and_serves_the_same_logits(net, tmp_path):
     model = export(net, _dcnv2("lowrank", "raw"), init="fresh", seed=1)
     save_exported(model, tmp_path / "m", init="fresh")

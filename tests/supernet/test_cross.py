@@ -132,6 +132,7 @@ def test_cross_path_equals_torchrec_module_on_the_same_weights(i, dcols, tcols, 
                                            (ScriptableLowRankCrossNet, LowRankCrossNet, {"low_rank": 3}),
                                            (ScriptableLowRankMixtureCrossNet, LowRankMixtureCrossNet,
                                             {"low_rank": 3, "num_experts": 4})])
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the shipped dense_part.pt
 def test_scriptable_crossnets_equal_torchrec_forward(cls, base, kw):
     torch.manual_seed(0)
     m = cls(7, 2, **kw)
@@ -146,6 +147,7 @@ TINY = {"dense_ops": ["fc", "dot", "cross", "interaction", "concat"], "sparse_op
         "dense_dims": [4, 8, 12], "sparse_tokens": [2, 3, 5], "merge_tokens": 2}
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the shipped dense_part.pt
 def test_export_equals_supernet_path_for_archs_with_cross():
     torch.manual_seed(0)
     schema = make_schema()

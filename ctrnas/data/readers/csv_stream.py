@@ -44,11 +44,13 @@ class CsvStream:
 
     def __init__(self, path: str, names: list[str], delimiter: str, skip_rows: int = 0,
                  block_size: int = 16 << 20, quoting: bool = False, numeric: tuple[str, ...] = (),
-                 pad: int = 0):
+                 pad: int = 0, paddable: int = 0):
         """`numeric`: columns to parse straight to float64 where that gives what a text parse followed by
         `parse_numbers` would (see `_typed`); saves a string column and a cast per numeric column.
-        `pad`: a row missing at most this many trailing fields is read as if they were empty (padding.py)."""
+        `pad`: a row missing at most this many trailing fields is read as if they were empty (padding.py);
+        `paddable`: how many it could be with padding on (a short row within it names the option)."""
         self.path, self.names, self.skip_rows, self.pad = str(path), names, skip_rows, pad
+        self.paddable = max(pad, paddable)
         if not getattr(sys.unraisablehook, "ctrnas", False):
             sys.unraisablehook = _quiet_undecodable(sys.unraisablehook)
         self.file = Path(path).name
@@ -88,8 +90,10 @@ class CsvStream:
             self._bad.append(padding.short_row(self.file, self._offset + row.number, text,
                                                row.expected_columns - row.actual_columns))
         else:
-            self._bad.append(Reject(self.file, self._offset + row.number, None, "field_count",
-                                    f"expected {row.expected_columns} fields, found {row.actual_columns}",
+            detail = f"expected {row.expected_columns} fields, found {row.actual_columns}"
+            if row.actual_columns < row.expected_columns <= row.actual_columns + self.paddable:
+                detail += " (trailing empty fields stripped? --pad-missing-trailing reads them as empty)"
+            self._bad.append(Reject(self.file, self._offset + row.number, None, "field_count", detail,
                                     cut(text, 500)))
         return "skip"
 

@@ -84,6 +84,13 @@ def csv_list(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
+def _ranges(text: str) -> dict[str, list[int]]:
+    """The --ranges flag, parsed where the reader lives (imported only when the flag is given)."""
+    from ctrnas.data.readers.libfm import ranges_arg
+
+    return ranges_arg(text)
+
+
 _R = "ctrnas.data.readers."
 register_format(RawFormat(
     "criteo", "Criteo Kaggle train.txt / Terabyte day_N (label, I1-I13, C1-C26; tab-separated; .gz accepted)",
@@ -109,7 +116,17 @@ register_format(RawFormat(
 register_format(RawFormat(
     "table", "your own CSV (with header) or Parquet log; name the columns with --label/--dense/--sparse",
     _R + "table:TableReader", _R + "table:has_labels", options=(
-        Option(("--label",), "table.label", "label column (0/1)"),
+        Option(("--label",), "table.label", "the label column (0/1)", {"metavar": "COLUMN"}),
         Option(("--dense",), "table.dense", "dense (numeric) columns", {"type": csv_list, "metavar": "A,B,.."}),
         Option(("--sparse",), "table.sparse", "categorical columns", {"type": csv_list, "metavar": "A,B,.."}),
         Option(("--delimiter",), "table.delimiter", "CSV delimiter (default ',')"))))
+register_format(RawFormat(
+    "libfm", "libfm / svmlight rows (label then index:value pairs, space-separated); name the fields by "
+    "position (--fields) or by index range (--ranges)",
+    _R + "libfm:LibfmReader", None, options=(
+        Option(("--fields",), "libfm.fields", "one name per pair position (every row has one pair per field), "
+               "or a count N: fields f1..fN", {"type": csv_list, "metavar": "A,B,..|N"}),
+        Option(("--ranges",), "libfm.ranges", "fields by index range, inclusive (a field without a pair in a "
+               "row is missing)", {"type": _ranges, "metavar": "A=LO-HI,.."}),
+        Option(("--dense",), "libfm.dense", "fields read as numbers (their value); the others are categories "
+               "keyed by their index (value 1)", {"type": csv_list, "metavar": "A,B,.."}))))

@@ -98,7 +98,7 @@ class DelimitedReader:
         self.check_header(path)
         stream = CsvStream(path, self.columns, self.delimiter, skip_rows=1 if self.header else 0,
                            block_size=self.cfg.block_size, quoting=self.quoting, numeric=tuple(self.dense_columns),
-                           pad=self.paddable() if self.cfg.pad_missing_trailing else 0)
+                           pad=self.paddable() if self.cfg.pad_missing_trailing else 0, paddable=self.paddable())
         for lb in stream:
             yield lb, stream.file, True
 

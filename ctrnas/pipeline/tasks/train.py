@@ -189,8 +189,12 @@ def save_trained(model, out: Path, data_dir, schema, name: str, metrics: dict, a
     preprocessing, `model.pt2`, `model.pt` (the trained state_dict, never a pickled module) and the model
     card, so `ctrnas predict --model OUT` and `ctrnas export --trained OUT` take it. `build`: a baseline's
     `dim` and `row_cap`, which rebuild it."""
+    import sys
+
     from ctrnas.data.preprocess import copy_preprocess
 
+    # torch.export takes a minute or more after the last metrics: say what the wait is
+    print(f"writing {Path(out) / 'model.pt2'} (torch.export) ...", file=sys.stderr, flush=True)
     copy_preprocess(data_dir, out)  # the raw-row preprocessing travels with the model
     card_metrics = {f"{split}_{k}": (metrics.get(split) or {}).get(k) for split in ("val", "test")
                     for k in ("logloss", "auc")}

@@ -20,6 +20,7 @@ def save_baseline(model, folder: Path, name: str, metrics: dict, schema=None, no
     won the run's final stage). `build` (the baseline's `dim` and `row_cap`) and the schema in the card let
     `ctrnas predict` rebuild it."""
     from ctrnas.data.dataset import versions
+    from ctrnas.supernet.io import metrics_markdown
     from ctrnas.train.trainer import split_parameters
 
     folder = Path(folder)
@@ -39,7 +40,7 @@ def save_baseline(model, folder: Path, name: str, metrics: dict, schema=None, no
             "metrics": metrics, "versions": versions()}
     atomic_write_text(folder / "model_card.md", f"# Baseline {label or name}\n\n{note or 'Trained by `ctrnas train`.'}"
                       f"\n\n- parameters: {card['params_dense']:,} dense + {card['params_embedding']:,} embedding\n\n"
-                      f"```json\n{strict_json(metrics)}\n```\n")
+                      + "\n".join(metrics_markdown(metrics)) + "\n")
     atomic_write_text(folder / "model_card.json", strict_json(card) + "\n")  # last: marks completion
     return card
 
