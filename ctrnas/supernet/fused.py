@@ -48,7 +48,8 @@ class FusedTables:
         with torch.no_grad():
             for bag, view in zip(bags, self.tbe.split_embedding_weights()):
                 view.copy_(bag.weight)
-                bag.weight = nn.Parameter(view, requires_grad=False)  # shares the TBE's storage
+                # shares the TBE's storage; stays trainable, so the model is a plain one again once released
+                bag.weight = nn.Parameter(view)
                 bag.sparse = False
 
     def set_lr(self, lr: float) -> None:
@@ -73,6 +74,11 @@ class FusedAdagrad:
         self.stems = [m for m in model.modules() if isinstance(m, EmbeddingStem)]
         if any(p.device.type != "cpu" for s in self.stems for p in s.embedding_parameters()):
             raise ValueError("fused embedding updates run on the CPU only")
+        odd = [f"{n}: {b.weight.shape[1]}" for s in self.stems for n, b in s.ebc.embedding_bags.items()
+               if b.weight.shape[1] % 4]
+        if odd:
+            raise ValueError(f"fused embedding updates need table widths that are multiples of 4 (FBGEMM's "
+                             f"kernel); got {', '.join(odd)}: use embedding_update: sparse")
         # the trainer writes each step's rate here before the forward, which hands it to the update
         self.param_groups = [{"lr": lr}]
         self.tables = [FusedTables(s, self.param_groups[0], eps) for s in self.stems]

@@ -60,6 +60,10 @@ class EmbeddingStem(nn.Module):
         """Look rows up through `tables` (`ctrnas.supernet.fused.FusedTables`) in training mode; None = plain."""
         self._fused = tables
 
+    def __getstate__(self):
+        # a copy (deepcopy, pickle) gets its own tables, which the fused kernel does not train: plain lookups
+        return {**super().__getstate__(), "_fused": None}
+
     def use_sparse_gradients(self, enabled: bool = True) -> None:
         """Make backward produce row-sparse gradients (only the looked-up rows) for every table."""
         for bag in self.ebc.embedding_bags.values():

@@ -3,8 +3,11 @@ torch's sparse Adagrad: the same weights step by step, the same checkpoints, and
 
 from __future__ import annotations
 
+from copy import deepcopy
+
 import pytest
 import torch
+from torch import nn
 
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.baselines.dcnv2 import DCNv2
@@ -22,11 +25,10 @@ def _cfg(**kw):
 
 
 def _fused(trainer: Trainer) -> FusedAdagrad:
-    """Put `trainer`'s embedding tables under a FusedAdagrad in place of its sparse Adagrad."""
+    """Put `trainer`'s embedding tables under a FusedAdagrad in place of its sparse Adagrad (what the trainer's
+    `embedding_update: fused` does): the dense part keeps its fused-kernel Adagrad."""
     fused = FusedAdagrad(trainer.model, trainer.cfg.lr, trainer.cfg.eps)
-    trainer.optimizers = [o for o in trainer.optimizers if not any(p.is_sparse or getattr(p, "_is_emb", False)
-                                                                   for g in o.param_groups for p in g["params"])]
-    trainer.optimizers = trainer.optimizers[:1] + [fused]
+    trainer.optimizers = [o for o in trainer.optimizers if o.defaults.get("fused")] + [fused]
     return fused
 
 
@@ -57,3 +59,93 @@ def test_fused_equals_sparse_adagrad_step_by_step(learnable, kind, row_cap):
     fresh = _model(kind, schema, row_cap=row_cap).state_dict()
     key = next(k for k in fresh if "embedding_bags" in k)
     assert not torch.allclose(new.state_dict()[key], fresh[key])
+
+
+class Mixed(nn.Module):
+    """A stem of mixed widths with a field of width 0 (as the embedding search makes them) and a linear head."""
+
+    def __init__(self, schema, row_cap=None, widths=(8, 4, 0, 4)):
+        super().__init__()
+        self.stem = EmbeddingStem(schema, 8, row_cap, widths=widths)
+        self.head = nn.Linear(schema.dense_dim + 8 * len(schema.sparse), 1)
+
+    def forward(self, dense, kjt):
+        return self.head(torch.cat([dense, self.stem(kjt).flatten(1)], 1)).squeeze(1)
+
+
+def _mixed(schema, seed=0, **kw):
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return Mixed(schema, row_cap=17, **kw)
+
+
+def test_fused_mixed_widths_and_a_field_without_table(learnable):
+    schema, dense, ids, y, _ = learnable
+    src = TensorBatches(dense[:1000], ids[:1000], y[:1000], schema.sparse_names, 100, shuffle_seed=2)
+    cfg = _cfg(epochs=2)
+    ref, new = _mixed(schema), _mixed(schema)
+    Trainer(ref, cfg).fit(src)
+    t = Trainer(new, cfg)
+    _fused(t)
+    t.fit(src)
+    a, b = ref.state_dict(), new.state_dict()
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=1e-6, atol=1e-6)
+
+
+def test_a_width_fbgemm_cannot_take_is_a_clear_error(learnable):
+    with pytest.raises(ValueError, match="multiples of 4.*t_C1: 2"):
+        FusedAdagrad(_mixed(learnable[0], widths=(8, 2, 0, 4)), 0.1, 0.01)
+
+
+def test_fused_checkpoint_resumes_to_identical_numbers(learnable, tmp_path):
+    schema, dense, ids, y, _ = learnable
+    src = TensorBatches(dense[:2000], ids[:2000], y[:2000], schema.sparse_names, 100, shuffle_seed=3)
+    cfg = _cfg(epochs=2)
+    whole = _model("dlrm", schema)
+    _fused(t := Trainer(whole, cfg))
+    t.fit(src)
+    first = _model("dlrm", schema)
+    _fused(t := Trainer(first, cfg, out_dir=tmp_path))
+    t.fit(src, max_steps=13)  # stop mid-epoch 1: a checkpoint with the Adagrad sums of the tables
+    resumed = _model("dlrm", schema, seed=99)  # other initial weights: the checkpoint must overwrite them
+    _fused(t := Trainer(resumed, cfg, out_dir=tmp_path))
+    t.fit(src)
+    assert t.step == 2 * len(src)
+    a, b = whole.state_dict(), resumed.state_dict()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def test_eval_and_copies_look_up_with_plain_torch(learnable):
+    schema, dense, ids, y, _ = learnable
+    batch = next(TensorBatches(dense[:300], ids[:300], y[:300], schema.sparse_names, 300).batches())
+    model = _model("dcnv2", schema, row_cap=12)
+    t = Trainer(model, _cfg())
+    _fused(t)
+    for b in TensorBatches(dense[:500], ids[:500], y[:500], schema.sparse_names, 100).batches():
+        t.train_step(b, 5)
+    with torch.no_grad():
+        trained = model(batch.dense_features, batch.sparse_features)  # training mode: the TBE's lookups
+        model.eval()
+        calls = []
+        hook = model.stem.ebc.register_forward_hook(lambda *a: calls.append(1))
+        plain = model(batch.dense_features, batch.sparse_features)
+        hook.remove()
+        copy = deepcopy(model).train()  # a copy has its own tables: plain lookups, also in training mode
+        copied = copy(batch.dense_features, batch.sparse_features)
+    assert calls == [1]
+    assert copy.stem._fused is None
+    torch.testing.assert_close(plain, trained, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(copied, trained, rtol=1e-6, atol=1e-6)
+
+
+def test_an_id_outside_its_table_is_an_error(learnable):
+    schema, dense, ids, y, _ = learnable
+    model = _model("dlrm", schema)
+    FusedAdagrad(model, 0.1, 0.01)
+    bad = ids[:10].clone()
+    bad[3, 1] = schema.cardinalities[1] + 5
+    batch = next(TensorBatches(dense[:10], bad, y[:10], schema.sparse_names, 10).batches())
+    with pytest.raises(Exception):
+        model(batch.dense_features, batch.sparse_features)
