@@ -134,7 +134,12 @@ def fuse(trainer: Trainer) -> Trainer:
 
 
 def compile_dense(kind: str, model: nn.Module) -> None:
-    """torch.compile the model's forward after the lookups (inductor, dynamic=False: one batch size)."""
+    """torch.compile the model's forward after the lookups (inductor, dynamic=False: one batch size). Compiled
+    in this process with no cache, so its whole cost shows in the first step's CPU time."""
+    import torch._inductor.config as inductor
+
+    inductor.compile_threads = 1
+    torch.compiler.config.force_disable_caches = True
     fn = torch.compile(dense_forward(kind, model), dynamic=False)
     model.forward = lambda dense, kjt: fn(dense, model.stem(kjt))
 

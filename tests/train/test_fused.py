@@ -147,5 +147,22 @@ def test_an_id_outside_its_table_is_an_error(learnable):
     bad = ids[:10].clone()
     bad[3, 1] = schema.cardinalities[1] + 5
     batch = next(TensorBatches(dense[:10], bad, y[:10], schema.sparse_names, 10).batches())
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="idx < num_rows"):
         model(batch.dense_features, batch.sparse_features)
+
+
+def test_model_pt2_of_a_fused_run_loads_with_torch_alone(learnable, tmp_path):
+    from ctrnas.supernet.serving import save_serving
+
+    schema, dense, ids, y, _ = learnable
+    model = _model("dlrm", schema, row_cap=12)
+    _fused(t := Trainer(model, _cfg()))
+    t.fit(TensorBatches(dense[:500], ids[:500], y[:500], schema.sparse_names, 100))
+    path = save_serving(model, schema, tmp_path)
+    program = torch.export.load(str(path))
+    ops = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
+    assert not [o for o in ops if "fbgemm" in o], ops
+    batch = next(TensorBatches(dense[:64], ids[:64], y[:64], schema.sparse_names, 64).batches())
+    with torch.no_grad():
+        want = torch.sigmoid(model.eval()(batch.dense_features, batch.sparse_features))
+    torch.testing.assert_close(program.module()(dense[:64], ids[:64]), want, rtol=1e-6, atol=1e-6)
