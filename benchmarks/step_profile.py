@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import save  # noqa: E402
+from _results import notes_marker, publish, save  # noqa: E402
 from train import ensure_data  # noqa: E402
 
 from ctrnas.data.dataset import load_schema  # noqa: E402
@@ -543,10 +543,7 @@ def main(argv=None) -> int:
                                                "lr": cfg.lr * math.sqrt(n / cfg.batch_size)})
                         res["runs"].append(whole_run(m, "fused" if v.startswith("batch") else v, data, c))
                         keep()
-    md = markdown(res)
-    print(md)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(md + "\n")
+    publish(markdown(res), Path(args.out), notes_marker("step_profile.py"))
     return 0
 
 
