@@ -409,8 +409,11 @@ def markdown(res: dict) -> str:
              f"{res['meta']['splits']['test']['rows']:,}. Baselines at embedding dim 16, NASRec recipe "
              f"(Adagrad lr {a['lr']}, eps 1e-2, batch {a['batch_size']}, clip 5, cosine schedule), torch threads 1. "
              f"Machine: {a['machine']}.", ""]
-    lines += ["Profile of one step, CPU ms of the training thread (medians of %d steps; each part timed by itself; 'Python overhead' = the "
-              "trainer's whole step minus the timed parts, so it also takes the timers' noise):" % a["steps"], "",
+    st = res.get("settings", {})
+    per = ", ".join(f"{m} {st.get(m, a)['steps']}" for m in models)
+    lines += [f"Profile of one step, CPU ms of the training thread (medians of {per} steps; each part timed by "
+              "itself; 'Python overhead' = the trainer's whole step minus the timed parts, so it also takes the "
+              "timers' noise):", "",
               "| part | " + " | ".join(f"{m} {v}" for m in models for v in res["profile"][m]) + " |",
               "|---|" + "---:|" * sum(len(res["profile"][m]) for m in models)]
     for p in PARTS:
@@ -438,8 +441,9 @@ def markdown(res: dict) -> str:
             lines.append(f"| {m} | {lim['flops_step'] / 1e9:.2f} | {lim['flops_forward_per_row'] / 1e6:.2f} | "
                          f"{lim['matmul_floor_ms']:.1f} | {lim['gflops_at_floor']:.1f} | {v} | "
                          f"{row['ms_per_step_512']:.1f} | {lim['matmul_floor_ms'] / row['ms_per_step_512']:.0%} |")
-    lines += ["", f"Levers side by side: ms per step of 512 rows (batches in memory, medians of {a['reps']} "
-              f"interleaved repetitions of {a['steps_per_rep']} steps; the larger batch as ms per 512 rows), "
+    reps = ", ".join(f"{m} {st.get(m, a)['reps']} of {st.get(m, a)['steps_per_rep']}" for m in models)
+    lines += ["", f"Levers side by side: CPU ms per step of 512 rows (batches in memory; medians of interleaved "
+              f"repetitions of several steps: {reps}; the larger batch as ms per 512 rows), "
               "ratio = the bare loop's time / the contender's. First step: CPU seconds of the process and its "
               "compiler workers.", "",
               "| model | contender | ms / 512 rows | vs bare loop | vs trainer | first step, CPU s |",
@@ -469,7 +473,31 @@ def markdown(res: dict) -> str:
             lines.append(f"| {r['model']} | {r['variant']} | {r['batch']} | {r['lr']:g} | {r['seed']} | "
                          f"{r['rows_per_cpu_s']:,.0f} | {r['rows_per_s']:,.0f} | {ratio} | {r['test_logloss']:.5f} |")
         lines.append("")
+        lines += goal(res, bare)
     return "\n".join(lines)
+
+
+def goal(res: dict, bare: dict) -> list[str]:
+    """Per model and contender: rows per CPU-second against the bare loop (mean of the seeds' ratios), test log
+    loss against the bare loop's (mean of the seeds' differences) beside the bare loop's seed-to-seed spread,
+    and the bare loop's share of the limit (which form of the goal applies: 1.5x, or 90% of the limit when the
+    bare loop is above 65% of it)."""
+    lines = ["| model | contender | batch | rows/CPU-s vs bare (mean of seeds) | test log loss - bare's (mean) | "
+             "bare's seed spread | bare's share of the limit |", "|---|---|---:|---:|---:|---:|---:|"]
+    groups: dict[tuple, list] = {}
+    for r in res["runs"]:
+        if r["variant"] != "bare" and (r["model"], r["seed"]) in bare:
+            groups.setdefault((r["model"], r["variant"], r["batch"]), []).append(r)
+    for (m, v, b), rs in groups.items():
+        refs = [bare[(m, r["seed"])] for r in rs]
+        ratio = statistics.mean(r["rows_per_cpu_s"] / f["rows_per_cpu_s"] for r, f in zip(rs, refs))
+        dll = statistics.mean(r["test_logloss"] - f["test_logloss"] for r, f in zip(rs, refs))
+        lls = [f["test_logloss"] for f in refs]
+        spread = f"{max(lls) - min(lls):.5f}" if len(lls) > 1 else "-"
+        lim, lv = res["limit"].get(m), res["levers"].get(m, {}).get("bare")
+        share = f"{lim['matmul_floor_ms'] / lv['ms_per_step_512']:.0%}" if lim and lv else "-"
+        lines.append(f"| {m} | {v} | {b} | {ratio:.2f}x | {dll:+.5f} | {spread} | {share} |")
+    return lines + [""]
 
 
 def main(argv=None) -> int:
@@ -520,13 +548,16 @@ def main(argv=None) -> int:
             print("loading", res["loading"], flush=True)
             keep()
         for m in models:
+            st = res.setdefault("settings", {}).setdefault(m, {})
             if "profile" in parts:
+                st["steps"] = args.steps
                 res["profile"][m] = {v: profile(m, data, cfg, args.steps, v) for v in ("trainer", "fused")}
                 print(m, "profile", json.dumps(res["profile"][m], indent=0), flush=True)
                 res["limit"][m] = limit(m, data, cfg, 50)
                 print(m, "limit", res["limit"][m], flush=True)
                 keep()
             if "levers" in parts:
+                st.update(reps=args.reps, steps_per_rep=args.steps_per_rep)
                 variants = [v for v in args.levers.split(",") if v] + \
                     ([f"batch {args.big_batch}"] if args.big_batch else [])
                 res["levers"][m] = levers(m, data, cfg, variants, args.steps_per_rep, args.reps, args.big_batch)
