@@ -144,13 +144,28 @@ def compile_dense(kind: str, model: nn.Module) -> None:
     model.forward = lambda dense, kjt: fn(dense, model.stem(kjt))
 
 
+def bf16_dense(kind: str, model: nn.Module) -> None:
+    """The forward after the lookups under CPU autocast to bfloat16 (weights and lookups stay float32; matrix
+    products and their backward run in bfloat16, the logits come back as float32)."""
+    fn = dense_forward(kind, model)
+
+    def forward(dense, kjt):
+        tok = model.stem(kjt)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return fn(dense, tok).float()
+
+    model.forward = forward
+
+
 def make(kind: str, variant: str, schema, cfg: TrainConfig):
     model = build_baseline(kind, schema, cfg.embedding_dim, cfg.row_cap, cfg.seed)
     if variant == "bare":
         return Bare(model, cfg)
     t = Trainer(model, cfg)
-    if variant in ("fused", "fused+compile"):
+    if variant in ("fused", "fused+compile", "fused+bf16"):
         fuse(t)
+    if variant == "fused+bf16":
+        bf16_dense(kind, model)
     if variant == "fused+compile":
         compile_dense(kind, model)
     return t
@@ -273,9 +288,9 @@ class MatmulShapes(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def time_matmul(op: str, shapes: tuple, reps: int) -> float:
-    """Median seconds of one torch matmul at these shapes, operands contiguous float32."""
-    args = [torch.randn(s) for s in shapes]
+def time_matmul(op: str, shapes: tuple, reps: int, dtype=torch.float32) -> float:
+    """Median seconds of one torch matmul at these shapes, operands contiguous, of `dtype`."""
+    args = [torch.randn(s, dtype=dtype) for s in shapes]
     fn = {"mm": torch.mm, "addmm": torch.addmm, "bmm": torch.bmm}[op]
     for _ in range(3):
         fn(*args)
@@ -301,12 +316,13 @@ def limit(kind: str, data: Path, cfg: TrainConfig, reps: int) -> dict:
     for c in shapes.calls:
         counts[c] = counts.get(c, 0) + 1
     floor = sum(n * time_matmul(op, s, reps) for (op, s), n in counts.items())
+    floor_bf16 = sum(n * time_matmul(op, s, reps, torch.bfloat16) for (op, s), n in counts.items())
     fwd = FlopCounterMode(display=False)
     with fwd, torch.no_grad():
         t.model(batch.dense_features, batch.sparse_features)
     return {"flops_step": flops, "flops_forward_per_row": fwd.get_total_flops() / cfg.batch_size,
-            "matmul_floor_ms": floor * 1e3, "gflops_at_floor": flops / floor / 1e9,
-            "shapes": len(counts), "calls": len(shapes.calls)}
+            "matmul_floor_ms": floor * 1e3, "matmul_floor_bf16_ms": floor_bf16 * 1e3,
+            "gflops_at_floor": flops / floor / 1e9, "shapes": len(counts), "calls": len(shapes.calls)}
 
 
 # -- 3. levers side by side -----------------------------------------------------------------------------------
@@ -316,7 +332,7 @@ def levers(kind: str, data: Path, cfg: TrainConfig, variants: list[str], steps: 
     every variant in turn. Compile time = first step of the compiled variant minus a warm step."""
     schema = load_schema(data)
     batches = take(data, "train", cfg.batch_size, steps * reps + 3)
-    big = take(data, "train", big_batch, max(steps * reps // 4, 4) + 3)
+    big = take(data, "train", big_batch, max(steps * reps // 4, 4) + 3) if big_batch else []
     total = 10 * len(batches)
     runners, times, first = {}, {}, {}
     for v in variants:
@@ -430,17 +446,22 @@ def markdown(res: dict) -> str:
               "convention of `count_flops`) each timed alone with torch.mm / addmm / bmm at its own shapes on "
               "this core; their sum is the floor of a step, and floor / step time the share of the limit "
               "reached. Lookups, optimizer and elementwise work are outside the floor (memory-bound, no FLOPs "
-              "counted).", "",
-              "| model | GFLOP per step | forward MFLOP per row | matmul floor ms | GFLOP/s at the floor | "
-              "contender | ms per step | share of the limit |", "|---|---:|---:|---:|---:|---|---:|---:|"]
+              "counted). The bfloat16 floor times the same products in bfloat16 (this core has AVX-512 BF16): "
+              "the limit of the contender that runs them so; the others are held to the float32 floor.", "",
+              "| model | GFLOP per step | forward MFLOP per row | float32 floor ms | GFLOP/s at it | "
+              "bfloat16 floor ms | contender | CPU ms per step | share of the limit |",
+              "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
     for m in models:
         lim = res["limit"][m]
         for v, row in res["levers"][m].items():
             if v.startswith("batch"):
                 continue
+            bf = lim.get("matmul_floor_bf16_ms")
+            floor = bf if v.endswith("bf16") else lim["matmul_floor_ms"]
             lines.append(f"| {m} | {lim['flops_step'] / 1e9:.2f} | {lim['flops_forward_per_row'] / 1e6:.2f} | "
-                         f"{lim['matmul_floor_ms']:.1f} | {lim['gflops_at_floor']:.1f} | {v} | "
-                         f"{row['ms_per_step_512']:.1f} | {lim['matmul_floor_ms'] / row['ms_per_step_512']:.0%} |")
+                         f"{lim['matmul_floor_ms']:.1f} | {lim['gflops_at_floor']:.1f} | "
+                         f"{'-' if bf is None else f'{bf:.1f}'} | {v} | "
+                         f"{row['ms_per_step_512']:.1f} | {floor / row['ms_per_step_512']:.0%} |")
     reps = ", ".join(f"{m} {st.get(m, a)['reps']} of {st.get(m, a)['steps_per_rep']}" for m in models)
     lines += ["", f"Levers side by side: CPU ms per step of 512 rows (batches in memory; medians of interleaved "
               f"repetitions of several steps: {reps}; the larger batch as ms per 512 rows), "
@@ -521,8 +542,14 @@ def main(argv=None) -> int:
     ap.add_argument("--render", default=None, help="a --json file: rewrite --out from it, no runs")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "sections" / "step-profile.md"))
     args = ap.parse_args(argv)
-    if args.render:
-        res = json.loads(Path(args.render).read_text())
+    if args.render:  # a comma list: the first file, plus the whole runs and commands of the others
+        files = [json.loads(Path(f).read_text()) for f in args.render.split(",")]
+        res = files[0]
+        for other in files[1:]:
+            res["runs"] += [r for r in other["runs"] if r not in res["runs"]]
+            res["commands"] += [c for c in other["commands"] if c not in res["commands"]]
+        res["args"]["command"] = "; ".join(res["commands"] + [shlex.join(
+            ["python", "benchmarks/step_profile.py", *(sys.argv[1:] if argv is None else argv)])])
     else:
         torch.set_num_threads(1)
         command = shlex.join(["python", "benchmarks/step_profile.py", *(sys.argv[1:] if argv is None else argv)])
@@ -568,10 +595,11 @@ def main(argv=None) -> int:
                 for m in models:
                     for v in [v for v in args.runs.split(",") if v]:
                         c = TrainConfig(**{**cfg.__dict__, "seed": seed})
-                        if v.startswith("batch"):  # "batch N": fused tables, batch N, lr x sqrt(N / 512) (Adagrad)
-                            n = int(v.split()[1])
-                            c = TrainConfig(**{**c.__dict__, "batch_size": n,
-                                               "lr": cfg.lr * math.sqrt(n / cfg.batch_size)})
+                        if v.startswith("batch"):  # "batch N [lr X]": fused tables, batch N, lr X, by default
+                            w = v.split()  # lr x sqrt(N / 512) (Adagrad)
+                            n = int(w[1])
+                            lr = float(w[3]) if len(w) > 3 else cfg.lr * math.sqrt(n / cfg.batch_size)
+                            c = TrainConfig(**{**c.__dict__, "batch_size": n, "lr": lr})
                         res["runs"].append(whole_run(m, "fused" if v.startswith("batch") else v, data, c))
                         keep()
     publish(markdown(res), Path(args.out), notes_marker("step_profile.py"))
