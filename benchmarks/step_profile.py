@@ -145,13 +145,14 @@ def compile_dense(kind: str, model: nn.Module) -> None:
 
 
 def bf16_dense(kind: str, model: nn.Module) -> None:
-    """The forward after the lookups under CPU autocast to bfloat16 (weights and lookups stay float32; matrix
-    products and their backward run in bfloat16, the logits come back as float32)."""
+    """The training forward after the lookups under CPU autocast to bfloat16 (weights and lookups stay float32;
+    matrix products and their backward run in bfloat16, the logits come back as float32). Evaluation runs in
+    float32, as the exported model does."""
     fn = dense_forward(kind, model)
 
     def forward(dense, kjt):
         tok = model.stem(kjt)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=model.training):  # evaluated as exported
             return fn(dense, tok).float()
 
     model.forward = forward
