@@ -427,7 +427,7 @@ def markdown(res: dict) -> str:
              f"(Adagrad lr {a['lr']}, eps 1e-2, batch {a['batch_size']}, clip 5, cosine schedule), torch threads 1. "
              f"Machine: {a['machine']}.", ""]
     st = res.get("settings", {})
-    per = ", ".join(f"{m} {st.get(m, a)['steps']}" for m in models)
+    per = ", ".join(f"{m} {st.get(m, {}).get('steps', a['steps'])}" for m in models)
     lines += [f"Profile of one step, CPU ms of the training thread (medians of {per} steps; each part timed by "
               "itself; 'Python overhead' = the trainer's whole step minus the timed parts, so it also takes the "
               "timers' noise):", "",
@@ -463,7 +463,8 @@ def markdown(res: dict) -> str:
                          f"{lim['matmul_floor_ms']:.1f} | {lim['gflops_at_floor']:.1f} | "
                          f"{'-' if bf is None else f'{bf:.1f}'} | {v} | "
                          f"{row['ms_per_step_512']:.1f} | {floor / row['ms_per_step_512']:.0%} |")
-    reps = ", ".join(f"{m} {st.get(m, a)['reps']} of {st.get(m, a)['steps_per_rep']}" for m in models)
+    reps = ", ".join(f"{m} {st.get(m, {}).get('reps', a['reps'])} of "
+                     f"{st.get(m, {}).get('steps_per_rep', a['steps_per_rep'])}" for m in models)
     lines += ["", f"Levers side by side: CPU ms per step of 512 rows (batches in memory; medians of interleaved "
               f"repetitions of several steps: {reps}; the larger batch as ms per 512 rows), "
               "ratio = the bare loop's time / the contender's. First step: CPU seconds of the process and its "
@@ -576,7 +577,7 @@ def main(argv=None) -> int:
             print("loading", res["loading"], flush=True)
             keep()
         for m in models:
-            st = res.setdefault("settings", {}).setdefault(m, {})
+            st = res.setdefault("settings", {}).setdefault(m, {}) if {"profile", "levers"} & set(parts) else {}
             if "profile" in parts:
                 st["steps"] = args.steps
                 res["profile"][m] = {v: profile(m, data, cfg, args.steps, v) for v in ("trainer", "fused")}
