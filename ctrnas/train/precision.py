@@ -25,11 +25,12 @@ def bfloat16_supported() -> bool:
     return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-def bfloat16_forward(forward: ForwardFn) -> ForwardFn:
-    """`forward` with its matrix products in bfloat16 while the model trains (see the module docstring)."""
+def bfloat16_forward(forward: ForwardFn, device_type: str = "cpu") -> ForwardFn:
+    """`forward` with its matrix products in bfloat16 while the model trains (see the module docstring);
+    `device_type` is the model's ("cpu" or "cuda")."""
 
     def run(model: nn.Module, batch: Batch, step: int) -> torch.Tensor:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=model.training):
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=model.training):
             return forward(model, batch, step).float()
 
     return run

@@ -51,5 +51,6 @@ def test_bfloat16_training_keeps_float32_weights_and_reaches_the_same_loss(learn
         t.fit(train)
         assert all(p.dtype == torch.float32 for p in model.parameters())
         out[name] = t.evaluate(val).logloss
-    # the same model within the run-to-run noise of this small set (seeds move it by ~0.01)
-    assert out["bfloat16"] == pytest.approx(out["float32"], abs=0.01), out
+    # within seed noise: training seeds 0 and 1 end 1.3e-3 apart here, bfloat16 moves seed 0 by 6e-5
+    assert out["bfloat16"] == pytest.approx(out["float32"], abs=2e-3), out
+    assert out["bfloat16"] != out["float32"]  # it did train in bfloat16
