@@ -62,7 +62,7 @@ class EmbeddingStem(nn.Module):
 
     def __getstate__(self):
         # a copy (deepcopy, pickle) gets its own tables, which the fused kernel does not train: plain lookups
-        return {**super().__getstate__(), "_fused": None}
+        return {**self.__dict__, "_fused": None}
 
     def use_sparse_gradients(self, enabled: bool = True) -> None:
         """Make backward produce row-sparse gradients (only the looked-up rows) for every table."""
