@@ -505,13 +505,13 @@ def goal(res: dict, bare: dict) -> list[str]:
     loss against the bare loop's (mean of the seeds' differences) beside the bare loop's seed-to-seed spread,
     and the bare loop's share of the limit (which form of the goal applies: 1.5x, or 90% of the limit when the
     bare loop is above 65% of it)."""
-    lines = ["| model | contender | batch | rows/CPU-s vs bare (mean of seeds) | test log loss - bare's (mean) | "
-             "bare's seed spread | bare's share of the limit |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| model | contender | batch | lr | seeds | rows/CPU-s vs bare (mean of seeds) | test log loss - bare's "
+             "(mean) | bare's seed spread | bare's share of the limit |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     groups: dict[tuple, list] = {}
     for r in res["runs"]:
         if r["variant"] != "bare" and (r["model"], r["seed"]) in bare:
-            groups.setdefault((r["model"], r["variant"], r["batch"]), []).append(r)
-    for (m, v, b), rs in groups.items():
+            groups.setdefault((r["model"], r["variant"], r["batch"], r["lr"]), []).append(r)
+    for (m, v, b, lr), rs in groups.items():
         refs = [bare[(m, r["seed"])] for r in rs]
         ratio = statistics.mean(r["rows_per_cpu_s"] / f["rows_per_cpu_s"] for r, f in zip(rs, refs))
         dll = statistics.mean(r["test_logloss"] - f["test_logloss"] for r, f in zip(rs, refs))
@@ -519,7 +519,8 @@ def goal(res: dict, bare: dict) -> list[str]:
         spread = f"{max(lls) - min(lls):.5f}" if len(lls) > 1 else "-"
         lim, lv = res["limit"].get(m), res["levers"].get(m, {}).get("bare")
         share = f"{lim['matmul_floor_ms'] / lv['ms_per_step_512']:.0%}" if lim and lv else "-"
-        lines.append(f"| {m} | {v} | {b} | {ratio:.2f}x | {dll:+.5f} | {spread} | {share} |")
+        lines.append(f"| {m} | {v} | {b} | {lr:g} | {len(rs)} | {ratio:.2f}x | {dll:+.5f} | {spread} | "
+                     f"{share} |")
     return lines + [""]
 
 
