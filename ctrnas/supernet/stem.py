@@ -54,6 +54,15 @@ class EmbeddingStem(nn.Module):
         self._keys = [n for n, w in zip(self.names, self.widths) if w]
         pos = real_positions(self.widths, dim) if self.mixed else []
         self.register_buffer("_positions", torch.tensor(pos, dtype=torch.long), persistent=False)
+        self._fused = None  # ctrnas.supernet.fused.FusedTables while its TBE trains the tables
+
+    def fuse(self, tables) -> None:
+        """Look rows up through `tables` (`ctrnas.supernet.fused.FusedTables`) in training mode; None = plain."""
+        self._fused = tables
+
+    def __getstate__(self):
+        # a copy (deepcopy, pickle) gets its own tables, which the fused kernel does not train: plain lookups
+        return {**self.__dict__, "_fused": None}
 
     def use_sparse_gradients(self, enabled: bool = True) -> None:
         """Make backward produce row-sparse gradients (only the looked-up rows) for every table."""
@@ -77,6 +86,11 @@ class EmbeddingStem(nn.Module):
         what `forward` lays out, for a reader that lays them out itself (`ctrnas.supernet.compact.split_dots`)."""
         if self.row_cap:
             kjt = KeyedJaggedTensor(keys=kjt.keys(), values=self._fold(kjt), lengths=kjt.lengths())
+        if self._fused is not None and self.training:
+            if kjt.keys() != self._keys:
+                at = {k: i for i, k in enumerate(kjt.keys())}
+                kjt = kjt.permute([at[k] for k in self._keys])
+            return self._fused(kjt.values(), kjt.offsets().long())
         out = self.ebc(kjt)
         if out.keys() == self._keys:
             return out.values()
