@@ -51,8 +51,16 @@ class TrainConfig:
     # How embedding tables get their updates: "sparse" = row-sparse gradients + torch's sparse Adagrad
     # (default; exact Adagrad, 5-10x faster than dense grads on CPU, docs/cpu.md; measured on par with
     # torchrec's FusedEmbeddingBagCollection + EXACT_ADAGRAD here, and checkpointable with plain
-    # state_dicts); "dense" = dense gradients over whole tables (the slow reference path).
-    embedding_update: Literal["sparse", "dense"] = "sparse"
+    # state_dicts); "dense" = dense gradients over whole tables (the slow reference path); "fused" = all
+    # tables in one FBGEMM TBE with exact Adagrad applied inside the backward (ctrnas.supernet.fused; CPU,
+    # widths multiples of 4; the same numbers as "sparse" to float rounding, 1.1-1.5x faster steps,
+    # benchmarks/step_profile.py).
+    embedding_update: Literal["sparse", "dense", "fused"] = "sparse"
+    # "bfloat16": matrix products and their backward in bfloat16 while training (CPU autocast; weights,
+    # lookups, optimizer and evaluation stay float32; ctrnas.train.precision). 2-2.7x faster on cores with
+    # AVX-512 BF16 or AMX; test log loss within seed noise on the mean of three seeds for DLRM and DCN-v2,
+    # one DCN-v2 seed 0.004 worse (benchmarks/step_profile.py): a choice to measure per model.
+    precision: Literal["float32", "bfloat16"] = "float32"
     embedding_dim: int = 16
     row_cap: int | None = None
     seed: int = 0

@@ -30,12 +30,14 @@ from ctrnas.config import to_dict
 from ctrnas.device import check_fbgemm, configure, resolve_device
 from ctrnas.errors import CtrnasError
 from ctrnas.safeload import one_line
+from ctrnas.supernet.fused import FusedAdagrad
 from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import BatchSource
 from ctrnas.train.checkpoint import FILE as CHECKPOINT_FILE
 from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint, state_tensors
 from ctrnas.train.config import TrainConfig, lr_at, numeric_settings
 from ctrnas.train.divergence import DivergenceGuard
+from ctrnas.train.precision import bfloat16_forward, bfloat16_supported
 from ctrnas.train.metrics import MetricResult, StreamingMetrics
 
 # torch warns once that sparse-tensor invariant checks are off when Adagrad builds its sparse update; the
@@ -83,6 +85,10 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device = resolve_device(cfg.device)
+        if cfg.precision == "bfloat16":  # training only: eval_forward, predict and the export stay float32
+            if self.device.type == "cpu" and not bfloat16_supported():
+                log.warning("precision: bfloat16 on a CPU without native bfloat16 products is slower than float32")
+            self.forward = bfloat16_forward(forward, self.device.type)
         if self.device.type == "cuda":  # stop before any step when fbgemm cannot run the tables there
             check_fbgemm(self.device)
             configure(self.device)
@@ -91,15 +97,26 @@ class Trainer:
         for m in model.modules():
             if isinstance(m, EmbeddingStem):
                 m.use_sparse_gradients(sparse)
+        fused = None
+        if cfg.embedding_update == "fused":  # the tables' Adagrad runs inside the backward (one TBE call)
+            if self.device.type != "cpu":
+                raise CtrnasError(f"embedding_update: fused runs on the CPU only, not on {self.device}; "
+                                  "use embedding_update: sparse")
+            try:
+                fused = FusedAdagrad(model, cfg.lr, cfg.eps)
+            except ValueError as e:
+                raise CtrnasError(f"embedding_update: fused: {e}") from None
         emb, dense = split_parameters(model)
         self.dense_params = dense
-        self.optimizers: list[torch.optim.Optimizer] = []
+        self.optimizers: list[torch.optim.Optimizer | FusedAdagrad] = []
         if dense:
             # fused CPU kernel: ~6x faster than the per-tensor loop (benchmarks/supernet.py); sliced supernet
             # weights carry full-size gradients, so the optimizer dominates a subnet step without it
             self.optimizers.append(torch.optim.Adagrad(dense, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay,
                                                        fused=True))
-        if emb:
+        if fused is not None:
+            self.optimizers.append(fused)  # optimizer-like: the trainer sets its lr; step() has nothing to do
+        elif emb:
             # torch's Adagrad rejects weight decay with sparse gradients; NASRec uses wd 0 anyway.
             self.optimizers.append(torch.optim.Adagrad(emb, lr=cfg.lr, eps=cfg.eps,
                                                        weight_decay=0.0 if sparse else cfg.weight_decay))
