@@ -36,8 +36,6 @@ def protocols(name: str):
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
         "cosine-10": dataclasses.replace(base, epochs=10, restore_best=True, early_stop_patience=2),
         "default": early_stopping(base),
-        "decay-0.5": dataclasses.replace(early_stopping(base), schedule="decay", plateau_factor=0.5),
-        "restore": dataclasses.replace(early_stopping(base), plateau_restore=True),
     }[name]
     return dataclasses.replace(cfg, lr=cfg.lr * float(scale)) if scale else cfg
 
@@ -69,8 +67,9 @@ def report(results: dict, seeds: int) -> str:
              "Test log loss, mean over training seeds (sd); in brackets the epochs trained (its best epoch). "
              "`nasrec`: 2 epochs, cosine, the better epoch kept; `cosine-10`: cosine over 10 epochs, stop after 2 "
              "evaluations without improvement (what `ctrnas train` allowed before); `default`: the early-stop "
-             "protocol (plateau schedule, patience 2, up to 20 epochs); `decay-0.5`: the same with the LR halved "
-             "at every evaluation. Goal: `default` within 1 pair sd of the better of `nasrec` and `cosine-10`.", ""]
+             "protocol (up to 20 epochs, patience 2; the LR constant after its warm-up, cut 10x at each evaluation "
+             "without improvement, which also returns to the best weights). Goal: `default` within 1 pair sd of "
+             "the better of `nasrec` and `cosine-10`.", ""]
     ok, n = 0, 0
     for data, by_model in results.items():
         names = sorted({p for runs in by_model.values() for p in runs})

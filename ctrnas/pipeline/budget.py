@@ -35,7 +35,8 @@ def final_samples(recipe: Recipe, data: DataResult) -> int:
 def trained_samples(model, unit: int, batch_size: int) -> int:
     """Training samples of one final-stage training: the steps it took (recorded beside its val metrics),
     else the planned `unit`."""
-    steps = model.val.get("steps") if isinstance(model.val, dict) else None
+    val = getattr(model, "val", None)
+    steps = val.get("steps") if isinstance(val, dict) else None
     return int(steps) * batch_size if steps is not None else unit
 
 

@@ -86,7 +86,7 @@ class EmbeddingStem(nn.Module):
         what `forward` lays out, for a reader that lays them out itself (`ctrnas.supernet.compact.split_dots`)."""
         if self.row_cap:
             kjt = KeyedJaggedTensor(keys=kjt.keys(), values=self._fold(kjt), lengths=kjt.lengths())
-        if self._fused is not None and self.training:
+        if getattr(self, "_fused", None) is not None and self.training:  # None in a stem pickled before it existed
             if kjt.keys() != self._keys:
                 at = {k: i for i, k in enumerate(kjt.keys())}
                 kjt = kjt.permute([at[k] for k in self._keys])

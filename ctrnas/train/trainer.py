@@ -266,8 +266,6 @@ class Trainer:
     def _select(self) -> bool:
         """Track the lowest val log loss after an evaluation; True when early stopping should stop now."""
         cur = self.history[-1]
-        if self.cfg.schedule == "decay":
-            self.cuts += 1
         if math.isfinite(cur["logloss"]) and (self.best is None or cur["logloss"] < self.best["logloss"]):
             self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
             if self.cfg.restore_best:
@@ -276,8 +274,7 @@ class Trainer:
             self.bad_evals += 1
             self.cuts += self.cfg.schedule == "plateau"
             p = self.cfg.early_stop_patience
-            if self.cfg.schedule == "plateau" and self.cfg.plateau_restore and self._best_weights is not None \
-                    and (p is None or self.bad_evals < p):
+            if self.cfg.schedule == "plateau" and self._best_weights is not None and (p is None or self.bad_evals < p):
                 self._load_weights(self._best_weights)
         p = self.cfg.early_stop_patience
         return p is not None and self.bad_evals >= p

@@ -13,7 +13,7 @@ from ctrnas.recipe import load_recipe
 
 
 def _recipe(tests_recipe_path, data_dir, grid):
-    return load_recipe(tests_recipe_path, [f"data.path={data_dir}", "final.train={epochs: 3}",
+    return load_recipe(tests_recipe_path, [f"data.path={data_dir}", "final.train={epochs: 3}", "final.protocol=early-stop",
                                            f"final.lr_grid={grid}"])
 
 

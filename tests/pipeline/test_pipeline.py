@@ -184,7 +184,7 @@ def test_study_trains_in_worker_processes_with_the_serial_results(tests_recipe_p
     from ctrnas.pipeline.stages import new_supernet
     from ctrnas.pipeline.study import train_all, sample_archs
 
-    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}")
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={tmp_path}", "final.protocol=early-stop")
     archs = sample_archs(recipe, 3)
     serial = train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "a.json", False)
     parallel = train_all(recipe, tests_data, archs, new_supernet(recipe, tests_data), tmp_path / "b.json", False,

@@ -65,7 +65,7 @@ def test_long_epochs_are_cut_into_equal_evaluation_intervals():
 def test_early_stopping_ends_on_the_best_evaluation(learnable):
     schema, train, val = _sources(learnable)
     # a learning rate high enough that val log loss turns up within a few epochs
-    cfg = _cfg(lr=3.0, plateau_factor=1.0, epochs=30)
+    cfg = _cfg(lr=3.0, schedule="constant", epochs=30)
     t = Trainer(_model(schema), cfg)
     s = t.fit(train, val)
     losses = [h["logloss"] for h in t.history]
@@ -89,6 +89,20 @@ def test_each_evaluation_without_improvement_cuts_the_learning_rate(learnable):
     before_last = sum(1 for i, x in enumerate(losses[:-1]) if i and x >= min(losses[:i]))
     seen = [g["lr"] for o in t.optimizers for g in o.param_groups]
     assert seen and all(x == pytest.approx(3.0 * 0.1 ** before_last) for x in seen)
+
+
+def test_a_cut_returns_to_the_best_weights(learnable):
+    schema, train, val = _sources(learnable)
+    cfg = _cfg(lr=3.0, epochs=30, early_stop_patience=5)
+    whole = Trainer(_model(schema), cfg)
+    whole.fit(train, val)
+    losses = [h["logloss"] for h in whole.history]
+    first_bad = next(i for i, x in enumerate(losses) if i and x >= min(losses[:i]))
+    assert first_bad < len(losses) - 1  # it trained on after its first cut
+    part = Trainer(_model(schema), cfg)
+    part.fit(train, val, max_steps=whole.history[first_bad]["step"])
+    # right after the bad evaluation: the best evaluation's weights, at a tenth of the rate
+    assert part.cuts == 1 and part.evaluate(val).logloss == pytest.approx(min(losses[:first_bad]), abs=1e-6)
 
 
 def test_an_interrupted_early_stopped_training_resumes_to_the_same_numbers(learnable, tmp_path):

@@ -151,7 +151,7 @@ def say_resumed(jobs, steps_per_epoch: int, epochs: int) -> None:
             done.append(job.label)
         elif (step := job.checkpoint_step()) is not None:
             epoch = min(step // max(steps_per_epoch, 1) + 1, epochs)
-            partial.append(f"{job.label} at epoch {epoch} of at most {epochs} (step {step})")
+            partial.append(f"{job.label} at epoch {epoch} of {epochs} (step {step})")
     if done or partial:
         parts = ([f"{', '.join(done)} done (not retrained)"] if done else []) + \
                 ([f"resuming {', '.join(partial)}"] if partial else [])
