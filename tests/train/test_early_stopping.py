@@ -8,28 +8,11 @@ import dataclasses
 
 import pytest
 import torch
-from torch import nn
 
-from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import TensorBatches
 from ctrnas.train.config import TrainConfig, early_stopping, lr_at
 from ctrnas.train.trainer import Trainer, eval_interval
-
-
-class Tiny(nn.Module):
-    def __init__(self, schema, dim=4):
-        super().__init__()
-        self.stem = EmbeddingStem(schema, dim=dim)
-        self.head = nn.Linear(schema.dense_dim + dim * len(schema.sparse), 1)
-
-    def forward(self, dense, kjt):
-        return self.head(torch.cat([dense, self.stem(kjt).flatten(1)], 1)).squeeze(1)
-
-
-def _model(schema, seed=0):
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return Tiny(schema)
+from tests.train.test_trainer import _model
 
 
 def _sources(learnable, rows=2000):
