@@ -277,7 +277,8 @@ def train_model(data_dir: str | Path, cfg: TrainConfig, baseline: str | None = N
                 *, space: str | None = None, out_dir: str | Path | None = None, train_fraction: float | None = None,
                 layernorm: str | None = None, embedding_init: str | None = None, dense_init: str | None = None,
                 distributed: bool = False, sharding: str | None = None, dist_backend: str | None = None,
-                recipe: Recipe | str | Path | None = None) -> tuple[dict | None, Path]:
+                recipe: Recipe | str | Path | None = None,
+                echo: Callable[[str], Any] | None = None) -> tuple[dict | None, Path]:
     """A baseline or an architecture trained from scratch (what `ctrnas train` does).
 
     Args:
@@ -293,6 +294,8 @@ def train_model(data_dir: str | Path, cfg: TrainConfig, baseline: str | None = N
         sharding, dist_backend: with `distributed`, as in `run`.
         recipe: a run's recipe: train as its final stage does (space, LayerNorm, inits, final.*_rows); give
             `cfg = train_config(recipe, final=True)`.
+        echo: called with a line before the trained model is written as a model folder (`model.pt2` by
+            torch.export takes seconds); None: silent.
 
     Returns:
         (metrics, results folder): metrics {"train", "val", "test": {"logloss", "auc", ...}}; None on the
@@ -309,7 +312,7 @@ def train_model(data_dir: str | Path, cfg: TrainConfig, baseline: str | None = N
     return _train_model(data_dir, cfg, baseline=baseline, arch=arch, space=space, out_dir=out_dir,
                         train_fraction=train_fraction, layernorm=layernorm, embedding_init=embedding_init,
                         dense_init=dense_init, distributed=distributed, sharding=sharding,
-                        dist_backend=dist_backend, recipe=recipe)
+                        dist_backend=dist_backend, recipe=recipe, echo=echo)
 
 
 def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,

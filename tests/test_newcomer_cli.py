@@ -44,6 +44,7 @@ def test_demo_help_and_train_print_no_torch_warning(tmp_path):
                    "--no-progress", "--batch-size", "32")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "test logloss" in done.stdout
+    assert "writing the model folder" in done.stderr  # said before the export's seconds of silence
     assert _quiet(done.stdout + done.stderr), done.stderr  # torch's is_fx_tracing warning is dropped
 
 

@@ -87,10 +87,17 @@ def _run_train(args) -> int:
                              out_dir=args.out, train_fraction=args.train_fraction, layernorm=args.layernorm,
                              embedding_init=args.embedding_init, dense_init=args.dense_init,
                              distributed=args.distributed,
-                             sharding=sharding_from_args(args), dist_backend=args.dist_backend, recipe=args.recipe)
+                             sharding=sharding_from_args(args), dist_backend=args.dist_backend, recipe=args.recipe,
+                             echo=_stderr)
     if m is not None:  # under torchrun, rank 0 only
         _print_metrics(m, out)
     return 0
+
+
+def _stderr(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
 
 
 def _print_metrics(m: dict, out: str) -> None:

@@ -105,11 +105,13 @@ def arch_model(arch_path, data, recipe, space_name: str, resume_dir=None):
 def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | None = None,
                 space=None, out_dir=None, train_fraction: float | None = None, layernorm: str | None = None,
                 embedding_init: str | None = None, dense_init: str | None = None, distributed: bool = False,
-                sharding: str | None = None, dist_backend: str | None = None, recipe=None) -> tuple[dict | None, Path]:
+                sharding: str | None = None, dist_backend: str | None = None, recipe=None,
+                echo=None) -> tuple[dict | None, Path]:
     """Train a baseline or an architecture from scratch; (metrics, results folder). With a run's `recipe`, as
     its final stage trains (its space, LayerNorm, embedding and dense init, and its final.train_rows / val_rows /
     test_rows; `cfg` should come from `train_config(recipe, final=True)`). With `distributed` (on every
-    torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None)."""
+    torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None).
+    `echo` gets one line before the model folder is written (its torch.export takes seconds)."""
     from ctrnas.pipeline.data import open_data
     from ctrnas.recipe import Recipe
 
@@ -155,7 +157,7 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
             fresh = build()
             fresh.load_state_dict(torch.load(out / "model.pt", map_location="cpu", weights_only=True))
             save_trained(fresh, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
-                         build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
+                         build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap}, echo=echo)
         return metrics, out
     from ctrnas.locks import folder_lock, reading
     from ctrnas.train.run import train_and_test
@@ -167,17 +169,20 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
     with folder_lock(out, "train"), reading(data_dir, "train"):
         metrics = train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra, **rows)
         save_trained(model, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
-                     build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
+                     build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap}, echo=echo)
         return metrics, out
 
 
 def save_trained(model, out: Path, data_dir, schema, name: str, metrics: dict, arch: bool,
-                 build: dict | None = None) -> dict:
+                 build: dict | None = None, echo=None) -> dict:
     """Make a `ctrnas train` folder a complete model folder, as a run's `model/` (the same writers): the
     preprocessing, `model.pt2`, `model.pt` (the trained state_dict, never a pickled module) and the model
     card, so `ctrnas predict --model OUT` and `ctrnas export --trained OUT` take it. `build`: a baseline's
     `dim` and `row_cap`, which rebuild it."""
     from ctrnas.data.preprocess import copy_preprocess
+
+    if echo is not None:
+        echo(f"{name}: trained; writing the model folder {out} (model.pt2 by torch.export: seconds)")
 
     copy_preprocess(data_dir, out)  # the raw-row preprocessing travels with the model
     card_metrics = {f"{split}_{k}": (metrics.get(split) or {}).get(k) for split in ("val", "test")
