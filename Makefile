@@ -8,6 +8,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 CUDA ?=
 TORCH_INDEX ?=
+# test processes (pytest-xdist): one per logical CPU; TEST_WORKERS=0 runs the tests in this process
+TEST_WORKERS ?= logical
 STAMP := $(VENV)/.installed$(if $(CUDA),-$(CUDA))
 ifneq ($(CUDA),)
 ifeq ($(TORCH_INDEX),)
@@ -37,7 +39,7 @@ demo: $(STAMP)
 	$(BIN)/ctrnas demo --out runs/demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests   # tests/test_layers.py runs import-linter and mypy ([tool.mypy])
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests   # tests/test_layers.py runs import-linter and mypy ([tool.mypy])
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site

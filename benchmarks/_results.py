@@ -17,9 +17,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # pipeline order: data preparation, loading, training, the supernet and its space, proxies, search (the
 # fidelity of each rung, the multi-fidelity search against the baselines, the structure suite), using the
-# found model, vision, scale-out
-SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "space", "space-archs", "proxies", "search", "rungs",
-            "mfsearch", "suite", "neighbourhood", "oracle", "embedding", "numerics", "predict", "nb201", "scale")
+# found model and the commands' start-up, vision, scale-out
+SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "space", "space-archs", "proxies",
+            "search", "rungs", "mfsearch", "suite", "neighbourhood", "oracle", "embedding", "numerics", "predict",
+            "startup", "nb201", "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:

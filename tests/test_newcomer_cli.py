@@ -44,6 +44,7 @@ def test_demo_help_and_train_print_no_torch_warning(tmp_path):
                    "--no-progress", "--batch-size", "32")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "test logloss" in done.stdout
+    assert f"writing {tmp_path / 'T' / 'model.pt2'} (torch.export) ..." in done.stderr  # before the export's wait
     assert _quiet(done.stdout + done.stderr), done.stderr  # torch's is_fx_tracing warning is dropped
 
 
@@ -78,3 +79,20 @@ def test_bad_arguments_fail_before_torch_is_imported(argv):
     t0 = time.perf_counter()
     done = _ctrnas(*argv)
     assert done.returncode == 2 and "usage:" in done.stderr and time.perf_counter() - t0 < 5
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["train", "--help"], ["predict", "--help"], ["train", "--data", "x"],
+                                  ["predict", "--model", "m"], ["train", "--data", "x", "--baseline", "lr", "--lr", "y"],
+                                  ["predict", "--model", "nowhere", "--input", "nowhere.tsv", "--out", "p.parquet"],
+                                  ["train", "--data", "nowhere", "--baseline", "lr"]])
+def test_help_and_argument_errors_import_no_torch(argv, tmp_path):
+    # the modules loaded when the command has answered (its help, or its one-line error) are read in the child
+    code = ("import sys\nfrom ctrnas.cli import main\ntry:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    code = e.code\nprint(code, sorted(m for m in ('torch', 'torchrec', 'sklearn', 'pandas') if m in sys.modules),"
+            " file=sys.stderr)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    status, loaded = done.stderr.strip().splitlines()[-1].split(" ", 1)
+    assert status in ("0", "1", "2") and (status == "0") == ("--help" in argv), done.stderr
+    assert loaded == "[]", done.stderr

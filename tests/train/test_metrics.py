@@ -12,7 +12,8 @@ from sklearn.metrics import log_loss, roc_auc_score
 import json
 import math
 
-from ctrnas.train.metrics import MetricResult, StreamingMetrics, constant_logloss, histogram_auc, strict_json
+from ctrnas.train.metrics import (MetricResult, StreamingMetrics, constant_logloss, exact_auc, histogram_auc,
+                                  strict_json)
 
 
 def _feed(m: StreamingMetrics, z: np.ndarray, y: np.ndarray, chunk: int) -> None:
@@ -48,6 +49,27 @@ def test_exact_mode_equals_sklearn(seed, n, chunk):
     p = 1 / (1 + np.exp(-z))
     assert r.logloss == pytest.approx(log_loss(y, p, labels=[0, 1]), rel=1e-9)
     assert r.auc == pytest.approx(roc_auc_score(y, p), abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 400), st.integers(1, 6))
+def test_exact_auc_counts_tied_scores_half_as_sklearn(seed, n, levels):
+    rng = np.random.default_rng(seed)
+    p = rng.integers(0, levels, n) / levels  # few distinct scores: most pairs tied
+    y = (rng.random(n) < 0.4).astype(np.float64)
+    y[0], y[1] = 0.0, 1.0
+    assert exact_auc(y, p) == pytest.approx(roc_auc_score(y, p), abs=1e-12)
+
+
+def test_exact_auc_by_hand_and_without_sklearn():
+    # positives 0.3, 0.3, 0.9; negatives 0.1, 0.3: pairs won 1, 0.5, 1, 0.5, 1, 1 -> 5 of 6
+    assert exact_auc(np.array([1, 0, 1, 1, 0]), np.array([0.3, 0.1, 0.3, 0.9, 0.3])) == pytest.approx(5 / 6)
+    import subprocess
+    import sys
+
+    code = "import sys, ctrnas.train.metrics; print('sklearn' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_histogram_mode_within_its_reported_bound_of_sklearn():
