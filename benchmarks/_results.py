@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 # fidelity of each rung, the multi-fidelity search against the baselines, the structure suite), using the
 # found model, vision, scale-out
 SECTIONS = ("prep", "loader", "train", "supernet", "space", "space-archs", "proxies", "search", "rungs", "mfsearch",
-            "suite", "neighbourhood", "oracle", "embedding", "numerics", "predict", "nb201", "scale")
+            "suite", "neighbourhood", "oracle", "planted", "embedding", "numerics", "predict", "nb201", "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:
