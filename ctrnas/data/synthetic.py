@@ -99,7 +99,7 @@ class SyntheticSettings:
     model_seed: int | None = None  # None: the data seed; set it to draw new rows from the same click model
     planted: str = ""  # "shallow" / "deep": the logit is a planted arch (`planted:SEED`), not the components
     planted_seed: int = 0  # draws the planted arch and its weights
-    planted_sd: float = 2.0  # the planted logit's standard deviation (its head scaled to it)
+    planted_sd: float = 3.0  # the planted logit's standard deviation (its head scaled to it)
     split: tuple[float, float, float] = (0.8, 0.1, 0.1)
 
 
