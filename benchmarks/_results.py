@@ -19,8 +19,8 @@ HERE = Path(__file__).resolve().parent
 # fidelity of each rung, the multi-fidelity search against the baselines, the structure suite), using the
 # found model and the commands' start-up, vision, scale-out
 SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "space", "space-archs", "proxies",
-            "search", "rungs", "mfsearch", "suite", "neighbourhood", "oracle", "embedding", "numerics", "predict",
-            "startup", "nb201", "scale")
+            "search", "rungs", "mfsearch", "suite", "neighbourhood", "oracle", "planted", "embedding", "numerics",
+            "predict", "startup", "nb201", "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -15,6 +15,8 @@ Methods:
              FTE is the run's own (warm-up + search + top-k). A search is cached by its resolved recipe.
   (--own-seeds N) the search's own arch trained again at training seeds 1..N-1, as its final stage trains it,
              so the goal can also read its mean over the baselines' training seeds (1 FTE each, not counted).
+  planted    (planted profiles) the planted arch itself (meta.json's) trained from scratch like the baselines,
+             at the same training seeds: the oracle of the profile, its best model trained as everything else.
   random     random search at the search's FTE: floor(FTE) random subnets of the recipe's space, each trained
              like the final stage (1 FTE each), the best by val log loss is its pick (benchmarks/mfsearch.py's
              definition; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
@@ -54,6 +56,9 @@ PROFILES = {
     "kdd2012-dense-gates": ("kdd2012", "dense-gates"),
     "kdd2012-dense-by-category": ("kdd2012", "dense-by-category"),
     "kdd2012-crosses": ("kdd2012", "crosses"),
+    # the logit is an arch of the search space with random weights (datasets/README.md, "Planted structures")
+    "kdd2012-planted": ("kdd2012", "planted:0"),
+    "kdd2012-planted-deep": ("kdd2012", "planted-deep:1"),
 }
 BASELINES = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "autoint+", "dcnv2")
 # LR again at 2.5x and 8x the shared learning rate: its one-wide tables want a far larger step, and
@@ -71,7 +76,7 @@ def known_baseline(name: str) -> bool:
         return split_lr_scale(name)[0] in BASELINES
     except RecipeError:
         return False
-METHODS = ("baselines", "search", "random")
+METHODS = ("baselines", "search", "random", "planted")
 NOTES = _results.notes_marker("suite.py")
 RECIPE = "recipes/synthetic-prefix.yaml"  # the demo's search with rungs sized as shares of the final training
 
@@ -230,6 +235,41 @@ def run_baselines(args, profile: str, cache: Cache) -> None:
             print(f"{profile} {name} seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
 
 
+def planted_arch(data) -> dict | None:
+    """The planted arch (JSON) of a planted profile's data, else None."""
+    return (data.meta.get("click_model") or {}).get("planted", {}).get("arch")
+
+
+def run_planted(args, profile: str, cache: Cache) -> None:
+    """The planted arch trained from scratch at the baselines' training seeds, as the final stage trains an arch
+    (its own template: LayerNorm by degree, the final stage's inits) with the baselines' settings."""
+    from ctrnas import api
+
+    recipe = recipe_for(args, profile)
+    data = api.prepare_data(recipe)
+    arch = planted_arch(data)
+    if arch is None:
+        return
+    settings = _settings(recipe, data)
+    folder = Path(args.out) / profile / "planted"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "arch.json"
+    _results._atomic_write(path, json.dumps(arch))
+    for seed in range(args.train_seeds):
+        key = f"planted@{seed}:{_key(settings)}"
+        if cache.get(key):
+            continue
+        t0 = time.perf_counter()
+        cfg = dataclasses.replace(recipe.final_train, seed=seed, progress=False)
+        m, out = api.train_model(data.path, cfg, arch=path, recipe=recipe, out_dir=folder / f"train-{seed}")
+        (Path(out) / "model.pt").unlink(missing_ok=True)  # the numbers are kept, not the weights
+        r = {"model": "planted", "seed": seed, "test": m["test"]["logloss"], "val": m.get("val", {}).get("logloss"),
+             "auc": m["test"].get("auc"), "seconds": time.perf_counter() - t0, "fte": 1.0,
+             "bayes": (m.get("bayes_logloss") or {}).get("test"), "constant": m.get("constant_logloss")}
+        cache.put(key, r)
+        print(f"{profile} planted arch seed {seed}: test {r['test']:.5f} ({r['seconds']:.0f} s)", flush=True)
+
+
 def run_search(args, profile: str, cache: Cache) -> None:
     from ctrnas import api
 
@@ -360,11 +400,14 @@ def collect(args, profile: str) -> dict:
     found: dict[tuple[str, int], dict] = {}  # (method, seed) -> the latest result (older settings come first)
     for key, r in cache.data.items():
         kind = key.split(":", 1)[0]
-        if "#" in key or r["seed"] >= (args.train_seeds if kind.startswith("baseline") else args.seeds):
+        trained = kind.startswith("baseline") or kind.startswith("planted")
+        if "#" in key or r["seed"] >= (args.train_seeds if trained else args.seeds):
             continue
         if kind.startswith("baseline"):
             if known_baseline(r["model"]):
                 found[r["model"], r["seed"]] = r
+        elif kind.startswith("planted"):
+            found["planted", r["seed"]] = r
         elif key.endswith(this) and ("+t" in kind) == bool(_trains_tag(args, r["seed"])):
             found[kind.split("@")[0].split("+")[0], r["seed"]] = r
     out: dict[str, list] = {}
@@ -577,7 +620,7 @@ def report(args) -> str:
         lr = lr_reference(res)[1]
         bayes = truth["bayes"]
         rates = sorted((k for k in res if k not in TRAINED and known_baseline(k)), key=lambda k: (k.split("*")[0], k))
-        for method in [BASELINES[0], *LR_RATES, *BASELINES[1:], *rates, "search", "random"]:
+        for method in [BASELINES[0], *LR_RATES, *BASELINES[1:], *rates, "planted", "search", "random"]:
             v = [r for r in res.get(method, []) if r.get("test") is not None]
             if not v:
                 continue
@@ -652,6 +695,8 @@ def main(argv=None) -> int:
                 run_own(args, profile, cache)
             if "random" in args.methods:
                 run_random(args, profile, cache)
+            if "planted" in args.methods:
+                run_planted(args, profile, cache)
     _results.publish(report(args), Path(args.section or ROOT / "benchmarks/sections/suite.md"), NOTES,
                      fallback=None if args.section else Path(args.out) / "section.md")
     return 0

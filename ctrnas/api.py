@@ -233,13 +233,15 @@ def prepare_folder(kind: str, inputs: Sequence[str], out: str | Path, config: st
 def generate_synthetic(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
                        overwrite: bool = False, structure: str = "default") -> dict:
     """A synthetic dataset folder with a known click model (`structure`: how its components mix, a name in
-    `ctrnas.data.synthetic_profiles.STRUCTURES`); returns its meta (splits, Bayes log loss, signal fields)."""
+    `ctrnas.data.synthetic_profiles.STRUCTURES`, or `planted:SEED` / `planted-deep:SEED`, whose logit is an arch
+    of the search space, `ctrnas.supernet.planted`); returns its meta (splits, Bayes log loss, signal fields)."""
     from ctrnas.data.dataset import synthetic_source
     from ctrnas.data.synthetic import generate
+    from ctrnas.supernet.planted import PlantedClick
 
     return generate(profile=profile, rows=rows, seed=seed, out=out, rows_per_shard=rows_per_shard, overwrite=overwrite,
                     source=synthetic_source(profile, rows, seed, {}, structure),  # recorded under the folder's lock
-                    structure=structure)
+                    structure=structure, planted=PlantedClick)
 
 
 def train_config(recipe_path: str | Path | None = None, *, final: bool = False,

@@ -46,7 +46,7 @@ import yaml
 from ctrnas.config import from_dict, load_yaml, to_dict
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.readers.formats import format_names
-from ctrnas.data.synthetic_profiles import STRUCTURES
+from ctrnas.data.synthetic_profiles import get_structure, structure_names
 from ctrnas.errors import CtrnasError, RecipeError
 from ctrnas.execution.config import ExecutionConfig
 from ctrnas.search.build import SearchConfig
@@ -62,15 +62,15 @@ class SyntheticData:
     profile: Literal["criteo", "avazu", "kdd2012"] = "criteo"
     rows: int = 1_000_000
     seed: int = 0
-    structure: str = "default"  # a name in ctrnas.data.synthetic_profiles.STRUCTURES
+    structure: str = "default"  # a name in ctrnas.data.synthetic_profiles.STRUCTURES, or planted:SEED
     settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.rows < 1:
             raise RecipeError("recipe", "data.synthetic.rows", f"expected >= 1, got {self.rows}")
-        if self.structure not in STRUCTURES:
+        if get_structure(self.structure) is None:
             raise RecipeError("recipe", "data.synthetic.structure",
-                              f"unknown structure {self.structure!r}; expected one of: {', '.join(STRUCTURES)}")
+                              f"unknown structure {self.structure!r}; expected one of: {structure_names()}")
 
 
 @dataclass(frozen=True)

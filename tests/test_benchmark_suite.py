@@ -15,15 +15,17 @@ def _suite():
 
 def test_suite_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch, capsys):
     suite = _suite()
-    argv = ["--rows", "20000", "--profiles", "criteo,avazu-pairwise,kdd2012-deep", "--methods", "baselines",
+    argv = ["--rows", "20000", "--profiles", "criteo,avazu-pairwise,kdd2012-deep,kdd2012-planted",
+            "--methods", "baselines,planted",
             "--baselines", "lr,fm", "--seeds", "1", "--out", str(tmp_path / "out"), "--section", str(tmp_path / "s.md"),
             "--set", "data.synthetic.settings={chunk_rows: 8192, calibration_rows: 8192, cardinality_cap: 2000}"]
     assert suite.main(argv) == 0
     text = (tmp_path / "s.md").read_text()
     rows = {}
-    for profile in ("criteo", "avazu-pairwise", "kdd2012-deep"):
+    for profile in ("criteo", "avazu-pairwise", "kdd2012-deep", "kdd2012-planted"):
         cache = json.loads((tmp_path / "out" / profile / "trainings.json").read_text())
-        assert sorted(r["model"] for r in cache.values()) == ["fm", "lr"]
+        # the planted arch (the profile's oracle) is trained on the planted profile only
+        assert sorted(r["model"] for r in cache.values()) == ["fm", "lr"] + ["planted"] * (profile == "kdd2012-planted")
         rows[profile] = {r["model"]: r for r in cache.values()}
         assert f"| {profile} |" in text
         for r in rows[profile].values():
@@ -32,6 +34,10 @@ def test_suite_smoke_trains_caches_resumes_and_reports(tmp_path, monkeypatch, ca
     lr, fm = rows["avazu-pairwise"]["lr"], rows["avazu-pairwise"]["fm"]
     assert (lr["test"] - fm["test"]) / (lr["test"] - lr["bayes"]) > 0.15  # 26% measured at 20k rows
     assert "| avazu-pairwise | fm |" in text
+    assert "| kdd2012-planted | planted |" in text
+    plant = json.loads((tmp_path / "out" / "data" / "kdd2012-planted" / "meta.json").read_text())["click_model"]
+    trained = json.loads((tmp_path / "out" / "kdd2012-planted" / "planted" / "arch.json").read_text())
+    assert trained == plant["planted"]["arch"]  # the arch trained is the one the labels were drawn from
 
     import ctrnas.train.run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ctrnas.data.readers.formats import csv_list as _csv_list, format_names, get_format
-from ctrnas.data.synthetic_profiles import STRUCTURES
+from ctrnas.data.synthetic_profiles import structure_names
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -125,7 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the shape: fields, cardinalities, counts and CTR of that dataset")
     s.add_argument("--structure", default="default", metavar="NAME",
                    help="how the click model mixes its components (datasets/README.md): "
-                        f"{', '.join(STRUCTURES)} (default: default, the demo's)")
+                        f"{structure_names()} (default: default, the demo's)")
     s.add_argument("--rows", type=int, default=1_000_000)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", "-o", required=True, metavar="DIR")

@@ -60,12 +60,13 @@ def synthetic_source(profile: str, rows: int, seed: int, settings: dict, structu
     """The source record of a synthetic folder (the same from `ctrnas prepare synthetic` and a recipe); the
     default structure is left out, so folders made before structures existed keep matching; another one is
     recorded with its settings, so a folder made before a structure's definition changed is not reused."""
-    from ctrnas.data.synthetic_profiles import STRUCTURES
+    from ctrnas.data.synthetic_profiles import get_structure
 
     record = {"profile": profile, "rows": rows, "seed": seed, "settings": settings}
     if structure != "default":
         record["structure"] = structure
-        record["structure_settings"] = dict(STRUCTURES[structure].settings) if structure in STRUCTURES else None
+        found = get_structure(structure)
+        record["structure_settings"] = dict(found.settings) if found is not None else None
     return normalize_source({"synthetic": record})
 
 

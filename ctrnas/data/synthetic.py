@@ -16,6 +16,10 @@ Bernoulli(p_true) with p_true = sigmoid(logit) and
   dense_product sum_{(i,j)} t_i t_j                              products of counts
   high_order   sum_k s_f[x_f] s_g[x_g] s_h[x_h] t_j             degree-4 multiplicative crosses
 
+A planted structure (`planted:SEED`, `planted-deep:SEED`) replaces the sum: the logit is an arch of the search
+space with random weights (`ctrnas.supernet.planted`, which the caller hands to `generate` as `planted`: this
+layer cannot build a network), so the best model is a point of the space that no hand design is.
+
 A named `structure` (`synthetic_profiles.STRUCTURES`) sets the component scales and the field layout (extra
 noise fields, the share of fields that carry signal); the default is the demo's click model, and the later
 components (bilinear and after, extra gates, noise fields) draw from their own random stream, so the default
@@ -42,7 +46,9 @@ from scipy.special import expit
 
 from ctrnas.data.dataset import SPLITS, DatasetWriter, write_source
 from ctrnas.data.schema import DatasetSchema, SparseFeature
-from ctrnas.data.synthetic_profiles import PROFILES, STRUCTURES, Profile, SparseSpec
+from typing import Callable, Protocol
+
+from ctrnas.data.synthetic_profiles import PROFILES, Profile, SparseSpec, get_structure, structure_names
 from ctrnas.errors import CtrnasError, RecipeError
 from ctrnas.locks import folder_lock
 
@@ -91,6 +97,9 @@ class SyntheticSettings:
     chunk_rows: int = 131_072
     calibration_rows: int = 65_536
     model_seed: int | None = None  # None: the data seed; set it to draw new rows from the same click model
+    planted: str = ""  # "shallow" / "deep": the logit is a planted arch (`planted:SEED`), not the components
+    planted_seed: int = 0  # draws the planted arch and its weights
+    planted_sd: float = 3.0  # the planted logit's standard deviation (its head scaled to it)
     split: tuple[float, float, float] = (0.8, 0.1, 0.1)
 
 
@@ -111,7 +120,9 @@ def make_settings(**overrides) -> SyntheticSettings:
         raise RecipeError("synthetic", "split", f"expected 3 non-negative fractions summing to 1, got {s.split}")
     for k, ok, want in (("noise_fields", s.noise_fields >= 0, ">= 0"), ("num_gates", s.num_gates >= 1, ">= 1"),
                         ("signal_fraction", 0 < s.signal_fraction <= 1, "in (0, 1]"),
-                        ("high_order_terms", s.high_order_terms >= 1, ">= 1")):
+                        ("high_order_terms", s.high_order_terms >= 1, ">= 1"),
+                        ("planted", s.planted in ("", "shallow", "deep"), "'', 'shallow' or 'deep'"),
+                        ("planted_sd", s.planted_sd > 0, "> 0")):
         if not ok:
             raise RecipeError("synthetic", k, f"expected {want}, got {getattr(s, k)!r}")
     return s
@@ -154,8 +165,26 @@ class FeatureSampler:
         return ids, dense
 
 
+class Click(Protocol):
+    """What the generator needs of a click model: logit = bias + the sum of `components`, each named in `names`;
+    `record` is its part of meta.json (`field_names`: the sparse fields' names)."""
+
+    names: tuple[str, ...]
+    bias: float
+
+    def components(self, ids: np.ndarray, dense: np.ndarray) -> dict[str, np.ndarray]: ...
+
+    def record(self, field_names: list[str], variance: dict[str, float], total: float) -> dict: ...
+
+
+# A planted click model from (features, settings, calibration ids, calibration counts): `ctrnas.supernet.planted`
+PlantedFactory = Callable[["FeatureSampler", "SyntheticSettings", np.ndarray, np.ndarray], Click]
+
+
 class ClickModel:
     """The hidden logit (module docstring); parameters drawn from `rng`, scales fitted on a calibration sample."""
+
+    names = COMPONENTS
 
     def __init__(self, features: FeatureSampler, settings: SyntheticSettings, rng: np.random.Generator,
                  calib_ids: np.ndarray, calib_dense: np.ndarray, rng2: np.random.Generator | None = None):
@@ -251,6 +280,26 @@ class ClickModel:
                "high_order": sorted({f for fs, _ in self.hterms for f in fs})}
         return {c: v for c, v in use.items() if getattr(s, c) > 0 and self.scale.get(c, 0) > 0}
 
+    def record(self, field_names: list[str], variance: dict[str, float], total: float) -> dict:
+        """meta.json's `click_model` (`variance`: each component's over the rows, `total`: the logit's)."""
+        uses = self.fields_of()
+        carrying = sorted({f for fs in uses.values() for f in fs})
+        return {
+            "bias": float(self.bias),
+            "logit_variance": total,
+            "component_variance": variance,
+            # shares need not sum to 1: components are not exactly uncorrelated
+            "variance_share": {k: (v / total if total > 0 else 0.0) for k, v in variance.items()},
+            "pairs": [list(map(int, p)) for p in self.pairs],
+            "triples": [list(map(int, t)) for t in self.triples],
+            "mlp_fields": [int(f) for f in self.mlp_fields],
+            "gate": {"gate_field": self.gate_field, "gated_field": self.gated_field, "gate_dense": self.gate_dense},
+            # the sparse fields the label depends on (by name), and which components read each
+            "signal_fields": [field_names[f] for f in carrying],
+            "noise_fields": [n for f, n in enumerate(field_names) if f not in set(carrying)],
+            "component_fields": {c: [field_names[f] for f in fs] for c, fs in uses.items()},
+        }
+
     def _raw(self, ids: np.ndarray, dense: np.ndarray) -> dict[str, np.ndarray]:
         t = (dense.astype(np.float64) - self.t_mean) / self.t_std
         out = {"first_order": sum(w[ids[:, f]] for f, w in enumerate(self.w))}
@@ -316,13 +365,16 @@ class _Moments:
 
 def structure_overrides(structure: str) -> dict:
     """The SyntheticSettings overrides of a named structure (a one-line error lists the names)."""
-    if structure not in STRUCTURES:
-        raise CtrnasError(f"unknown synthetic structure {structure!r}; expected one of: {', '.join(STRUCTURES)}")
-    return dict(STRUCTURES[structure].settings)
+    found = get_structure(structure)
+    if found is None:
+        raise CtrnasError(f"unknown synthetic structure {structure!r}; expected one of: {structure_names()}")
+    return dict(found.settings)
 
 
-def build(profile: str, seed: int, settings: SyntheticSettings) -> tuple[FeatureSampler, ClickModel]:
-    """The feature sampler and click model of a profile: a function of (model seed, settings) only."""
+def build(profile: str, seed: int, settings: SyntheticSettings,
+          planted: PlantedFactory | None = None) -> tuple[FeatureSampler, Click]:
+    """The feature sampler and click model of a profile: a function of (model seed, settings) only. A planted
+    structure (`settings.planted`) needs `planted`, the factory of its click model (`ctrnas.supernet.planted`)."""
     if profile not in PROFILES:
         raise CtrnasError(f"unknown synthetic profile {profile!r}; expected one of {sorted(PROFILES)}")
     mseed = seed if settings.model_seed is None else settings.model_seed
@@ -330,8 +382,23 @@ def build(profile: str, seed: int, settings: SyntheticSettings) -> tuple[Feature
     features = FeatureSampler(with_noise_fields(PROFILES[profile], settings), settings, rng)
     calib = np.random.default_rng(np.random.SeedSequence(mseed, spawn_key=(2,)))
     ids, dense = features.sample(calib, settings.calibration_rows)
+    if settings.planted:
+        if planted is None:
+            raise CtrnasError("a planted structure's click model is a network: generate it through `ctrnas prepare "
+                              "synthetic`, a recipe or `ctrnas.api.generate_synthetic` (they build it)")
+        return features, planted(features, settings, ids, dense)
     rng2 = np.random.default_rng(np.random.SeedSequence(mseed, spawn_key=(3,)))
     return features, ClickModel(features, settings, rng, ids, dense, rng2)
+
+
+def _settings_record(settings: SyntheticSettings) -> dict:
+    """meta.json's settings; the planted ones only for a planted structure, so other folders' records (which
+    the suite's caches key on) read as before those settings existed."""
+    out = {**dataclasses.asdict(settings), "split": list(settings.split)}
+    if not settings.planted:
+        for k in ("planted", "planted_seed", "planted_sd"):
+            out.pop(k)
+    return out
 
 
 def _arrow_schema(profile: Profile) -> pa.Schema:
@@ -340,10 +407,12 @@ def _arrow_schema(profile: Profile) -> pa.Schema:
 
 
 def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard: int = 1_000_000,
-             overwrite: bool = False, source: dict | None = None, structure: str = "default", **overrides) -> dict:
+             overwrite: bool = False, source: dict | None = None, structure: str = "default",
+             planted: PlantedFactory | None = None, **overrides) -> dict:
     """Write a synthetic dataset folder (labels, features, p_true) and return its meta.json.
 
-    `structure` names the click model's mix (`synthetic_profiles.STRUCTURES`); `overrides` go over it.
+    `structure` names the click model's mix (`synthetic_profiles.get_structure`); `overrides` go over it;
+    `planted`: the factory of a planted structure's click model (`ctrnas.supernet.planted.PlantedClick`).
 
     Rows come in chunks of `chunk_rows`, chunk c drawn from SeedSequence(seed, spawn_key=(1, c)); a chunk is
     always drawn whole, so a dataset of N rows is the first N rows of any larger one with the same seed, and
@@ -355,22 +424,22 @@ def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard
         raise CtrnasError(f"synthetic: rows and seed must be >= 0, got rows={rows}, seed={seed}")
     overrides = {**structure_overrides(structure), **overrides}
     with folder_lock(out, "prepare synthetic"):
-        meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides, structure)
+        meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides, structure, planted)
         if source is not None:
             write_source(out, source)
         return meta
 
 
 def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int, overwrite: bool,
-              overrides: dict, structure: str = "default") -> dict:
+              overrides: dict, structure: str = "default", planted: PlantedFactory | None = None) -> dict:
     settings = make_settings(**overrides)
-    features, model = build(profile, seed, settings)
+    features, model = build(profile, seed, settings, planted)
     prof = features.profile
     schema = DatasetSchema("label", tuple(d.name for d in prof.dense),
                            tuple(SparseFeature(s.name, c) for s, c in zip(prof.sparse, features.cards)))
     arrow = _arrow_schema(prof)
     writer = DatasetWriter(out, arrow, rows_per_shard, overwrite)
-    moments = _Moments(COMPONENTS + ("logit",))
+    moments = _Moments(model.names + ("logit",))
     acc = {s: np.zeros(4) for s in SPLITS}  # rows, clicks, sum p_true, sum entropy
     bounds = np.cumsum(settings.split)[:-1]
     for c in range(math.ceil(rows / settings.chunk_rows)):
@@ -383,7 +452,7 @@ def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int
         split = np.searchsorted(bounds, rng.random(m), side="right")
         n = min(m, rows - c * m)
         ids, dense, label, split, logit = ids[:n], dense[:n], label[:n], split[:n], logit[:n]
-        moments.add([comps[k][:n] for k in COMPONENTS] + [logit])
+        moments.add([comps[k][:n] for k in model.names] + [logit])
         p, ent = expit(logit), binary_entropy_from_logit(logit)
         for si, s in enumerate(SPLITS):
             sel = np.flatnonzero(split == si)
@@ -396,33 +465,15 @@ def _generate(profile: str, rows: int, seed: int, out: Path, rows_per_shard: int
     var = moments.variance()
     total = var.pop("logit")
     names = [f.name for f in schema.sparse]
-    uses = model.fields_of()
-    carrying = sorted({f for fs in uses.values() for f in fs})
     meta = {
         "schema": schema.to_json(),
         "source": {"kind": "synthetic", "profile": profile, "rows": rows, "seed": seed,
                    **({"structure": structure} if structure != "default" else {})},
         "transforms": {"dense": "log1p", "missing_dense": 0.0, "missing_sparse_id": 0},
-        "settings": {**dataclasses.asdict(settings), "split": list(settings.split)},
+        "settings": _settings_record(settings),
         "splits": {s: {"ctr": float(a[1] / a[0]) if a[0] else None,
                        "mean_p_true": float(a[2] / a[0]) if a[0] else None} for s, a in acc.items()},
         "bayes_logloss": {s: (float(a[3] / a[0]) if a[0] else None) for s, a in acc.items()},
-        "click_model": {
-            "bias": float(model.bias),
-            "logit_variance": total,
-            "component_variance": var,
-            # shares need not sum to 1: components are not exactly uncorrelated
-            "variance_share": {k: (v / total if total > 0 else 0.0) for k, v in var.items()},
-            "pairs": [list(map(int, p)) for p in model.pairs],
-            "triples": [list(map(int, t)) for t in model.triples],
-            "mlp_fields": [int(f) for f in model.mlp_fields],
-            "gate": {"gate_field": model.gate_field, "gated_field": model.gated_field,
-                     "gate_dense": model.gate_dense},
-            "structure": structure,
-            # the sparse fields the label depends on (by name), and which components read each
-            "signal_fields": [names[f] for f in carrying],
-            "noise_fields": [n for f, n in enumerate(names) if f not in set(carrying)],
-            "component_fields": {c: [names[f] for f in fs] for c, fs in uses.items()},
-        },
+        "click_model": {**model.record(names, var, total), "structure": structure},
     }
     return writer.finish(meta)

@@ -145,3 +145,39 @@ STRUCTURES: dict[str, Structure] = {s.name: s for s in (
               "half the shape's fields carry signal (mostly first order, a few pairs); 20 extra fields of pure "
               "noise with 100k-id heavy-tailed vocabularies, and tables capped at 100k ids instead of 20k"),
 )}
+
+
+# `planted:SEED` / `planted-deep:SEED`: the logit is an arch of the search space with random weights, drawn
+# from SEED (`ctrnas.supernet.planted`); its depth class by name. The CTR is set, whatever the shape's.
+PLANTED = {"planted": "shallow", "planted-deep": "deep"}
+# the CTR, whatever the shape's; the logit's sd; embedding rows shrunk as (1 + rank / 10) ** -2 by frequency rank,
+# so the signal sits on ids seen often enough to learn (measured: at (1 + rank / 100) ** -1 and sd 2 the 300k-row
+# kdd2012 plant left every model, the plant itself too, about 0.10 above the Bayes optimum)
+PLANTED_SETTINGS = dict(ctr=0.25, planted_sd=3.0, tail_head=10, tail_decay=2.0)
+
+
+def planted_kind(name: str) -> tuple[str, int] | None:
+    """(depth class, seed) of a planted structure name ("planted-deep:3" -> ("deep", 3)), else None."""
+    kind, sep, seed = name.partition(":")
+    if sep and kind in PLANTED and seed.isdigit():
+        return PLANTED[kind], int(seed)
+    return None
+
+
+def get_structure(name: str) -> Structure | None:
+    """The structure called `name`: one of STRUCTURES or a planted one (`planted:SEED`, `planted-deep:SEED`)."""
+    if name in STRUCTURES:
+        return STRUCTURES[name]
+    planted = planted_kind(name)
+    if planted is None:
+        return None
+    depth, seed = planted
+    return Structure(name, _s(planted=depth, planted_seed=seed, **PLANTED_SETTINGS),
+                     "the planted arch itself (no hand design)",
+                     f"the logit is a {depth} arch of the search space drawn from seed {seed}, with random weights "
+                     "(ctrnas.supernet.planted)")
+
+
+def structure_names() -> str:
+    """The structure names for messages and help: the fixed ones and the planted forms."""
+    return ", ".join(STRUCTURES) + ", " + ", ".join(f"{k}:SEED" for k in PLANTED)

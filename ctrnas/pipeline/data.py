@@ -58,10 +58,11 @@ def prepare_data(recipe: Recipe) -> DataResult:
             # both record the folder's source themselves, last, under the folder's lock
             if d.synthetic is not None:
                 from ctrnas.data.synthetic import generate
+                from ctrnas.supernet.planted import PlantedClick
 
                 s = d.synthetic
                 generate(s.profile, s.rows, s.seed, path, overwrite=recipe.data.overwrite, source=source,
-                         structure=s.structure, **s.settings)
+                         structure=s.structure, planted=PlantedClick, **s.settings)
             else:
                 from ctrnas.data.prepare import prepare
 

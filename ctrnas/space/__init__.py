@@ -9,6 +9,7 @@ Public API (stable):
                             choice changes), `space.validate(arch)` (ArchValidationError names block/field)
   get_space(name | SpaceConfig | mapping) -> SearchSpace    names: see PRESETS
   OPS, op_spec(name)        the op table (ctrnas.space.ops): the one place an op is declared
+  edit_distance(src, dst)   the fewest `mutate` steps from `src` to `dst`'s network
 `rng` is always a `numpy.random.Generator`.
 """
 
@@ -16,6 +17,8 @@ from ctrnas.space.arch import Arch, BlockChoice, LiveParts
 from ctrnas.space.ops import OPS, OpSpec, dense_reads_sparse, is_binary, op_spec, ops_of_kind, reads_raw
 from ctrnas.space.config import MACRO_FIELDS, MICRO_FIELDS, PRESETS, SpaceConfig
 from ctrnas.space.space import SearchSpace, get_space
+from ctrnas.space.distance import edit_distance
 
 __all__ = ["Arch", "BlockChoice", "LiveParts", "SpaceConfig", "SearchSpace", "get_space", "PRESETS", "OPS", "OpSpec",
-           "op_spec", "ops_of_kind", "is_binary", "dense_reads_sparse", "reads_raw", "MACRO_FIELDS", "MICRO_FIELDS"]
+           "op_spec", "ops_of_kind", "is_binary", "dense_reads_sparse", "reads_raw", "MACRO_FIELDS", "MICRO_FIELDS",
+           "edit_distance"]
