@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ctrnas.pipeline.final.verdict import judge_seeds
-from ctrnas.pipeline.origin import origin
+from ctrnas.pipeline.origin import judge_seeds, origin
 from ctrnas.pipeline.results import FinalResult, TrainedModel
 from ctrnas.search.history import History, HistoryRecord
 from ctrnas.space import get_space

@@ -10,7 +10,7 @@ import statistics
 import pytest
 
 from ctrnas.pipeline.final import final_stage
-from ctrnas.pipeline.final.verdict import judge_seeds, verdict_line, words
+from ctrnas.pipeline.origin import judge_seeds, verdict_line, words
 from ctrnas.recipe import load_recipe
 from tests.helpers.chains import chain_arch, search_of
 

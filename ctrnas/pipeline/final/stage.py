@@ -174,8 +174,10 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         n = min(recipe.final.workers, len(whats))
         workers = workers_that_fit(recipe, data, template, todo, n) if todo else (n if in_workers(recipe, n) else 0)
         if workers:
-            return dataclasses.replace(final_in_workers(recipe, with_workers(quiet, workers), data, top, template,
-                                                        out_dir, progress, t0, jobs, search.history),
+            ran = with_workers(quiet, workers)
+            return dataclasses.replace(final_in_workers(recipe, ran, data, top, template, out_dir, progress, t0,
+                                                        jobs, search.history,
+                                                        verdict=verdict_for(ran, data, template, out_dir, progress)),
                                        continued=continued)
     # one bar for every training of the stage: the top-k, then the baselines
     bar = tqdm(total=len(top) + len(baseline_jobs(recipe)), desc="final stage (top-k + baselines)", unit="model",

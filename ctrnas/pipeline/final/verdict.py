@@ -15,45 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from pathlib import Path
 
-BEYOND = 2.0  # pair sds a margin must pass to be called a difference
+from ctrnas.pipeline.origin import judge_seeds
+
 VERDICT_DIR = "verdict"
-
-
-def words(margin: float, pair_sd: float) -> str:
-    """"better", "worse" or "level within noise" for a test log loss margin (export - rival)."""
-    if not math.isfinite(margin) or not math.isfinite(pair_sd):
-        return "not measured"
-    if margin < -BEYOND * pair_sd:
-        return "better"
-    if margin > BEYOND * pair_sd:
-        return "worse"
-    return "level within noise"
-
-
-def judge_seeds(export: list[float], rival: list[float]) -> dict:
-    """The verdict of test log losses per training seed (the same seeds for both, in order)."""
-    n = min(len(export), len(rival))
-    a, b = export[:n], rival[:n]
-    if n < 2 or not all(math.isfinite(x) for x in a + b):
-        return {"seeds": n, "margin": math.nan, "pair_sd": math.nan, "in_pair_sd": math.nan,
-                "words": "not measured"}
-    margin = statistics.fmean(a) - statistics.fmean(b)
-    pair = math.hypot(statistics.stdev(a), statistics.stdev(b))
-    return {"seeds": n, "margin": margin, "pair_sd": pair,
-            "in_pair_sd": margin / pair if pair > 0 else (0.0 if margin == 0 else math.copysign(math.inf, margin)),
-            "words": words(margin, pair)}
-
-
-def verdict_line(v: dict) -> str:
-    """The verdict as the origin line's last part."""
-    if v.get("words") == "not measured" or not math.isfinite(v.get("margin", math.nan)):
-        return f"verdict not measured ({v.get('why', 'one training seed')})"
-    return (f"verdict over {v['seeds']} training seeds: {v['words']} than {v['rival']} (test {v['margin']:+.5f}, "
-            f"{v['in_pair_sd']:+.1f} pair sd of {v['pair_sd']:.5f})").replace("level within noise than",
-                                                                               "level within noise with")
 
 
 def rival_of(best, candidates, baselines):

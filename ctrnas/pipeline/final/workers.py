@@ -92,7 +92,8 @@ def in_workers(recipe: Recipe, workers: int) -> bool:
     return recipe.execution.resolve(workers)[0] != "serial"
 
 
-def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders, history=None) -> FinalResult:
+def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, folders, history=None,
+                     verdict=None) -> FinalResult:
     """The final stage with its trainings spread over the executor of `quiet` (`final.workers` processes, or
     `execution`; as many as the memory allows, `ctrnas.pipeline.final.memory`); collected in job order, so
     the choice (ties: the earlier rank) and every number equal the serial run's."""
@@ -161,10 +162,8 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
         for stem in best_model.stems():
             stem.use_sparse_gradients(recipe.final_train.embedding_update == "sparse")
     del best_result
-    from ctrnas.pipeline.final.verdict import verdict_for
-
     return finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir, True, t0, None,
-                  history, verdict=verdict_for(quiet, data, template, out_dir, progress))
+                  history, verdict=verdict)
 
 
 def _state(result: dict, folder):
