@@ -48,6 +48,7 @@ from ctrnas.data.split import Splitter
 from ctrnas.data.vocab import Vocabulary
 from ctrnas.errors import CtrnasError, PathError
 from ctrnas.locks import folder_lock
+from ctrnas.safeload import check_regular
 
 __all__ = ["STAGING_GLOB", "dumps", "prepare", "summary"]  # summary lives in prepare_tally.py
 
@@ -66,10 +67,11 @@ def _check_inputs(kind: str, inputs: list[str], cfg: PrepareConfig) -> None:
     for p in inputs + [getattr(cfg, f) for f in fmt.input_fields if getattr(cfg, f)]:
         if Path(p).is_dir():
             raise PathError(p, f"is a folder; prepare {kind} --input takes raw data files")
-        if not Path(p).is_file():
+        if not Path(p).exists():
             raise PathError(p, "no such file")
         if not os.access(p, os.R_OK):
             raise PathError(p, "cannot read this input file: permission denied")
+        check_regular(p, "raw input file")  # a FIFO or a device (/dev/zero) would be read forever
 
 
 def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, overwrite: bool = False) -> dict:

@@ -25,6 +25,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.data.preprocess import Preprocess, has_labels
 from ctrnas.errors import CtrnasError, PathError
+from ctrnas.safeload import check_regular
 
 OUT_SCHEMA = [("file", pa.string()), ("line", pa.int64()), ("probability", pa.float32())]
 
@@ -143,6 +144,8 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     for p in inputs:
         if not Path(p).exists():
             raise PathError(p, "no such file or folder")
+        if not Path(p).is_dir():
+            check_regular(p, "input file")  # a FIFO or a device (/dev/zero) would be read forever
     out = Path(out)
     if out.is_dir():
         raise PathError(str(out), "is a folder; --out names the Parquet file to write")

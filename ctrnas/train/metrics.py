@@ -25,7 +25,6 @@ import math
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 
 
 @dataclass(frozen=True)
@@ -118,6 +117,8 @@ class StreamingMetrics:
             reason = f"AUC undefined: all {n} labels are {'0' if P == 0 else '1'} (a single-class split)"
             logging.getLogger(__name__).warning(reason)
         elif self._probs is not None:
+            from sklearn.metrics import roc_auc_score  # here: scikit-learn costs 100 MB to import
+
             auc, err = float(roc_auc_score(np.concatenate(self._labels), np.concatenate(self._probs))), 0.0
         else:
             auc, err = histogram_auc(self._pos, self._neg)
