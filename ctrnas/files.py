@@ -5,6 +5,7 @@ that `ctrnas.data.ownership` knows as transient."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +26,20 @@ def atomic_path(path: str | Path, suffix: str = "", fsync: bool = False) -> Iter
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+FULL = "no space left on the device (or quota reached); free some space and run the same command again"
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether `e` says a write failed for lack of space: an OSError's errno or message (pyarrow's name no
+    errno), or torch's zip writer's "file write failed"."""
+    if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
+        return True
+    text = str(e)
+    return isinstance(e, (OSError, RuntimeError)) and ("No space left" in text or "Disk quota exceeded" in text
+                                                       or "file write failed" in text)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -115,6 +115,16 @@ def is_own_name(rel: str) -> bool:
     return name in _OWN_NAMES or bool(_TRANSIENT.fullmatch(name))
 
 
+def remove_transient(out: Path) -> None:
+    """Delete the temp files a failed write left in `out` (its staging streams and .tmp files): names only a
+    ctrnas writer makes, so nothing of the user's."""
+    if not out.is_dir():
+        return
+    for rel in walk(out):
+        if is_transient(rel):
+            (out / rel).unlink(missing_ok=True)
+
+
 def refusal(folder: Path, foreign: list[str], flag: str) -> CtrnasError:
     """The error for a folder holding files ctrnas did not write."""
     more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""

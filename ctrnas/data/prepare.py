@@ -35,7 +35,7 @@ import pyarrow as pa
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import SPLITS, DatasetWriter, check_replaceable, raw_source, write_source
 from ctrnas.data.encoder import Encoder, sizes_by_data
-from ctrnas.data.ownership import REJECTS_FILE
+from ctrnas.data.ownership import REJECTS_FILE, remove_transient
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.prepare_passes import NoBar, accepted_batches, progress_bar, staged, unstaged, write_splits
 from ctrnas.data.prepare_tally import Tally, check_rows, summary, write_rejects
@@ -108,18 +108,6 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, o
 
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-
-
-def remove_transient(out: Path) -> None:
-    """Delete the temp files a failed write left in `out` (its staging streams and .tmp files): names only a
-    ctrnas writer makes (data/ownership.py), so nothing of the user's."""
-    from ctrnas.data.ownership import is_transient, walk
-
-    if not out.is_dir():
-        return
-    for rel in walk(out):
-        if is_transient(rel):
-            (out / rel).unlink(missing_ok=True)
 
 
 def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite: bool) -> dict:

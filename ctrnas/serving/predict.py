@@ -25,6 +25,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.data.preprocess import Preprocess, has_labels
 from ctrnas.errors import CtrnasError, PathError
+from ctrnas.files import FULL, disk_full
 from ctrnas.safeload import check_regular
 
 OUT_SCHEMA = [("file", pa.string()), ("line", pa.int64()), ("probability", pa.float32())]
@@ -208,6 +209,10 @@ def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, pro
                               f"e.g. {first.get('file')}, line {first.get('line')}: {first.get('reason')}): "
                               "not the model's format? nothing written")
         tmp.replace(out)
+    except (OSError, RuntimeError) as e:
+        if not disk_full(e):
+            raise
+        raise PathError(str(out), f"cannot write the predictions: {FULL}") from None
     finally:
         tmp.unlink(missing_ok=True)
     seconds = time.perf_counter() - t0
