@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from ctrnas.data.ownership import OPEN, claimed, is_own_name, walk, writer_inventory
+from ctrnas.data.ownership import OPEN, claimed, is_own_name, walk, writer_inventory  # noqa: F401 - OPEN: named here too
 from ctrnas.errors import CtrnasError
 
 RUN_FILES = ("summary.md", "metrics.json", "best_arch.json", "recipe.yaml", "environment.json")

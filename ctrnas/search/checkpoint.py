@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ctrnas.errors import CtrnasError
-from ctrnas.files import atomic_write_bytes
-from ctrnas.safeload import read_bytes
+from ctrnas.files import atomic_write_bytes, read_bytes
 
 FORMAT = "ctrnas-search-checkpoint/2"
 

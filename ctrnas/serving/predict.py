@@ -120,16 +120,19 @@ def _prepared_chunks(folder: Path, split: str, schema, bar):
     if schema is not None and load_schema(folder).sparse != schema.sparse:
         raise CtrnasError(f"{folder}: its fields or table sizes are not the model's: prepared from other data")
     schema = schema or load_schema(folder)
+    from ctrnas.safeload import parquet_errors, parquet_file
+
     for f in split_files(folder, split):
         first = 1
-        for b in pq.ParquetFile(f).iter_batches(batch_size=65536):
-            n = b.num_rows
-            dense = np.stack([b.column(c).to_numpy() for c in schema.dense], 1).astype(np.float32) \
-                if schema.dense else np.zeros((n, 0), np.float32)
-            ids = np.stack([b.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
-            bar.update(n)
-            yield f"{split}/{f.name}", np.arange(first, first + n), b.column("label").to_numpy(), dense, ids
-            first += n
+        with parquet_errors(f, "data shard"):  # a shard damaged past its footer
+            for b in parquet_file(f, "data shard").iter_batches(batch_size=65536):
+                n = b.num_rows
+                dense = np.stack([b.column(c).to_numpy() for c in schema.dense], 1).astype(np.float32) \
+                    if schema.dense else np.zeros((n, 0), np.float32)
+                ids = np.stack([b.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
+                bar.update(n)
+                yield f"{split}/{f.name}", np.arange(first, first + n), b.column("label").to_numpy(), dense, ids
+                first += n
 
 
 def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "test", data_dir=None,

@@ -155,10 +155,10 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
         metrics = train_and_test_distributed(model, data_dir, cfg, out, name, ShardingConfig(sharding),
                                              train_fraction=train_fraction, extra=extra, backend=dist_backend)
         if metrics is not None:  # rank 0: the gathered weights into a fresh, unsharded copy of the model
-            import torch
+            from ctrnas.safeload import load_weights_file
 
             fresh = build()
-            fresh.load_state_dict(torch.load(out / "model.pt", map_location="cpu", weights_only=True))
+            fresh.load_state_dict(load_weights_file(out / "model.pt", "model weights file"))
             save_trained(fresh, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
                          build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
         return metrics, out
