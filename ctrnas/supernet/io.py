@@ -203,7 +203,13 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
                           f"`ctrnas export --trained {beside} --out DIR`")
     ck = load_weights_file(path, "supernet checkpoint")
     if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
+        from ctrnas.supernet.sizes import check_card_sizes
+
         try:
+            state = ck["state_dict"]
+            # the sizes the file states, checked against its own tensors before the supernet is built
+            check_card_sizes(path, ck["schema"], ck["emb_dim"], ck["row_cap"], state if isinstance(state, dict) else {},
+                             path)
             space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
             net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"],
                            row_cap=ck["row_cap"])

@@ -235,3 +235,23 @@ def test_a_damaged_fitness_record_is_refused_and_kept(tmp_path):
     with pytest.raises(DamagedFile, match="not UTF-8.*delete it to start the search again"):
         _read_marker(tmp_path / "fitness.json")
     assert (tmp_path / "fitness.json").read_bytes() == NOT_UTF8
+
+
+def test_a_supernet_checkpoint_asking_for_a_huge_table_is_refused_before_it_is_built(folders, tmp_path):
+    """`ctrnas export --supernet` and a reused warm-up read the sizes a supernet file states: checked too."""
+    import torch
+
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.errors import CtrnasError
+    from ctrnas.supernet.fresh import build_supernet
+    from ctrnas.supernet.io import load_supernet, save_supernet
+
+    _, data, _, _ = folders
+    path = tmp_path / "supernet.pt"
+    save_supernet(build_supernet(load_schema(data), "ctrnas-small", seed=0, emb_dim=4), path)
+    assert load_supernet(path)[0].emb_dim == 4  # the real file loads
+    ck = torch.load(path, weights_only=True)
+    ck["schema"]["sparse"][0]["cardinality"] = 5 * 10**10
+    torch.save(ck, path)
+    with pytest.raises(CtrnasError, match="the weights' table"):
+        load_supernet(path)
