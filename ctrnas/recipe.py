@@ -28,8 +28,9 @@ Paths, since a recipe may come from someone else: `name` is a plain name (letter
 `+`; no separator, no leading dot). A recipe file run by `run`, `compare` or `study` (the one named and any it
 extends) writes only under the working folder: an `output`, or a `data.path` the run prepares (with
 `data.raw` or `data.synthetic`), outside it (absolute, or escaping with `..`) must be given on the command
-line (`--set output=PATH`, `--set data.path=PATH`); see `check_output`. `overwrite` and `data.overwrite` come from the command line or the recipe named on
-it, never from a file reached through `extends:` (a shared base cannot grant permission to replace).
+line (`--set output=PATH`, `--set data.path=PATH`); see `check_output`. `overwrite` and `data.overwrite` come
+from the command line or the recipe named on it, never from a file reached through `extends:` (a shared base
+cannot grant permission to replace).
 """
 
 from __future__ import annotations

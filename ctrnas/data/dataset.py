@@ -90,9 +90,11 @@ def differences(old, new, prefix: str = "") -> list[str]:
 
 def recorded_source(path: str | Path) -> dict | None:
     """The folder's source record in comparable form; None if missing or unreadable (treated as unknown)."""
+    from ctrnas.files import read_json
+
     try:
-        return normalize_source(json.loads((Path(path) / SOURCE_FILE).read_text()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return normalize_source(read_json(Path(path) / SOURCE_FILE, "source record"))
+    except (CtrnasError, KeyError, TypeError, AttributeError):
         return None
 
 

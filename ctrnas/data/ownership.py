@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ctrnas.errors import CtrnasError, PathError
-from ctrnas.files import atomic_write_text
+from ctrnas.files import atomic_write_text, read_json
 from ctrnas.locks import LOCK_FILE
 
 MANIFEST = "ctrnas-manifest.json"
@@ -40,9 +40,12 @@ _WRITES = re.compile(r"(meta\.json|rejects\.tsv|transform\.json|vocab\.parquet|(
 
 
 def _read_json(path: Path):
+    """A record of ctrnas's, None when missing or damaged (a FIFO there is refused, not waited on)."""
+    if not path.is_file():
+        return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json(path, "ctrnas record")
+    except CtrnasError:
         return None
 
 

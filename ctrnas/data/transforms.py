@@ -9,7 +9,8 @@ Categorical values become a uint64 *key* first, by the field's declared syntax:
   hex  value = int(s, 16) if s is 1-16 hex digits        (Criteo C1..C26: 8 hex digits)
   dec  value = int(s) if s is -?[0-9]{1,20} within [-2^63, 2^64), negative ones as 64-bit two's complement
 Any other string gets the 64-bit FNV-1a hash of its UTF-8 bytes as key (one longer than 4 KiB: BLAKE2b's 64
-bits, in linear time), so no categorical value is ever an error. Keys are exact (collision-free) for every well-formed value, which the vocabulary relies on.
+bits, in linear time), so no categorical value is ever an error. Keys are exact (collision-free) for every
+well-formed value, which the vocabulary relies on.
 
 Hash encoding (NASRec's modulo hashing, `x.fmod(num_embeddings-1)+1`): id = 1 + key mod (buckets - 1);
 id 0 is reserved for a missing value. NASRec additionally reduces Avazu/KDD values modulo 2^31-1 before

@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from ctrnas.data.ownership import OPEN, claimed, is_own_name, walk, writer_inventory  # noqa: F401 - OPEN: named here too
+from ctrnas.data.ownership import OPEN, claimed, is_own_name, walk, writer_inventory  # noqa: F401 (OPEN)
 from ctrnas.errors import CtrnasError
 
 RUN_FILES = ("summary.md", "metrics.json", "best_arch.json", "recipe.yaml", "environment.json")
@@ -33,9 +33,11 @@ def _written_by_a_run(rel: str) -> bool:
 
 def _legacy(folder: Path) -> bool:
     """A run folder from before manifests: its environment.json as ctrnas writes it."""
+    from ctrnas.files import read_json
+
     try:
-        env = json.loads((folder / "environment.json").read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        env = read_json(folder / "environment.json", "run's environment record")
+    except CtrnasError:
         return False
     return isinstance(env, dict) and "versions" in env
 

@@ -208,8 +208,7 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
         try:
             state = ck["state_dict"]
             # the sizes the file states, checked against its own tensors before the supernet is built
-            check_card_sizes(path, ck["schema"], ck["emb_dim"], ck["row_cap"], state if isinstance(state, dict) else {},
-                             path)
+            check_card_sizes(path, ck["schema"], ck["emb_dim"], ck["row_cap"], state, path)
             space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
             net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"],
                            row_cap=ck["row_cap"])

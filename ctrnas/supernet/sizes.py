@@ -32,6 +32,8 @@ def check_card_sizes(card_path: str | Path, schema_json, dim, row_cap, state: di
         fields = [(str(f["name"]), f["cardinality"]) for f in schema_json["sparse"]]
     except (KeyError, TypeError) as e:
         raise DamagedFile(card_path, f"its schema lists no sparse fields with names and cardinalities ({e})") from None
+    if not isinstance(state, dict):
+        raise DamagedFile(weights_path, "not a state_dict (tensors by name)")
     rows = {}
     for name, card in fields:
         if not _count(card, 0, ROW_LIMIT) and row_cap is None:
