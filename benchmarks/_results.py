@@ -53,8 +53,18 @@ def save(out: Path, name: str, obj) -> None:
 
 
 def load(out: Path, name: str):
+    """The cached results `name` under `out`, None if there are none; a damaged file stops the benchmark with
+    one line (ctrnas.safeload.read_json: not UTF-8, not JSON, not a regular file, too large)."""
+    from ctrnas.errors import CtrnasError
+    from ctrnas.safeload import read_json
+
     p = Path(out) / f"{name}.json"
-    return json.loads(p.read_text()) if p.exists() else None
+    if not p.exists() and not p.is_symlink():
+        return None
+    try:
+        return read_json(p, "benchmark cache")
+    except CtrnasError as e:
+        raise SystemExit(f"{e}; delete it to run its trainings again, or restore it") from None
 
 
 def assemble(folder: Path = HERE) -> str:

@@ -68,7 +68,7 @@ class Cache(suite.Cache):
 
     def __init__(self, args, name: str):
         self.folder, self.name = Path(args.out), name
-        self.data = _results.load(self.folder, self.name) or {}
+        self.data = self._load()
 
 
 def _suite_args(args, recipe: str = SUITE_RECIPE):

@@ -188,14 +188,21 @@ class Cache:
 
     def __init__(self, args, profile: str):
         self.folder, self.name = Path(args.out) / profile, "trainings"
-        self.data = _results.load(self.folder, self.name) or {}
+        self.data = self._load()
+
+    def _load(self) -> dict:
+        data = _results.load(self.folder, self.name)
+        if data is not None and not isinstance(data, dict):
+            raise SystemExit(f"damaged {self.folder / self.name}.json: not an object of training results; delete "
+                             "it to run its trainings again, or restore it")
+        return data or {}
 
     def get(self, key: str):
         return self.data.get(key)
 
     def put(self, key: str, value: dict) -> None:
         # re-read first: another process (baselines beside a search) may have added its own results since
-        self.data = {**(_results.load(self.folder, self.name) or {}), **self.data, key: value}
+        self.data = {**self._load(), **self.data, key: value}
         _results.save(self.folder, self.name, self.data)
 
 

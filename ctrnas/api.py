@@ -282,7 +282,7 @@ def train_model(data_dir: str | Path, cfg: TrainConfig, baseline: str | None = N
                 *, space: str | None = None, out_dir: str | Path | None = None, train_fraction: float | None = None,
                 layernorm: str | None = None, embedding_init: str | None = None, dense_init: str | None = None,
                 distributed: bool = False, sharding: str | None = None, dist_backend: str | None = None,
-                recipe: Recipe | str | Path | None = None) -> tuple[dict | None, Path]:
+                recipe: Recipe | str | Path | None = None, overwrite: bool = False) -> tuple[dict | None, Path]:
     """A baseline or an architecture trained from scratch (what `ctrnas train` does).
 
     Args:
@@ -298,6 +298,8 @@ def train_model(data_dir: str | Path, cfg: TrainConfig, baseline: str | None = N
         sharding, dist_backend: with `distributed`, as in `run`.
         recipe: a run's recipe: train as its final stage does (space, LayerNorm, inits, final.*_rows); give
             `cfg = train_config(recipe, final=True)`.
+        overwrite: write into an `out_dir` holding files ctrnas did not write (they stay; a file of yours
+            where ctrnas writes is refused even then).
 
     Returns:
         (metrics, results folder): metrics {"train", "val", "test": {"logloss", "auc", ...}}; None on the
@@ -314,15 +316,16 @@ def train_model(data_dir: str | Path, cfg: TrainConfig, baseline: str | None = N
     return _train_model(data_dir, cfg, baseline=baseline, arch=arch, space=space, out_dir=out_dir,
                         train_fraction=train_fraction, layernorm=layernorm, embedding_init=embedding_init,
                         dense_init=dense_init, distributed=distributed, sharding=sharding,
-                        dist_backend=dist_backend, recipe=recipe)
+                        dist_backend=dist_backend, recipe=recipe, overwrite=overwrite)
 
 
 def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,
-                    out_dir=None) -> WarmupResult:
-    """The run's warm-up stage outside a run: same seeded supernet, same `ctrnas-supernet/1` checkpoint."""
+                    out_dir=None, overwrite: bool = False) -> WarmupResult:
+    """The run's warm-up stage outside a run: same seeded supernet, same `ctrnas-supernet/1` checkpoint.
+    `overwrite`: write into an `out_dir` holding files ctrnas did not write (they stay)."""
     from ctrnas.pipeline.tasks import warmup_supernet as _warmup
 
-    return _warmup(data_dir, cfg, space, fraction, full_ratio, out_dir)
+    return _warmup(data_dir, cfg, space, fraction, full_ratio, out_dir, overwrite=overwrite)
 
 
 def score_arch(data_dir: str | Path, arch: str | Path, proxies: Sequence[str] = ("sigeo", "zico"),
@@ -365,7 +368,7 @@ def list_proxies() -> list[str]:
 def export_arch(arch: str | Path, out_dir: str | Path, *, supernet: str | Path | None = None,
                 data_dir: str | Path | None = None, space: str = "nasrec-full", emb_dim: int | None = None,
                 row_cap: int | None = None, init: str | None = None, seed: int = 0,
-                metrics_path: str | Path | None = None, torch_export: bool = False) -> dict:
+                metrics_path: str | Path | None = None, torch_export: bool = False, overwrite: bool = False) -> dict:
     """A standalone model folder of one architecture (`model.pt`, card, and the data's preprocessing).
 
     Args:
@@ -378,6 +381,7 @@ def export_arch(arch: str | Path, out_dir: str | Path, *, supernet: str | Path |
         seed: seed of fresh weights.
         metrics_path: a metrics JSON to record in the card.
         torch_export: also write `model.pt2` (torch.export).
+        overwrite: write into an `out_dir` holding files ctrnas did not write (they stay).
 
     Returns:
         The model card (arch_key, params_dense, params_embedding, flops_per_example, ...).
@@ -389,23 +393,25 @@ def export_arch(arch: str | Path, out_dir: str | Path, *, supernet: str | Path |
     from ctrnas.pipeline.tasks import export_arch as _export
 
     return _export(arch, out_dir, supernet=supernet, data_dir=data_dir, space=space, emb_dim=emb_dim,
-                   row_cap=row_cap, init=init, seed=seed, metrics_path=metrics_path, torch_export=torch_export)
+                   row_cap=row_cap, init=init, seed=seed, metrics_path=metrics_path, torch_export=torch_export,
+                   overwrite=overwrite)
 
 
-def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
+def export_trained(folder, out_dir, torch_export: bool = False, overwrite: bool = False) -> dict:
     """The model a `ctrnas train --out FOLDER` (or `train_model(out_dir=...)`) trained, as a model folder;
     the model card."""
     from ctrnas.pipeline.tasks import export_trained as _export
 
-    return _export(folder, out_dir, torch_export=torch_export)
+    return _export(folder, out_dir, torch_export=torch_export, overwrite=overwrite)
 
 
-def export_pick(run_dir: str | Path, pick: int, out_dir: str | Path, torch_export: bool = False) -> dict:
+def export_pick(run_dir: str | Path, pick: int, out_dir: str | Path, torch_export: bool = False,
+                overwrite: bool = False) -> dict:
     """Model `pick` of a run's front (its `front.json`: validation log loss against embedding bytes) as a
     model folder; the model card. The run must have kept the weights (`search.evolution.objective: front`)."""
     from ctrnas.pipeline.tasks import export_pick as _export
 
-    return _export(run_dir, pick, out_dir, torch_export=torch_export)
+    return _export(run_dir, pick, out_dir, torch_export=torch_export, overwrite=overwrite)
 
 
 def predict(model_dir: str | Path, data: Any, out: str | Path | None = None, *, kind: str | None = None,

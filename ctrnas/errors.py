@@ -56,6 +56,15 @@ class PathError(CtrnasError):
         super().__init__(f"{self.path}: {reason}")
 
 
+class DamagedFile(CtrnasError):
+    """A file ctrnas reads that cannot be decoded (not UTF-8, not JSON, not Parquet, not a torch file, nested
+    too deeply, over its size limit): "damaged FILE: reason"."""
+
+    def __init__(self, path, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"damaged {self.path}: {reason}")
+
+
 class FolderInUseError(CtrnasError):
     """Another ctrnas process holds the lock of an output folder."""
 

@@ -26,9 +26,11 @@ raises `RecipeError` naming the file and the dotted key.
 
 Paths, since a recipe may come from someone else: `name` is a plain name (letters, digits, `.`, `_`, `-`,
 `+`; no separator, no leading dot). A recipe file run by `run`, `compare` or `study` (the one named and any it
-extends) writes only under the working folder: an `output` outside it (absolute, or escaping with `..`)
-must be given on the command line (`--set output=PATH`); see `check_output`. `overwrite` and `data.overwrite` come from the command line or the recipe named on
-it, never from a file reached through `extends:` (a shared base cannot grant permission to replace).
+extends) writes only under the working folder: an `output`, or a `data.path` the run prepares (with
+`data.raw` or `data.synthetic`), outside it (absolute, or escaping with `..`) must be given on the command
+line (`--set output=PATH`, `--set data.path=PATH`); see `check_output`. `overwrite` and `data.overwrite` come
+from the command line or the recipe named on it, never from a file reached through `extends:` (a shared base
+cannot grant permission to replace).
 """
 
 from __future__ import annotations
@@ -434,14 +436,19 @@ def _read_with_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
 
 def check_output(recipe: "Recipe", source: str, overrides=()) -> None:
     """A recipe file run by a command that writes to its output (`run`, `compare`, `study`) writes only under
-    the working folder; elsewhere needs `--set output=...` (a recipe only read for settings is not checked)."""
-    if any(str(o).split("=", 1)[0].strip() == "output" for o in overrides):
-        return
-    out = os.path.abspath(recipe.output_dir)
-    if not Path(out).is_relative_to(os.getcwd()):
-        raise RecipeError(source, "output", f"{recipe.output!r} is outside the working folder ({os.getcwd()}); a "
-                          "recipe file writes only under it: give such an output on the command line "
-                          "(--set output=PATH)")
+    the working folder: its `output`, and its `data.path` when the run prepares the data there (`data.raw`,
+    `data.synthetic`); elsewhere needs `--set output=...` / `--set data.path=...` (a recipe only read for
+    settings is not checked, nor a `data.path` that is only read)."""
+    given = {str(o).split("=", 1)[0].strip() for o in overrides}
+    writes = [("output", recipe.output, recipe.output_dir)]
+    if recipe.data.path and (recipe.data.raw is not None or recipe.data.synthetic is not None):
+        writes.append(("data.path", recipe.data.path, Path(recipe.data.path)))
+    for key, value, path in writes:
+        if key in given or key.split(".")[0] in given:
+            continue
+        if not Path(os.path.abspath(path)).is_relative_to(os.getcwd()):
+            raise RecipeError(source, key, f"{value!r} is outside the working folder ({os.getcwd()}); a recipe file "
+                              f"writes only under it: give such a path on the command line (--set {key}=PATH)")
 
 
 def _resolve_space(data: dict, source: str) -> dict:

@@ -1,22 +1,57 @@
-"""Reading files that may come from someone else (a shared model folder, a run folder) without running code.
+"""Reading files that may come from someone else (a shared model folder, a run folder, a dataset) without
+running code, hanging or running out of memory.
 
-Every weights file ctrnas reads goes through `load_weights_file`: `torch.load(weights_only=True)`, which
-accepts tensors and plain values (dicts, lists, numbers, strings) and refuses anything else, and turns
-every failure into one CtrnasError line (torch's own message suggests turning that check off, which
-ctrnas never does). Metadata is JSON. tests/security/ plants code in each such file and checks it never runs.
+One reader for every file ctrnas loads:
+- `regular_file` opens it without blocking and checks it is a regular file (not a FIFO, a device such as
+  /dev/zero, a folder; a symlink counts as what it points to) under a size limit (it and `read_json` live in
+  ctrnas.files, which imports no torch, so that the search may use them);
+- `read_json` (metadata), `parquet_file` / `parquet_errors` (vocabularies, shards) and `load_weights_file`
+  (`torch.load(weights_only=True)`, which accepts tensors and plain values and refuses anything else) decode it
+  and turn every decode failure into one `DamagedFile` line, "damaged FILE: reason".
+tests/security/ plants code, FIFOs, devices and damaged bytes in each such file.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Iterator
 
-from ctrnas.errors import CtrnasError
+from ctrnas.errors import CtrnasError, DamagedFile
+# the readers of plain files live in ctrnas.files (no torch: the search imports them); named here too
+from ctrnas.files import (JSON_LIMIT, check_regular, decode_json, one_line, read_bytes, read_json,  # noqa: F401
+                          regular_file)
 
 
-def one_line(e: BaseException) -> str:
-    """The first non-empty line of an exception's message (torch's are often several lines long)."""
-    lines = [s.strip() for s in str(e).splitlines() if s.strip()]
-    return lines[0] if lines else type(e).__name__
+@contextlib.contextmanager
+def parquet_errors(path: str | Path, what: str) -> Iterator[None]:
+    """pyarrow's failures on a damaged Parquet file inside the block as one DamagedFile line."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, OSError, ValueError, EOFError) as e:  # ArrowInvalid is a ValueError
+        if isinstance(e, OSError) and e.errno is not None:
+            raise  # a real I/O error (a full disk, a lost mount): not the file's fault
+        raise DamagedFile(path, f"not a readable Parquet file ({one_line(e)}); the {what} is Parquet") from None
+
+
+def parquet_file(path: str | Path, what: str):
+    """`pyarrow.parquet.ParquetFile` of a regular file; a damaged one is one DamagedFile line."""
+    import pyarrow.parquet as pq
+
+    check_regular(path, what)
+    with parquet_errors(path, what):
+        return pq.ParquetFile(path)
+
+
+def read_parquet(path: str | Path, what: str, **kw):
+    """`pyarrow.parquet.read_table` of a regular file; a damaged one is one DamagedFile line."""
+    import pyarrow.parquet as pq
+
+    check_regular(path, what)
+    with parquet_errors(path, what):
+        return pq.read_table(path, **kw)
 
 
 def load_weights_file(path: str | Path, what: str, mmap: bool = False):
@@ -27,8 +62,7 @@ def load_weights_file(path: str | Path, what: str, mmap: bool = False):
     import torch
 
     path = Path(path)
-    if not path.is_file():
-        raise CtrnasError(f"{path}: {what} missing or not a file")
+    check_regular(path, what)
     try:
         with warnings.catch_warnings():  # torch warns about a plain pickle's protocol before refusing it
             warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
@@ -36,9 +70,11 @@ def load_weights_file(path: str | Path, what: str, mmap: bool = False):
     except pickle.UnpicklingError:
         raise CtrnasError(f"{path}: not a {what} ctrnas can open safely: it holds objects other than tensors "
                           "and plain values, and ctrnas never unpickles code") from None
+    except RecursionError:
+        raise DamagedFile(path, f"nested too deeply to be a {what}") from None
     except (OSError, RuntimeError, EOFError, ValueError, TypeError, KeyError, AttributeError,
             IndexError, UnicodeDecodeError) as e:
-        raise CtrnasError(f"{path}: cannot read {what} (damaged, or not a torch file): {one_line(e)}") from None
+        raise DamagedFile(path, f"cannot read the {what} (not a torch file): {one_line(e)}") from None
 
 
 def save_weights_file(obj, path: str | Path, what: str) -> None:

@@ -58,6 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     except CtrnasError as e:
         print(f"ctrnas {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except (OSError, RuntimeError) as e:  # a full disk under a writer that does not name it itself
+        from ctrnas.files import FULL, disk_full
+
+        if not disk_full(e):
+            raise
+        where = getattr(e, "filename", None)
+        print(f"ctrnas {args.command}: error: {f'{where}: ' if where else ''}cannot write: {FULL}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         how = "stopped by SIGTERM" if signum == signal.SIGTERM else "interrupted"

@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pick", type=int, default=None, help="with --run: the front's model number (front.json, "
                    "summary.md; 0 = the fewest embedding bytes)")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into an --out folder holding files ctrnas did not write (they are left in place; "
+                        "a file of yours where ctrnas writes is refused even then)")
     p.add_argument("--supernet", help="supernet checkpoint to inherit weights from: a ctrnas-supernet/1 file, "
                    "or a bare state_dict (then --data and --space say its shapes)")
     p.add_argument("--data", help="prepared dataset folder (meta.json gives the schema): needed without "
@@ -52,14 +55,16 @@ def _run(args) -> int:
     if args.run:
         if args.pick is None:
             raise CtrnasError("--run needs --pick N (the front's model numbers are in front.json)")
-        card = api.export_pick(args.run, args.pick, args.out, torch_export=args.torch_export)
+        card = api.export_pick(args.run, args.pick, args.out, torch_export=args.torch_export,
+                                overwrite=args.overwrite)
         print(f"exported front pick {args.pick} ({card.get('arch_key') or card.get('baseline')}) to {args.out}: "
               f"{card['params_embedding'] * 4 / 1e6:.2f} MB of embedding tables")
         return 0
     if args.pick is not None:
         raise CtrnasError("--pick goes with --run")
     if args.trained:
-        card = api.export_trained(args.trained, args.out, torch_export=args.torch_export)
+        card = api.export_trained(args.trained, args.out, torch_export=args.torch_export,
+                                  overwrite=args.overwrite)
         what = card.get("arch_key") or card.get("baseline")
         print(f"exported {what} to {args.out}: {card['params_dense']:,} dense + {card['params_embedding']:,} "
               "embedding params")
@@ -67,7 +72,8 @@ def _run(args) -> int:
 
     card = api.export_arch(args.arch, args.out, supernet=args.supernet, data_dir=args.data, space=args.space,
                            emb_dim=args.emb_dim, row_cap=args.row_cap, init=args.init, seed=args.seed,
-                           metrics_path=args.metrics, torch_export=args.torch_export)
+                           metrics_path=args.metrics, torch_export=args.torch_export,
+                           overwrite=args.overwrite)
     print(f"exported {card['arch_key']} to {args.out}: {card['params_dense']:,} dense params, "
           f"{card['flops_per_example']:,} FLOPs/example")
     return 0

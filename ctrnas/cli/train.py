@@ -27,6 +27,9 @@ def train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=int,
                    help="also checkpoint every N steps, so an interrupted run resumes mid-epoch (default: end only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into an --out folder holding files ctrnas did not write (they are left in place; "
+                        "a file of yours where ctrnas writes is refused even then)")
     add_device_arg(p)
 
 
@@ -93,7 +96,8 @@ def _run_train(args) -> int:
                              out_dir=args.out, train_fraction=args.train_fraction, layernorm=args.layernorm,
                              embedding_init=args.embedding_init, dense_init=args.dense_init,
                              distributed=args.distributed,
-                             sharding=sharding_from_args(args), dist_backend=args.dist_backend, recipe=args.recipe)
+                             sharding=sharding_from_args(args), dist_backend=args.dist_backend, recipe=args.recipe,
+                             overwrite=args.overwrite)
     if m is not None:  # under torchrun, rank 0 only
         _print_metrics(m, out)
     return 0

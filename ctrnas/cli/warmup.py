@@ -29,7 +29,8 @@ def _run_warmup(args) -> int:
     check_exist(args.recipe)
     from ctrnas import api
 
-    warm = api.warmup_supernet(args.data, train_config(args), args.space, args.fraction, args.full_ratio, args.out)
+    warm = api.warmup_supernet(args.data, train_config(args), args.space, args.fraction, args.full_ratio, args.out,
+                                overwrite=args.overwrite)
     s = warm.summary
     print(f"warm-up {args.fraction:g} of the train split: {s['steps']} steps, {s['rows']} rows "
           f"({s.get('full_supernet_steps', 0)} full-supernet steps) in {s['seconds']:.1f} s; "

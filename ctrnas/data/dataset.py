@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from ctrnas.data import ownership
 from ctrnas.data.ownership import META, SOURCE_FILE, SPLITS
 from ctrnas.data.schema import DatasetSchema
-from ctrnas.errors import CtrnasError
+from ctrnas.errors import CtrnasError, DamagedFile
 from ctrnas.files import atomic_write_text
 
 FORMAT = "ctrnas-dataset/1"
@@ -91,9 +91,11 @@ def differences(old, new, prefix: str = "") -> list[str]:
 
 def recorded_source(path: str | Path) -> dict | None:
     """The folder's source record in comparable form; None if missing or unreadable (treated as unknown)."""
+    from ctrnas.files import read_json
+
     try:
-        return normalize_source(json.loads((Path(path) / SOURCE_FILE).read_text()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return normalize_source(read_json(Path(path) / SOURCE_FILE, "source record"))
+    except (CtrnasError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -237,7 +239,11 @@ def read_meta(data_dir: str | Path) -> dict:
     if not p.exists():
         raise CtrnasError(f"{data_dir}: no meta.json: not a prepared dataset, or its preparation did not "
                           "finish (re-run `ctrnas prepare`)")
-    meta = json.loads(p.read_text())
+    from ctrnas.safeload import read_json
+
+    meta = read_json(p, "dataset's meta.json")
+    if not isinstance(meta, dict):
+        raise DamagedFile(p, "not a JSON object; a dataset's meta.json is one")
     if meta.get("format") != FORMAT:
         raise CtrnasError(f"{p}: format {meta.get('format')!r}, expected {FORMAT!r}")
     return meta

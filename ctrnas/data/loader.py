@@ -31,6 +31,7 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from ctrnas.data.dataset import read_meta, require_rows, split_files
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
+from ctrnas.safeload import parquet_errors, parquet_file
 
 _READ_ROWS = 65_536  # pyarrow record batch size when streaming a row group
 _SLAB_ROWS = 32_768  # rows per message from a window to the consumer (one shared-memory transfer per slab)
@@ -59,7 +60,7 @@ def _select(files: list[Path], offset: int, n: int) -> list[_Piece]:
     out, start, stop = [], offset, offset + n
     pos = 0
     for fi, f in enumerate(files):
-        md = pq.ParquetFile(f).metadata
+        md = parquet_file(f, "data shard").metadata
         for rg in range(md.num_row_groups):
             m = md.row_group(rg).num_rows
             lo, hi = max(start, pos), min(stop, pos + m)
@@ -101,7 +102,7 @@ class CtrBatchLoader:
         self.window = max(1, shuffle_buffer // batch_size) * batch_size
         self.columns = [self.schema.label, *self.schema.dense, *self.schema.sparse_names]
         if with_p_true:
-            if self.files and "p_true" not in pq.ParquetFile(self.files[0]).schema_arrow.names:
+            if self.files and "p_true" not in parquet_file(self.files[0], "data shard").schema_arrow.names:
                 raise CtrnasError(f"{data_dir}: with_p_true needs a 'p_true' column (synthetic data only)")
             self.columns.append("p_true")
         self.pieces = _select(self.files, offset, n)
@@ -220,16 +221,17 @@ def _read(ld: CtrBatchLoader, pieces: list[_Piece], start: int, stop: int):
                 break
             continue
         lo, hi = p.lo + (a - (pos - size)), p.lo + (z - (pos - size))  # rows within the row group
-        pf = handles.get(p.file) or handles.setdefault(p.file, pq.ParquetFile(ld.files[p.file]))
+        pf = handles.get(p.file) or handles.setdefault(p.file, parquet_file(ld.files[p.file], "data shard"))
         at = 0
-        for rb in pf.iter_batches(batch_size=_READ_ROWS, row_groups=[p.row_group], columns=ld.columns):
-            r0, r1 = max(lo, at), min(hi, at + rb.num_rows)
-            if r0 < r1:
-                yield [rb.column(i).to_numpy(zero_copy_only=False)[r0 - at: r1 - at]
-                       for i in range(rb.num_columns)]
-            at += rb.num_rows
-            if at >= hi:
-                break
+        with parquet_errors(ld.files[p.file], "data shard"):  # a page damaged past its footer
+            for rb in pf.iter_batches(batch_size=_READ_ROWS, row_groups=[p.row_group], columns=ld.columns):
+                r0, r1 = max(lo, at), min(hi, at + rb.num_rows)
+                if r0 < r1:
+                    yield [rb.column(i).to_numpy(zero_copy_only=False)[r0 - at: r1 - at]
+                           for i in range(rb.num_columns)]
+                at += rb.num_rows
+                if at >= hi:
+                    break
 
 
 class _Rows:

@@ -6,20 +6,26 @@ wrote. Re-preparing removes only listed files; anything else in the folder (a fi
 subfolder) makes the writer refuse unless told to overwrite, and even then it is left in place. Folders
 written before manifests existed are recognised by their meta.json (the shards it lists are ctrnas's).
 
+The same rule for every other folder a command writes (a run's, a model's, a warm-up's): `claimed` marks
+the manifest open with the files that were there before, so a writer killed at any point leaves a manifest
+by which everything else is its own; at the end it lists what is there, less those files.
+
 Also here: the check that a complete folder made from another source is not replaced silently, shared by
 `ctrnas prepare` and a recipe's data stage so both say the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import threading
 from pathlib import Path
+from typing import Callable, Iterator
 
 from ctrnas.errors import CtrnasError, PathError
-from ctrnas.files import atomic_write_text
+from ctrnas.files import atomic_write_text, read_json
 from ctrnas.locks import LOCK_FILE
 
 MANIFEST = "ctrnas-manifest.json"
@@ -34,9 +40,12 @@ _WRITES = re.compile(r"(meta\.json|rejects\.tsv|transform\.json|vocab\.parquet|(
 
 
 def _read_json(path: Path):
+    """A record of ctrnas's, None when missing or damaged (a FIFO there is refused, not waited on)."""
+    if not path.is_file():
+        return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json(path, "ctrnas record")
+    except CtrnasError:
         return None
 
 
@@ -109,6 +118,16 @@ def is_own_name(rel: str) -> bool:
     return name in _OWN_NAMES or bool(_TRANSIENT.fullmatch(name))
 
 
+def remove_transient(out: Path) -> None:
+    """Delete the temp files a failed write left in `out` (its staging streams and .tmp files): names only a
+    ctrnas writer makes, so nothing of the user's."""
+    if not out.is_dir():
+        return
+    for rel in walk(out):
+        if is_transient(rel):
+            (out / rel).unlink(missing_ok=True)
+
+
 def refusal(folder: Path, foreign: list[str], flag: str) -> CtrnasError:
     """The error for a folder holding files ctrnas did not write."""
     more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
@@ -172,3 +191,109 @@ class Manifest:
         text = json.dumps({"format": MANIFEST_FORMAT, "files": sorted(self.files - {MANIFEST}), **self.extra},
                           indent=1)
         atomic_write_text(self.folder / MANIFEST, text)
+
+
+OPEN = "open_since"  # manifest key while a writer writes: the files that were not ours when it began
+
+
+def _manifest(folder: Path) -> dict | None:
+    man = _read_json(folder / MANIFEST)
+    return man if isinstance(man, dict) and man.get("format") == MANIFEST_FORMAT else None
+
+
+def writer_inventory(folder: Path, writes: Callable[[str], bool], legacy: Callable[[Path], bool] | None = None,
+                     skip=frozenset()) -> tuple[list[str], list[str]]:
+    """(ours, foreign) files under a folder a command writes, by its manifest; without one, a folder
+    `legacy` recognises (written before manifests existed) owns what `writes` names. Subfolders in `skip`
+    (relative paths with their own rules) are in neither."""
+    files = [f for f in walk(folder, skip) if not f.endswith("/")]
+    man = _manifest(folder)
+    if man is not None and isinstance(man.get(OPEN), list):  # a writer stopped while writing
+        before = set(man[OPEN])
+        return [f for f in files if f not in before], [f for f in files if f in before]
+    if man is not None:
+        listed = {str(f) for f in man.get("files", [])}
+        mine = lambda f: f in listed or is_own_name(f)  # noqa: E731
+    elif legacy is not None and legacy(folder):
+        mine = lambda f: writes(f) or is_own_name(f)  # noqa: E731
+    else:
+        mine = is_own_name
+    return [f for f in files if mine(f)], [f for f in files if not mine(f)]
+
+
+def check_claim(folder: Path, overwrite: bool, flag: str, writes: Callable[[str], bool],
+                legacy: Callable[[Path], bool] | None = None, skip=frozenset(),
+                writer: str = "this command") -> tuple[list[str], list[str]]:
+    """The refusals of `claimed`, nothing written; (ours, foreign) when the folder may be written."""
+    if not folder.is_dir():
+        return [], []
+    ours, foreign = writer_inventory(folder, writes, legacy, skip)
+    if foreign and not overwrite:
+        raise refusal(folder, foreign, flag)
+    clash = [f for f in foreign if writes(f)]
+    if clash:
+        raise CtrnasError(f"{folder / clash[0]}: not written by ctrnas, and {writer} writes there; move it "
+                          "away (ctrnas never replaces files it did not write)")
+    return ours, foreign
+
+
+@contextlib.contextmanager
+def claimed(folder: str | Path, overwrite: bool, flag: str, writes: Callable[[str], bool],
+            legacy: Callable[[Path], bool] | None = None, skip=frozenset(),
+            writer: str = "this command") -> Iterator[None]:
+    """Claim a folder a command writes (call with its lock held) for the duration of the block: refused when
+    it holds files ctrnas did not write, unless `overwrite`; even then a file of the user's where the writer
+    writes (`writes`: a relative path -> whether this writer may create it) is refused and kept."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ours, foreign = check_claim(folder, overwrite, flag, writes, legacy, skip, writer)
+    manifest = Manifest(folder, ours, extra={OPEN: sorted(foreign)})
+    try:
+        yield
+    finally:
+        left = set(foreign)
+        manifest.extra = {}
+        manifest.reset([f for f in walk(folder, skip) if not (f.endswith("/") or f in left or is_own_name(f))])
+
+
+# what a model folder's writers create (ctrnas.supernet.io, ctrnas.train.baselines.folder, `ctrnas train`'s
+# trainer and results, ctrnas.data.preprocess), and a warm-up folder's (the pipeline's warm-up stage)
+MODEL_WRITES = frozenset({"model.pt", "model.pt2", "dense_part.pt", "dense_part.pt2", "arch.json", "model_card.json",
+                          "model_card.md", "transform.json", "vocab.parquet", "metrics.json", "checkpoint.pt"})
+WARMUP_WRITES = frozenset({"supernet.pt", "warmup.json"})
+WARMUP_DIRS = ("trainer",)
+
+
+def model_writes(rel: str) -> bool:
+    return rel in MODEL_WRITES
+
+
+def warmup_writes(rel: str) -> bool:
+    return rel in WARMUP_WRITES or rel.split("/", 1)[0] in WARMUP_DIRS
+
+
+def _has_json(name: str, key: str) -> Callable[[Path], bool]:
+    def legacy(folder: Path) -> bool:
+        record = _read_json(folder / name)
+        return isinstance(record, dict) and key in record
+    return legacy
+
+
+# folders written before manifests existed: a model card / warm-up record as ctrnas writes them
+legacy_model_folder = _has_json("model_card.json", "versions")
+legacy_warmup_folder = _has_json("warmup.json", "fingerprint")
+
+
+def model_folder(folder: str | Path, overwrite: bool) -> contextlib.AbstractContextManager:
+    """`claimed` for a model folder (`ctrnas train --out`, `ctrnas export --out`)."""
+    return claimed(folder, overwrite, "--overwrite", model_writes, legacy_model_folder)
+
+
+def check_model_folder(folder: str | Path, overwrite: bool) -> None:
+    """The refusals of `model_folder` alone (a sharded training's ranks, which share no lock)."""
+    check_claim(Path(folder), overwrite, "--overwrite", model_writes, legacy_model_folder)
+
+
+def warmup_folder(folder: str | Path, overwrite: bool) -> contextlib.AbstractContextManager:
+    """`claimed` for a warm-up folder (`ctrnas warmup --out`)."""
+    return claimed(folder, overwrite, "--overwrite", warmup_writes, legacy_warmup_folder)

@@ -35,7 +35,7 @@ import pyarrow as pa
 from ctrnas.config import to_dict
 from ctrnas.data.dataset import SPLITS, DatasetWriter, check_replaceable, raw_source, write_source
 from ctrnas.data.encoder import Encoder, sizes_by_data
-from ctrnas.data.ownership import REJECTS_FILE
+from ctrnas.data.ownership import REJECTS_FILE, remove_transient
 from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.prepare_passes import NoBar, accepted_batches, progress_bar, staged, unstaged, write_splits
 from ctrnas.data.prepare_tally import Tally, check_rows, summary, write_rejects
@@ -48,6 +48,7 @@ from ctrnas.data.split import Splitter
 from ctrnas.data.vocab import Vocabulary
 from ctrnas.errors import CtrnasError, PathError
 from ctrnas.locks import folder_lock
+from ctrnas.safeload import check_regular
 
 __all__ = ["STAGING_GLOB", "dumps", "prepare", "summary"]  # summary lives in prepare_tally.py
 
@@ -66,10 +67,11 @@ def _check_inputs(kind: str, inputs: list[str], cfg: PrepareConfig) -> None:
     for p in inputs + [getattr(cfg, f) for f in fmt.input_fields if getattr(cfg, f)]:
         if Path(p).is_dir():
             raise PathError(p, f"is a folder; prepare {kind} --input takes raw data files")
-        if not Path(p).is_file():
+        if not Path(p).exists():
             raise PathError(p, "no such file")
         if not os.access(p, os.R_OK):
             raise PathError(p, "cannot read this input file: permission denied")
+        check_regular(p, "raw input file")  # a FIFO or a device (/dev/zero) would be read forever
 
 
 def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, overwrite: bool = False) -> dict:
@@ -112,18 +114,6 @@ def prepare(kind: str, inputs: list[str], out: str | Path, cfg: PrepareConfig, o
 
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-
-
-def remove_transient(out: Path) -> None:
-    """Delete the temp files a failed write left in `out` (its staging streams and .tmp files): names only a
-    ctrnas writer makes (data/ownership.py), so nothing of the user's."""
-    from ctrnas.data.ownership import is_transient, walk
-
-    if not out.is_dir():
-        return
-    for rel in walk(out):
-        if is_transient(rel):
-            (out / rel).unlink(missing_ok=True)
 
 
 def _prepare(reader, inputs: list[str], out: Path, cfg: PrepareConfig, overwrite: bool) -> dict:

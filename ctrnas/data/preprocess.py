@@ -25,8 +25,9 @@ from ctrnas.data.prepare_config import PrepareConfig
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.data.transforms import dense_transform, hash_ids
 from ctrnas.data.vocab import Vocabulary
-from ctrnas.errors import CtrnasError
+from ctrnas.errors import CtrnasError, DamagedFile
 from ctrnas.files import atomic_path, atomic_write_text
+from ctrnas.safeload import one_line, read_json, read_parquet
 
 TRANSFORM_FORMAT = "ctrnas-transform/1"
 TRANSFORM_FILE, VOCAB_FILE = "transform.json", "vocab.parquet"
@@ -133,20 +134,22 @@ class Preprocess:
         if not path.is_file():
             raise CtrnasError(f"{folder}: no {TRANSFORM_FILE} (the preprocessing of the data the model was "
                               "trained on); export with --data DIR, or prepare the data again with this ctrnas")
-        try:
-            d = json.loads(path.read_text())
-        except ValueError as e:
-            raise CtrnasError(f"{path}: not valid JSON: {e}") from None
+        d = read_json(path, "preprocessing file")
+        if not isinstance(d, dict):
+            raise DamagedFile(path, "not a JSON object; the preprocessing file is one")
         if d.get("format") != TRANSFORM_FORMAT:
             raise CtrnasError(f"{path}: format {d.get('format')!r}, expected {TRANSFORM_FORMAT!r}")
         settings = from_dict(PrepareConfig, d["settings"], source=str(path), prefix="settings.")
         schema = DatasetSchema.from_json({"label": d["label"], "dense": d["dense"], "sparse": d["sparse"]})
         vocabs = []
         if any(f["encoding"] in ("vocab", "hash+rows") for f in d["sparse"]):
-            t = pq.read_table(folder / VOCAB_FILE)
-            field = np.asarray(t.column("field").combine_chunks().indices)
-            names = t.column("field").combine_chunks().dictionary.to_pylist()
-            keys, ids = t.column("key").to_numpy(), t.column("id").to_numpy()
+            t = read_parquet(folder / VOCAB_FILE, "vocabulary file")
+            try:
+                field = np.asarray(t.column("field").combine_chunks().indices)
+                names = t.column("field").combine_chunks().dictionary.to_pylist()
+                keys, ids = t.column("key").to_numpy(), t.column("id").to_numpy()
+            except (KeyError, AttributeError, ValueError, TypeError) as e:
+                raise DamagedFile(folder / VOCAB_FILE, f"not a ctrnas vocabulary ({one_line(e)})") from None
             for f in d["sparse"]:
                 if f["encoding"] == "hash":
                     vocabs.append(None)

@@ -38,6 +38,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -46,10 +47,10 @@ from scipy.special import expit
 
 from ctrnas.data.dataset import SPLITS, DatasetWriter, write_source
 from ctrnas.data.schema import DatasetSchema, SparseFeature
-from typing import Callable, Protocol
-
+from ctrnas.data.ownership import remove_transient
 from ctrnas.data.synthetic_profiles import PROFILES, Profile, SparseSpec, get_structure, structure_names
-from ctrnas.errors import CtrnasError, RecipeError
+from ctrnas.errors import CtrnasError, PathError, RecipeError
+from ctrnas.files import FULL, disk_full
 from ctrnas.locks import folder_lock
 
 COMPONENTS = ("first_order", "dense", "pairwise", "triple", "mlp", "gate", "bilinear", "dense_cat", "dense_product",
@@ -424,9 +425,15 @@ def generate(profile: str, rows: int, seed: int, out: str | Path, rows_per_shard
         raise CtrnasError(f"synthetic: rows and seed must be >= 0, got rows={rows}, seed={seed}")
     overrides = {**structure_overrides(structure), **overrides}
     with folder_lock(out, "prepare synthetic"):
-        meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides, structure, planted)
-        if source is not None:
-            write_source(out, source)
+        try:
+            meta = _generate(profile, rows, seed, Path(out), rows_per_shard, overwrite, overrides, structure, planted)
+            if source is not None:
+                write_source(out, source)
+        except (OSError, RuntimeError) as e:
+            if not disk_full(e):
+                raise
+            remove_transient(Path(out))  # the temp files of the write that failed (names only ctrnas makes)
+            raise PathError(getattr(e, "filename", None) or out, f"cannot write the dataset: {FULL}") from None
         return meta
 
 

@@ -8,8 +8,9 @@ Dense (NASRec, AutoCTR and BARS conventions; docs/nasrec.md, Data), missing -> 0
 Categorical values become a uint64 *key* first, by the field's declared syntax:
   hex  value = int(s, 16) if s is 1-16 hex digits        (Criteo C1..C26: 8 hex digits)
   dec  value = int(s) if s is -?[0-9]{1,20} within [-2^63, 2^64), negative ones as 64-bit two's complement
-Any other string gets the 64-bit FNV-1a hash of its UTF-8 bytes as key, so no categorical value is ever an
-error. Keys are exact (collision-free) for every well-formed value, which the vocabulary relies on.
+Any other string gets the 64-bit FNV-1a hash of its UTF-8 bytes as key (one longer than 4 KiB: BLAKE2b's 64
+bits, in linear time), so no categorical value is ever an error. Keys are exact (collision-free) for every
+well-formed value, which the vocabulary relies on.
 
 Hash encoding (NASRec's modulo hashing, `x.fmod(num_embeddings-1)+1`): id = 1 + key mod (buckets - 1);
 id 0 is reserved for a missing value. NASRec additionally reduces Avazu/KDD values modulo 2^31-1 before
@@ -17,6 +18,8 @@ this step; we do not (statistically the same, and Criteo, its main benchmark, is
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +29,7 @@ DENSE_TRANSFORMS = ("log1p", "log_square", "none")
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
+LONG_VALUE = 4096  # bytes: a longer categorical value is hashed with BLAKE2b (see `fnv1a64`)
 
 _NIBBLE = np.full(256, 255, dtype=np.uint8)
 for _c in b"0123456789":
@@ -69,13 +73,25 @@ def _string_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def fnv1a64(arr: pa.Array) -> np.ndarray:
-    """64-bit FNV-1a hash of each string's UTF-8 bytes (vectorised over strings, one pass per byte position)."""
+    """64-bit FNV-1a hash of each string's UTF-8 bytes, in time linear in their total length: the strings
+    sorted longest first, so the ones still going at byte position p are a prefix of them (one vectorised step
+    per position). FNV-1a goes one byte after another, so a value longer than `LONG_VALUE` bytes (a damaged
+    row, not a category) gets BLAKE2b's 64 bits instead: one C pass over its bytes."""
     data, starts, lengths = _string_parts(arr)
     h = np.full(len(starts), _FNV_OFFSET, dtype=np.uint64)
-    maxlen = int(lengths.max()) if len(lengths) else 0
-    for p in range(maxlen):
-        idx = np.flatnonzero(lengths > p)
-        h[idx] = (h[idx] ^ data[starts[idx] + p].astype(np.uint64)) * _FNV_PRIME
+    for i in np.flatnonzero(lengths > LONG_VALUE):
+        s, n = int(starts[i]), int(lengths[i])
+        h[i] = np.uint64(int.from_bytes(hashlib.blake2b(data[s:s + n].tobytes(), digest_size=8).digest(), "little"))
+    short = np.flatnonzero((lengths > 0) & (lengths <= LONG_VALUE))
+    if len(short) == 0:
+        return h
+    order = short[np.argsort(-lengths[short], kind="stable")]
+    lens, first, hs = lengths[order], starts[order], h[order]
+    ascending = lens[::-1]
+    for p in range(int(lens[0])):
+        k = len(lens) - int(np.searchsorted(ascending, p, side="right"))  # strings longer than p
+        hs[:k] = (hs[:k] ^ data[first[:k] + p].astype(np.uint64)) * _FNV_PRIME
+    h[order] = hs
     return h
 
 

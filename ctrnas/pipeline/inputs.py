@@ -4,7 +4,6 @@ space, and a space given as a preset name, a YAML file or a run's recipe."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from ctrnas.errors import ArchValidationError, CtrnasError
@@ -29,17 +28,10 @@ def space_spec(value):
 
 
 def read_json(path: str | Path, what: str):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except IsADirectoryError:
-        raise CtrnasError(f"{path}: is a folder; give the {what} JSON file") from None
-    except OSError as e:
-        raise CtrnasError(f"{path}: cannot read {what}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise CtrnasError(f"{path}: {what} is not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise CtrnasError(f"{path}: {what} is not valid JSON: {e}") from None
+    """A JSON file given as input (ctrnas.safeload.read_json: a regular file, a size limit, one-line errors)."""
+    from ctrnas.safeload import read_json as read
+
+    return read(path, what)
 
 
 def read_arch(path: str | Path, space=None):

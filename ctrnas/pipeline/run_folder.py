@@ -18,22 +18,13 @@ import json
 import os
 from pathlib import Path
 
-from ctrnas.data.ownership import MANIFEST, MANIFEST_FORMAT, Manifest, is_own_name, refusal, walk
+from ctrnas.data.ownership import OPEN, claimed, is_own_name, walk, writer_inventory  # noqa: F401 (OPEN)
 from ctrnas.errors import CtrnasError
 
-OPEN = "open_since"  # manifest key while a run writes: the files that were not ours when it began
 RUN_FILES = ("summary.md", "metrics.json", "best_arch.json", "recipe.yaml", "environment.json")
 RUN_DIRS = ("warmup", "search", "final", "model", "plots", "data")
 OTHER_VERBS = ("compare", "study")  # what `ctrnas compare` / `ctrnas study` write beside a run, with their own rules
 FLAG = "--set overwrite=true (in a recipe: overwrite: true)"
-
-
-def _manifest(folder: Path) -> dict | None:
-    try:
-        man = json.loads((folder / MANIFEST).read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return man if isinstance(man, dict) and man.get("format") == MANIFEST_FORMAT else None
 
 
 def _written_by_a_run(rel: str) -> bool:
@@ -42,9 +33,11 @@ def _written_by_a_run(rel: str) -> bool:
 
 def _legacy(folder: Path) -> bool:
     """A run folder from before manifests: its environment.json as ctrnas writes it."""
+    from ctrnas.files import read_json
+
     try:
-        env = json.loads((folder / "environment.json").read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        env = read_json(folder / "environment.json", "run's environment record")
+    except CtrnasError:
         return False
     return isinstance(env, dict) and "versions" in env
 
@@ -53,22 +46,9 @@ def inventory(folder: Path, skip=frozenset()) -> tuple[list[str], list[str]]:
     """(ours, foreign) files under a run folder; subfolders in `skip` (its data folder, which has its own
     manifest) are in neither."""
     skip = set(skip) | {d for d in OTHER_VERBS if (folder / d).is_dir()}
-    files = [f for f in walk(folder, skip) if not f.endswith("/")]
-    man = _manifest(folder)
-    if man is not None and isinstance(man.get(OPEN), list):  # a run stopped while writing
-        before = set(man[OPEN])
-        return [f for f in files if f not in before], [f for f in files if f in before]
-    if man is not None:
-        listed = {str(f) for f in man.get("files", [])}
-        mine = lambda f: f in listed or is_own_name(f)  # noqa: E731
-    elif _legacy(folder):
-        mine = lambda f: _written_by_a_run(f) or is_own_name(f)  # noqa: E731
-    else:
-        mine = is_own_name
-    return [f for f in files if mine(f)], [f for f in files if not mine(f)]
+    return writer_inventory(folder, _written_by_a_run, _legacy, skip)
 
 
-@contextlib.contextmanager
 def run_folder(folder: str | Path, overwrite: bool = False, data_dir: str | Path | None = None):
     """Claim a run's output folder (call with its lock held) for the duration of the block."""
     folder = Path(folder)
@@ -78,20 +58,7 @@ def run_folder(folder: str | Path, overwrite: bool = False, data_dir: str | Path
         if not rel.startswith(".."):
             skip.add(rel)
     skip |= {d for d in OTHER_VERBS if (folder / d).is_dir()}
-    ours, foreign = inventory(folder, skip)
-    if foreign and not overwrite:
-        raise refusal(folder, foreign, FLAG)
-    clash = [f for f in foreign if _written_by_a_run(f)]
-    if clash:
-        raise CtrnasError(f"{folder / clash[0]}: not written by ctrnas, and a run writes there; move it away "
-                          "(ctrnas never replaces files it did not write)")
-    manifest = Manifest(folder, ours, extra={OPEN: sorted(foreign)})
-    try:
-        yield
-    finally:
-        left = set(foreign)
-        manifest.extra = {}
-        manifest.reset([f for f in walk(folder, skip) if not (f.endswith("/") or f in left or is_own_name(f))])
+    return claimed(folder, overwrite, FLAG, _written_by_a_run, _legacy, skip, writer="a run")
 
 
 # settings that change how a run goes, not what it finds: a re-run may change them freely

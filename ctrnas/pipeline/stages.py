@@ -9,12 +9,14 @@ from pathlib import Path
 
 
 from ctrnas.config import to_dict
+from ctrnas.errors import CtrnasError
 from ctrnas.files import atomic_write_text
 from ctrnas.pipeline.data import warmup_rows
 from ctrnas.pipeline.fitness.build import (bytes_counter, make_fitness, resolve_warmup, resource_counters,
                                            short_training_fingerprint, warmup_fingerprint)
 from ctrnas.pipeline.results import DataResult, SearchStageResult, WarmupResult
 from ctrnas.recipe import Recipe
+from ctrnas.safeload import read_json
 from ctrnas.space import get_space
 
 
@@ -45,8 +47,8 @@ def warmup_stage(recipe: Recipe, data: DataResult, out_dir: Path | None = None) 
         ckpt, done = out_dir / "supernet.pt", out_dir / "warmup.json"
         if ckpt.exists() and done.exists():
             try:
-                record = json.loads(done.read_text())
-            except (OSError, ValueError):  # damaged: warm up again (the files are rewritten at the end)
+                record = read_json(done, "warm-up record")
+            except CtrnasError:  # damaged: warm up again (the files are rewritten at the end)
                 record = None
             if isinstance(record, dict) and record.get("fingerprint") == json.loads(json.dumps(fingerprint)):
                 supernet, _ = load_supernet(ckpt)
@@ -150,7 +152,7 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         # changed warm-up, proxy or data never continues an old search.
         marker = Path(out_dir) / "fitness.json"
         fp = json.loads(json.dumps(fp))
-        stale = not marker.exists() or json.loads(marker.read_text()) != fp
+        stale = not marker.exists() or _read_marker(marker) != fp
         if ckpt.exists() and stale:
             ckpt.unlink()
         if stale:  # prefix-rung trainings of another setting (ctrnas wrote them) must not be continued
@@ -167,6 +169,16 @@ def search_stage(recipe: Recipe, data: DataResult, warm: WarmupResult, out_dir: 
         keep = out.retrained(recipe.top_k, recipe.search.evolution.lineages)
         remove_prefixes(Path(out_dir), keep={r.key for r in keep})
     return out
+
+
+def _read_marker(marker: Path):
+    """The fitness record of a search folder; a damaged one is refused (deleting it starts the search again)."""
+    from ctrnas.errors import DamagedFile
+
+    try:
+        return read_json(marker, "search's fitness record")
+    except DamagedFile as e:
+        raise DamagedFile(marker, f"{e.reason}; delete it to start the search again") from None
 
 
 def remove_prefixes(search_dir: Path, keep) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ctrnas.errors import CtrnasError
-from ctrnas.files import atomic_write_bytes
+from ctrnas.files import atomic_write_bytes, read_bytes
 
 FORMAT = "ctrnas-search-checkpoint/2"
 
@@ -97,6 +97,15 @@ def _decode(x: Any, modules: frozenset[str] = frozenset()) -> Any:
     return {k: _decode(v, modules) for k, v in x.items()}
 
 
+def _short(x: Any, limit: int = 300) -> str:
+    """repr of `x` cut to `limit` characters (a fingerprint from a file may be huge or nested too deeply)."""
+    try:
+        text = repr(x)
+    except RecursionError:
+        return "(nested too deeply)"
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
 def _bad(x: Any) -> Any:
     raise ValueError(f"bad value {x!r}")
 
@@ -118,25 +127,28 @@ def load_checkpoint(path: str | Path, fingerprint: dict[str, Any],
     decoding its state; `modules`: modules besides ctrnas's whose dataclasses it may hold (the space's)."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read().decode("utf-8"))
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read search checkpoint: {e.strerror or e}") from None
-    except ValueError:
-        raise CheckpointError(f"{path}: not a ctrnas search checkpoint (not JSON; a checkpoint of an older "
+        doc = json.loads(read_bytes(path, "search checkpoint").decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deeply
+        raise CheckpointError(f"damaged {path}: not a ctrnas search checkpoint (not JSON; a checkpoint of an older "
                               "ctrnas is a pickle, which is never loaded: delete it to search again)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a ctrnas search checkpoint (expected format {FORMAT!r})")
     mine = json.loads(json.dumps(fingerprint, default=str))
-    if doc.get("fingerprint") != mine:
+    try:
+        same = doc.get("fingerprint") == mine
+    except RecursionError:
+        same = False
+    if not same:
         raise CheckpointError(
             f"{path}: checkpoint was written by a different search setup "
-            f"({doc.get('fingerprint')!r} != {mine!r}); delete it or use another path"
+            f"({_short(doc.get('fingerprint'))} != {_short(mine)}); delete it or use another path"
         )
     try:
         state = _decode(doc.get("state"), frozenset(modules))
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise CheckpointError(f"{path}: damaged search checkpoint: {e}") from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: damaged search checkpoint: nested too deeply") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: damaged search checkpoint: no state")
     return {"fingerprint": fingerprint, **state}

@@ -159,8 +159,10 @@ class History:
         def num(v: Any) -> float:
             return math.nan if v is None else float(v)
 
+        from ctrnas.files import read_json
+
         records = []
-        for d in json.loads(Path(path).read_text()):
+        for d in read_json(path, "search history"):
             d["terms"] = {k: num(v) for k, v in d["terms"].items()}
             for name in ("value", "params", "flops", "time_s"):
                 d[name] = num(d[name])

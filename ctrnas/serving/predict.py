@@ -25,6 +25,8 @@ from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.data.preprocess import Preprocess, has_labels
 from ctrnas.errors import CtrnasError, PathError
+from ctrnas.files import FULL, disk_full
+from ctrnas.safeload import check_regular
 
 OUT_SCHEMA = [("file", pa.string()), ("line", pa.int64()), ("probability", pa.float32())]
 
@@ -120,16 +122,19 @@ def _prepared_chunks(folder: Path, split: str, schema, bar):
     if schema is not None and load_schema(folder).sparse != schema.sparse:
         raise CtrnasError(f"{folder}: its fields or table sizes are not the model's: prepared from other data")
     schema = schema or load_schema(folder)
+    from ctrnas.safeload import parquet_errors, parquet_file
+
     for f in split_files(folder, split):
         first = 1
-        for b in pq.ParquetFile(f).iter_batches(batch_size=65536):
-            n = b.num_rows
-            dense = np.stack([b.column(c).to_numpy() for c in schema.dense], 1).astype(np.float32) \
-                if schema.dense else np.zeros((n, 0), np.float32)
-            ids = np.stack([b.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
-            bar.update(n)
-            yield f"{split}/{f.name}", np.arange(first, first + n), b.column("label").to_numpy(), dense, ids
-            first += n
+        with parquet_errors(f, "data shard"):  # a shard damaged past its footer
+            for b in parquet_file(f, "data shard").iter_batches(batch_size=65536):
+                n = b.num_rows
+                dense = np.stack([b.column(c).to_numpy() for c in schema.dense], 1).astype(np.float32) \
+                    if schema.dense else np.zeros((n, 0), np.float32)
+                ids = np.stack([b.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
+                bar.update(n)
+                yield f"{split}/{f.name}", np.arange(first, first + n), b.column("label").to_numpy(), dense, ids
+                first += n
 
 
 def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "test", data_dir=None,
@@ -146,6 +151,8 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     for p in inputs:
         if not Path(p).exists():
             raise PathError(p, "no such file or folder")
+        if not Path(p).is_dir():
+            check_regular(p, "input file")  # a FIFO or a device (/dev/zero) would be read forever
     out = Path(out)
     if out.is_dir():
         raise PathError(str(out), "is a folder; --out names the Parquet file to write")
@@ -208,6 +215,10 @@ def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, pro
                               f"e.g. {first.get('file')}, line {first.get('line')}: {first.get('reason')}): "
                               "not the model's format? nothing written")
         tmp.replace(out)
+    except (OSError, RuntimeError) as e:
+        if not disk_full(e):
+            raise
+        raise PathError(str(out), f"cannot write the predictions: {FULL}") from None
     finally:
         tmp.unlink(missing_ok=True)
     seconds = time.perf_counter() - t0

@@ -132,18 +132,16 @@ def load_exported(folder: str | Path):
     unpickled, and every problem is one CtrnasError line."""
     from ctrnas.config import from_dict
     from ctrnas.data.schema import DatasetSchema
-    from ctrnas.safeload import load_weights_file, one_line
+    from ctrnas.safeload import load_weights_file, one_line, read_json
     from ctrnas.space import Arch, SpaceConfig
     from ctrnas.supernet.export import export
+    from ctrnas.supernet.sizes import check_card_sizes
 
     folder = Path(folder)
     card_path = folder / "model_card.json"
-    try:
-        card = json.loads(card_path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise CtrnasError(f"{folder}: not a complete ctrnas export (model_card.json missing)") from None
-    except (OSError, ValueError) as e:
-        raise CtrnasError(f"{card_path}: cannot read the model card: {one_line(e)}") from None
+    if not card_path.exists() and not card_path.is_symlink():
+        raise CtrnasError(f"{folder}: not a complete ctrnas export (model_card.json missing)")
+    card = read_json(card_path, "model card")
     if not isinstance(card, dict):
         raise CtrnasError(f"{card_path}: not a ctrnas model card (not a JSON object)")
     if card.get("kind") == "baseline":
@@ -153,17 +151,19 @@ def load_exported(folder: str | Path):
         raise CtrnasError(f"{card_path}: not a {EXPORT_FORMAT} model folder (format {card.get('format')!r}; "
                           "an export of an older ctrnas holds a pickled module, which is never loaded: export "
                           "the model again)")
+    state = load_weights_file(folder / "model.pt", "model weights file", mmap=True)  # shapes, no copy yet
+    check_card_sizes(card_path, card.get("schema"), card.get("emb_dim"), card.get("row_cap"), state,
+                     folder / "model.pt")
     try:
         schema = DatasetSchema.from_json(card["schema"])
         space = from_dict(SpaceConfig, card["space"], source=str(card_path), prefix="space.")
-        arch = Arch.from_json(json.loads((folder / "arch.json").read_bytes().decode("utf-8")))
+        arch = Arch.from_json(read_json(folder / "arch.json", "architecture"))
         supernet = build_supernet(schema, space, seed=0, emb_dim=card["emb_dim"], row_cap=card["row_cap"])
         model = export(supernet, arch, copy_stem=False)
     except CtrnasError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise CtrnasError(f"{folder}: damaged model folder (model_card.json or arch.json): {one_line(e)}") from None
-    state = load_weights_file(folder / "model.pt", "model weights file")
     try:
         model.load_state_dict(state)
     except (RuntimeError, TypeError, AttributeError) as e:
@@ -211,7 +211,12 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
                           f"`ctrnas export --trained {beside} --out DIR`")
     ck = load_weights_file(path, "supernet checkpoint")
     if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
+        from ctrnas.supernet.sizes import check_card_sizes
+
         try:
+            state = ck["state_dict"]
+            # the sizes the file states, checked against its own tensors before the supernet is built
+            check_card_sizes(path, ck["schema"], ck["emb_dim"], ck["row_cap"], state, path)
             space_cfg = from_dict(SpaceConfig, ck["space"], source=str(path), prefix="space.")
             net = Supernet(DatasetSchema.from_json(ck["schema"]), space_cfg, emb_dim=ck["emb_dim"],
                            row_cap=ck["row_cap"])

@@ -7,7 +7,8 @@ and `labels` (CIFAR-10) or `fine_labels` / `coarse_labels` (CIFAR-100).
 
 The python release is a pickle by design, the one pickle ctrnas ever reads (tests/security lists it): only
 from the folder the user names (`--data`; the default is an `.npz` sample, read with numpy's pickle-free
-`np.load`). Unpickling runs whatever the file says: use a copy downloaded from the dataset's site.
+`np.load`), and with an unpickler that builds nothing but what a CIFAR batch holds (dicts, lists, strings,
+numbers and numpy arrays): a file that names any other class or function is refused, so it cannot run code.
 """
 
 from __future__ import annotations
@@ -43,13 +44,36 @@ class CifarSplit:
         return CifarSplit(self.images[:n], self.labels[:n])
 
 
+# the only globals a CIFAR batch's pickle names: numpy's array reconstructors (numpy 1 and 2 spellings) and
+# the codec Python 3 uses for bytes in protocol 2; none of them runs code of the file's choosing
+_CIFAR_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+}
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """Builds dicts, lists, strings, numbers and numpy arrays only: any other global is refused."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _CIFAR_GLOBALS:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which a CIFAR batch never holds (refused: "
+                                         "unpickling it could run code)")
+        return super().find_class(module, name)
+
+
 def _read_pickle(path: Path) -> dict:
     if not path.exists():
         raise DataFormatError(str(path), None, None, "file not found")
+    from ctrnas.safeload import regular_file
+
     try:
-        with path.open("rb") as f:
-            # pickle-ok: the CIFAR python release is a pickle by design; only from the path the user names
-            d = pickle.load(f, encoding="bytes")
+        with open(regular_file(path, "CIFAR batch"), "rb") as f:
+            # pickle-ok: the CIFAR python release is a pickle by design; only from the path the user names,
+            # and only numpy arrays and plain values (_CifarUnpickler)
+            d = _CifarUnpickler(f, encoding="bytes").load()
     except Exception as e:  # a truncated or foreign file: report it as a data error, one line
         raise DataFormatError(str(path), None, None, f"not a CIFAR pickle ({type(e).__name__}: {e})") from None
     if not isinstance(d, dict):

@@ -58,3 +58,15 @@ def criteo_lines(n: int, seed: int = 0) -> list[str]:
         sparse = ["" if rng.random() < 0.1 else f"{int(rng.integers(0, 2**32)):08x}" for _ in range(26)]
         out.append("\t".join([str(int(rng.random() < 0.3))] + dense + sparse))
     return out
+
+
+def as_ctrnas_wrote(folder: Path, *files: str) -> None:
+    """List `files` in `folder`'s ownership manifest, as in a folder ctrnas wrote and someone then handed on
+    (whoever hands a folder on controls its manifest too), so the command reads them instead of refusing the
+    folder as holding files ctrnas did not write."""
+    import json
+
+    from ctrnas.data.ownership import MANIFEST, MANIFEST_FORMAT
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MANIFEST).write_text(json.dumps({"format": MANIFEST_FORMAT, "files": sorted(files)}))

@@ -12,7 +12,7 @@ import torch
 
 from ctrnas.cli import main
 from ctrnas.errors import CtrnasError
-from tests.helpers.security import one_line_error
+from tests.helpers.security import as_ctrnas_wrote, one_line_error
 
 
 def run(capsys, *argv) -> str:
@@ -69,16 +69,18 @@ def test_train_never_unpickles_its_resume_checkpoint(data_dir, plant, tmp_path, 
         plant.raw_pickle(out / "checkpoint.pt")
     else:
         plant.torch_file(out / "checkpoint.pt", lambda p: {"format": "ctrnas-checkpoint/1", "model": {}, "config": p})
+    as_ctrnas_wrote(out, "checkpoint.pt")
     line = run(capsys, "train", "--data", data_dir, "--baseline", "lr", "--out", out, "--no-progress")
-    assert not plant.ran() and "checkpoint.pt" in line and "weights_only" not in line
+    assert not plant.ran() and "checkpoint.pt" in line and "weights_only" not in line and "did not write" not in line
 
 
 def test_warmup_never_unpickles_its_trainer_checkpoint(data_dir, plant, tmp_path, capsys):
     out = tmp_path / "W"
     plant.torch_file(out / "trainer" / "checkpoint.pt")
+    as_ctrnas_wrote(out, "trainer/checkpoint.pt")
     line = run(capsys, "warmup", "--data", data_dir, "--space", "nasrec-small", "--fraction", "0.1", "--out", out,
                "--no-progress")
-    assert not plant.ran() and "trainer/checkpoint.pt" in line
+    assert not plant.ran() and "trainer/checkpoint.pt" in line and "did not write" not in line
 
 
 def test_warmup_never_unpickles_a_reused_supernet(data_dir, plant, tmp_path, capsys):
@@ -169,8 +171,9 @@ def test_corrupt_or_foreign_checkpoints_are_one_line_errors(data_dir, tmp_path, 
                     "config": cfg}, path)
     else:
         path.write_bytes(content)
+    as_ctrnas_wrote(out, "checkpoint.pt")
     line = run(capsys, "train", "--data", data_dir, "--baseline", "lr", "--out", out, "--no-progress")
-    assert "checkpoint.pt" in line and "weights_only" not in line
+    assert "checkpoint.pt" in line and "weights_only" not in line and "did not write" not in line
 
 
 def test_the_vision_harness_files_refuse_the_payload(plant, tmp_path):
@@ -231,6 +234,7 @@ def test_the_real_command_line_prints_one_line(data_dir, plant, tmp_path):
 
     root = Path(__file__).resolve().parents[2]
     plant.raw_pickle(tmp_path / "O" / "checkpoint.pt")  # a plain pickle: torch warns about its protocol first
+    as_ctrnas_wrote(tmp_path / "O", "checkpoint.pt")
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     p = subprocess.run([sys.executable, "-m", "ctrnas", "train", "--data", str(data_dir), "--baseline", "lr",
                         "--out", str(tmp_path / "O"), "--no-progress"], env=env, capture_output=True, text=True,

@@ -76,9 +76,12 @@ def probe_fields(recipe: Recipe, data: DataResult, template, arch, fields, out_d
     settings = json.loads(json.dumps(settings, default=str))
     path = Path(out_dir) / FILE if out_dir is not None else None
     if path is not None and path.exists():
+        from ctrnas.errors import CtrnasError
+        from ctrnas.safeload import read_json
+
         try:
-            old = json.loads(path.read_text())
-        except (OSError, ValueError):
+            old = read_json(path, "field importance record")
+        except CtrnasError:  # damaged: measured again and rewritten
             old = None
         if isinstance(old, dict) and old.get("settings") == settings:
             return old

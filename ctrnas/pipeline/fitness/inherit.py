@@ -191,7 +191,12 @@ class InheritedTrainingFitness:
             return parent
         line = self.folder(parent) / LINE
         if line.is_file():
-            root = json.loads(line.read_text())["root"]
+            from ctrnas.safeload import read_json
+
+            record = read_json(line, "lineage record")
+            root = record.get("root") if isinstance(record, dict) else None
+            if not isinstance(root, str):
+                return None
             if (self.folder(root) / GRAFT).is_file():
                 return root
         return None

@@ -4,15 +4,27 @@ checkpoint or drawn fresh from a seed, and the raw-row preprocessing beside it; 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from ctrnas.errors import CtrnasError
 from ctrnas.pipeline.inputs import check_arch, read_arch, read_json, space_spec
 
 
+@contextlib.contextmanager
+def _writing(out_dir, overwrite: bool):
+    """The model folder locked and claimed (ctrnas.data.ownership): refused when it holds files ctrnas did
+    not write, unless `overwrite`, which still never replaces one."""
+    from ctrnas.data.ownership import model_folder
+    from ctrnas.locks import folder_lock
+
+    with folder_lock(out_dir, "export"), model_folder(out_dir, overwrite):
+        yield
+
+
 def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir=None, space="nasrec-full",
                 emb_dim: int | None = None, row_cap: int | None = None, init: str | None = None, seed: int = 0,
-                metrics_path=None, torch_export: bool = False) -> dict:
+                metrics_path=None, torch_export: bool = False, overwrite: bool = False) -> dict:
     """A standalone model folder of one architecture (inherited weights from a supernet checkpoint, or fresh
     ones from `seed`); returns the model card."""
     from ctrnas.data.dataset import load_schema
@@ -34,14 +46,15 @@ def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir
     check_arch(arch_path, arch, net.space)
     metrics = read_json(metrics_path, "metrics") if metrics_path else None
     model = export(net, arch, init=init, seed=seed)
-    if data_dir:
-        from ctrnas.data.preprocess import copy_preprocess
+    with _writing(out_dir, overwrite):
+        if data_dir:
+            from ctrnas.data.preprocess import copy_preprocess
 
-        copy_preprocess(data_dir, out_dir)  # the raw-row preprocessing travels with the model
-    return save_exported(model, out_dir, init=init, metrics=metrics, source=source, torch_export=torch_export)
+            copy_preprocess(data_dir, out_dir)  # the raw-row preprocessing travels with the model
+        return save_exported(model, out_dir, init=init, metrics=metrics, source=source, torch_export=torch_export)
 
 
-def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
+def export_trained(folder, out_dir, torch_export: bool = False, overwrite: bool = False) -> dict:
     """A `ctrnas train` folder (a complete model folder since `save_trained`) exported again into `out_dir`:
     the same files, re-written from the trained module; returns the model card."""
     from ctrnas.data.preprocess import copy_preprocess
@@ -63,22 +76,23 @@ def export_trained(folder, out_dir, torch_export: bool = False) -> dict:
         raise CtrnasError(f"{out_dir}: is the trained folder itself; give another --out")
     card = read_json(folder / "model_card.json", "model card")
     model = load_baseline(folder) or load_exported(folder)  # rebuilt from the card, then weights only
-    copy_preprocess(folder, out_dir)
     source = f"{folder} (ctrnas train)"
-    if card.get("kind") == "baseline":
-        from ctrnas.data.schema import DatasetSchema
-        from ctrnas.train.baselines.folder import save_baseline
+    with _writing(out_dir, overwrite):
+        copy_preprocess(folder, out_dir)
+        if card.get("kind") == "baseline":
+            from ctrnas.data.schema import DatasetSchema
+            from ctrnas.train.baselines.folder import save_baseline
 
-        schema = DatasetSchema.from_json(card["schema"]) if card.get("schema") else None
-        return save_baseline(model, out_dir, card["baseline"], card.get("metrics") or {}, schema,
-                             build=card.get("build"), label=card.get("label"))
-    from ctrnas.supernet.io import save_exported
+            schema = DatasetSchema.from_json(card["schema"]) if card.get("schema") else None
+            return save_baseline(model, out_dir, card["baseline"], card.get("metrics") or {}, schema,
+                                 build=card.get("build"), label=card.get("label"))
+        from ctrnas.supernet.io import save_exported
 
-    return save_exported(model, out_dir, init=card.get("init", "fresh+trained"), metrics=card.get("metrics"),
-                         source=source, torch_export=torch_export)
+        return save_exported(model, out_dir, init=card.get("init", "fresh+trained"), metrics=card.get("metrics"),
+                             source=source, torch_export=torch_export)
 
 
-def export_pick(run_dir, pick: int, out_dir, torch_export: bool = False) -> dict:
+def export_pick(run_dir, pick: int, out_dir, torch_export: bool = False, overwrite: bool = False) -> dict:
     """Model `pick` of a run's front (`front.json`, `ctrnas.pipeline.front`) as a model folder, from the weights
     its final stage kept; returns the model card."""
     import math
@@ -109,19 +123,20 @@ def export_pick(run_dir, pick: int, out_dir, torch_export: bool = False) -> dict
         raise CtrnasError(f"{job.dir}: the weights of {row['label']} were not kept (the final stage keeps every "
                           "model's weights only with search.evolution.objective: front)")
     model = reload_job(recipe, quiet, data, final_template(recipe, data, None), what, job)
-    copy_preprocess(recipe.data_dir, out_dir)
     metrics = {"val_logloss": row["val_logloss"], "test_logloss": row["test_logloss"]}
     source = f"{run_dir} front pick {pick} ({row['label']})"
-    if row["kind"] == "baseline":
-        from ctrnas.pipeline.results import TrainedModel
+    with _writing(out_dir, overwrite):
+        copy_preprocess(recipe.data_dir, out_dir)
+        if row["kind"] == "baseline":
+            from ctrnas.pipeline.results import TrainedModel
 
-        m = TrainedModel(baseline_label(row["baseline"]), None, {"logloss": row["val_logloss"]},
-                         {"logloss": row["test_logloss"]}, row["dense_params"], math.nan, 0.0)
-        cfg = recipe.final_train
-        export_baseline(model, out_dir, m, source, load_schema(recipe.data_dir),
-                        {"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
-        return read_json(out_dir / "model_card.json", "model card")
-    from ctrnas.supernet.io import save_exported
+            m = TrainedModel(baseline_label(row["baseline"]), None, {"logloss": row["val_logloss"]},
+                             {"logloss": row["test_logloss"]}, row["dense_params"], math.nan, 0.0)
+            cfg = recipe.final_train
+            export_baseline(model, out_dir, m, source, load_schema(recipe.data_dir),
+                            {"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
+            return read_json(out_dir / "model_card.json", "model card")
+        from ctrnas.supernet.io import save_exported
 
-    return save_exported(model, out_dir, init="fresh+trained", metrics=metrics, source=source,
-                         torch_export=torch_export)
+        return save_exported(model, out_dir, init="fresh+trained", metrics=metrics, source=source,
+                             torch_export=torch_export)

@@ -117,11 +117,13 @@ def arch_model(arch_path, data, recipe, space_name: str, resume_dir=None):
 def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | None = None,
                 space=None, out_dir=None, train_fraction: float | None = None, layernorm: str | None = None,
                 embedding_init: str | None = None, dense_init: str | None = None, distributed: bool = False,
-                sharding: str | None = None, dist_backend: str | None = None, recipe=None) -> tuple[dict | None, Path]:
+                sharding: str | None = None, dist_backend: str | None = None, recipe=None,
+                overwrite: bool = False) -> tuple[dict | None, Path]:
     """Train a baseline or an architecture from scratch; (metrics, results folder). With a run's `recipe`, as
     its final stage trains (its space, LayerNorm, embedding and dense init, and its final.train_rows / val_rows /
     test_rows; `cfg` should come from `train_config(recipe, final=True)`). With `distributed` (on every
-    torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None)."""
+    torchrun rank) the tables are sharded, every row is used, and only rank 0 gets the metrics (others None).
+    A results folder holding files ctrnas did not write is refused unless `overwrite` (ctrnas.data.ownership)."""
     from ctrnas.pipeline.data import open_data
     from ctrnas.recipe import Recipe
 
@@ -156,19 +158,23 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
     if arch and not baseline and (out / CHECKPOINT_FILE).is_file():  # resumes, in its checkpoint's layout
         model = arch_model(arch, data, final, space_name, resume_dir=out)[0]
     if distributed:
+        from ctrnas.data.ownership import check_model_folder
         from ctrnas.distributed.dmp import ShardingConfig
+
+        check_model_folder(out, overwrite)
         from ctrnas.distributed.run import train_and_test_distributed
 
         metrics = train_and_test_distributed(model, data_dir, cfg, out, name, ShardingConfig(sharding),
                                              train_fraction=train_fraction, extra=extra, backend=dist_backend)
         if metrics is not None:  # rank 0: the gathered weights into a fresh, unsharded copy of the model
-            import torch
+            from ctrnas.safeload import load_weights_file
 
             fresh = build()
-            fresh.load_state_dict(torch.load(out / "model.pt", map_location="cpu", weights_only=True))
+            fresh.load_state_dict(load_weights_file(out / "model.pt", "model weights file"))
             save_trained(fresh, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
                          build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})
         return metrics, out
+    from ctrnas.data.ownership import model_folder
     from ctrnas.locks import folder_lock, reading
     from ctrnas.train.run import train_and_test
 
@@ -176,7 +182,7 @@ def train_model(data_dir, cfg, baseline: str | None = None, arch: str | Path | N
     if run is not None:  # the final stage's rows
         rows = {"train_rows": final.final.train_rows, "val_rows": final.final.val_rows,
                 "test_rows": final.final.test_rows}
-    with folder_lock(out, "train"), reading(data_dir, "train"):
+    with folder_lock(out, "train"), model_folder(out, overwrite), reading(data_dir, "train"):
         metrics = train_and_test(model, data_dir, cfg, out, name, train_fraction=train_fraction, extra=extra, **rows)
         save_trained(model, out, data_dir, data.schema, name, metrics, arch=bool(arch and not baseline),
                      build={"dim": cfg.embedding_dim, "row_cap": cfg.row_cap})

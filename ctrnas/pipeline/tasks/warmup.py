@@ -10,7 +10,7 @@ from ctrnas.pipeline.results import WarmupResult
 
 
 def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, full_ratio: float = 0.2,
-                    out_dir=None) -> WarmupResult:
+                    out_dir=None, overwrite: bool = False) -> WarmupResult:
     """The pipeline's warm-up stage for one supernet (seeded from `cfg.seed`): it writes the same
     `ctrnas-supernet/1` checkpoint and warmup.json a run writes, and a re-run with the same settings reuses them."""
     from ctrnas.pipeline.data import open_data
@@ -23,7 +23,8 @@ def warmup_supernet(data_dir, cfg, space="nasrec-full", fraction: float = 0.01, 
     recipe = Recipe(name="warmup", data=DataSection(path=str(data_dir)), seed=cfg.seed, space=config,
                     warmup=WarmupConfig(fraction=fraction, full_supernet_ratio=full_ratio), train=cfg)
     out = Path(out_dir or f"runs/warmup-{config.name}-{fraction:g}-seed{cfg.seed}")
+    from ctrnas.data.ownership import warmup_folder
     from ctrnas.locks import folder_lock, reading
 
-    with folder_lock(out, "warmup"), reading(data_dir, "warmup"):
+    with folder_lock(out, "warmup"), warmup_folder(out, overwrite), reading(data_dir, "warmup"):
         return warmup_stage(recipe, open_data(data_dir), out)

@@ -5,7 +5,6 @@ rebuild the module (`load_baseline`). A run writes one when a baseline wins its 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ctrnas.data.dataset import atomic_write_text
@@ -49,23 +48,27 @@ def load_baseline(folder: Path):
     """A baseline model folder (model_card.json kind "baseline": a run's exported baseline, or `ctrnas train
     --baseline`), rebuilt from its card and its weights-only model.pt; None for any other folder."""
     from ctrnas.data.schema import DatasetSchema
-    from ctrnas.safeload import load_weights_file, one_line
+    from ctrnas.safeload import load_weights_file, one_line, read_json
+    from ctrnas.supernet.sizes import check_card_sizes
     from ctrnas.train.baselines import build_baseline
 
-    try:
-        card = json.loads((Path(folder) / "model_card.json").read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
+    card_path = Path(folder) / "model_card.json"
+    if not card_path.exists() and not card_path.is_symlink():
         return None  # load_exported says what is wrong
+    card = read_json(card_path, "model card")  # a FIFO, a device, damaged bytes: refused here, one line
     if not isinstance(card, dict) or card.get("kind") != "baseline":
         return None
     build = card.get("build")
     if not isinstance(build, dict) or not card.get("schema"):
         raise CtrnasError(f"{folder}: a baseline model of an older ctrnas (its card lacks the build settings): "
                           "serve its model.pt2 with torch.export.load")
+    state = load_weights_file(Path(folder) / "model.pt", "model weights file", mmap=True)  # shapes, no copy yet
+    check_card_sizes(card_path, card.get("schema"), build.get("dim"), build.get("row_cap"), state,
+                     Path(folder) / "model.pt", dim_key="build.dim")
     try:
         model = build_baseline(str(card["baseline"]), DatasetSchema.from_json(card["schema"]), dim=build["dim"],
                                row_cap=build["row_cap"])
-        model.load_state_dict(load_weights_file(Path(folder) / "model.pt", "model weights file"))
+        model.load_state_dict(state)
     except CtrnasError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as e:
