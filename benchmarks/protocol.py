@@ -2,7 +2,8 @@
 `ctrnas train` allowed it before (cosine over a 10-epoch cap), and the early-stop protocol the final stage
 uses by default (`ctrnas.train.config.early_stopping`), at several data sizes and training seeds.
 
-    python benchmarks/protocol.py --data runs/data/synthetic-criteo-300k --data runs/data/avazu-pairwise-70k
+    python benchmarks/protocol.py --data runs/data/synthetic-criteo-300k:dlrm,dcnv2 \
+        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:nasrec,cosine-10,default,default@3,default@9
 
 Every training is cached under --out (one JSON each), so an interrupted run resumes and the section is rebuilt
 from the caches. The goal: the default is never worse than the better of the other two by more than 1 pair sd
@@ -60,10 +61,9 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
     return out
 
 
-def report(results: dict, seeds: int) -> str:
+def report(results: dict, command: str) -> str:
     lines = ["## Training protocol", "",
-             "Command: `python benchmarks/protocol.py " + " ".join(f"--data {d}" for d in results) +
-             f" --seeds {seeds}`", "",
+             f"Command: `python benchmarks/protocol.py {command}`", "",
              "Test log loss, mean over training seeds (sd); in brackets the epochs trained (its best epoch). "
              "`nasrec`: 2 epochs, cosine, the better epoch kept; `cosine-10`: cosine over 10 epochs, stop after 2 "
              "evaluations without improvement (what `ctrnas train` allowed before); `default`: the early-stop "
@@ -83,6 +83,9 @@ def report(results: dict, seeds: int) -> str:
                     cells.append("-")
                     continue
                 t = [r["test"] for r in rs]
+                if any(x is None for x in t):  # diverged (the trainer stopped it): no test log loss
+                    cells.append(f"diverged at {sum(x is None for x in t)} of {len(t)} seeds")
+                    continue
                 mean, sd = statistics.fmean(t), statistics.stdev(t) if len(t) > 1 else math.nan
                 stats[p] = (mean, sd)
                 ep = statistics.fmean(r["epochs"] for r in rs)
@@ -101,13 +104,17 @@ def report(results: dict, seeds: int) -> str:
         lines.append("")
         grid = [p for p in names if p == "default" or p.startswith("default@")]
         if len(grid) > 1:
-            lines += [f"LR grid {{{', '.join(p.partition('@')[2] or '1' for p in grid)}}} (multiples of 0.12) chosen "
-                      "per seed by the val log loss at the first evaluation, then trained on (`final.lr_grid`):", "",
+            lines += [f"A learning rate per model from {{{', '.join(p.partition('@')[2] or '1' for p in grid)}}} x 0.12, "
+                      "chosen per seed by the val log loss at the first evaluation (measured, not shipped):", "",
                       "| model | chosen per seed | test | vs default (pair sd) |", "|---|---|---|---|"]
             for model, runs in by_model.items():
                 if not all(len(runs.get(p, [])) == len(runs.get("default", [])) for p in grid):
                     continue
-                picks = [min(grid, key=lambda p: runs[p][i]["first_val"]) for i in range(len(runs["default"]))]
+                def first(p, i):
+                    x = runs[p][i]["first_val"]
+                    return x if x is not None and math.isfinite(x) else math.inf
+
+                picks = [min(grid, key=lambda p: first(p, i)) for i in range(len(runs["default"]))]
                 t = [runs[p][i]["test"] for i, p in enumerate(picks)]
                 d = [r["test"] for r in runs["default"]]
                 sd = lambda x: statistics.stdev(x) if len(x) > 1 else math.nan  # noqa: E731
@@ -122,7 +129,9 @@ def report(results: dict, seeds: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", action="append", required=True, help="prepared dataset folder (repeatable)")
+    ap.add_argument("--data", action="append", required=True,
+                    help="prepared dataset folder, optionally with its own models and protocols: "
+                         "PATH[:MODEL,..[:PROTOCOL,..]] (repeatable)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--protocols", default="nasrec,cosine-10,default")
     ap.add_argument("--seeds", type=int, default=2)
@@ -133,16 +142,20 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     results: dict = {}
-    for data in args.data:
-        for model in args.models.split(","):
-            for p in args.protocols.split(","):
+    for spec in args.data:
+        data, _, rest = spec.partition(":")
+        models, _, protos = rest.partition(":")
+        for model in (models or args.models).split(","):
+            for p in (protos or args.protocols).split(","):
                 for seed in range(args.seeds):
                     cache = Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json"
                     r = train_one(Path(data), model, p, seed, cache)
                     results.setdefault(data, {}).setdefault(model, {}).setdefault(p, []).append(r)
-                    print(f"{Path(data).name} {model} {p} seed {seed}: test {r['test']:.5f}, "
+                    test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
+                    print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, "
                           f"{r['epochs']:.1f} epochs", file=sys.stderr, flush=True)
-    publish(report(results, args.seeds), Path(args.section), notes_marker("protocol.py"))
+    command = " ".join(f"--data {d}" for d in args.data) + f" --protocols {args.protocols} --seeds {args.seeds}"
+    publish(report(results, command), Path(args.section), notes_marker("protocol.py"))
     return 0
 
 

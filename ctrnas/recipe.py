@@ -201,16 +201,10 @@ class FinalConfig:
     expected_epochs: int = 2
     # training seeds of the export and of the best other model for the verdict (1: no verdict)
     verdict_seeds: int = 2
-    # learning rates each model tries, as multiples of its own: every one trains up to the first val
-    # evaluation, and the best there continues (`ctrnas.pipeline.fitness.scratch.choose_lr`); (1.0,): its own
-    lr_grid: tuple[float, ...] = (1.0,)
 
     def __post_init__(self):
         if self.expected_epochs < 1:
             raise RecipeError("recipe", "final.expected_epochs", f"expected >= 1, got {self.expected_epochs}")
-        if not self.lr_grid or len(set(self.lr_grid)) != len(self.lr_grid) or not all(
-                isinstance(x, (int, float)) and x > 0 for x in self.lr_grid):
-            raise RecipeError("recipe", "final.lr_grid", f"expected distinct positive numbers, got {list(self.lr_grid)}")
         if self.verdict_seeds < 1:
             raise RecipeError("recipe", "final.verdict_seeds", f"expected >= 1, got {self.verdict_seeds}")
         if len(set(self.emb_dims)) != len(self.emb_dims) or not all(

@@ -68,8 +68,7 @@ def train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, w
     # a cached result counts only if it was trained the way this recipe trains (entries without the
     # fingerprint predate it and are kept)
     how = {"train": numeric_settings(recipe.final_train),
-           "train_rows": recipe.final.train_rows, "lr_grid": list(recipe.final.lr_grid),
-           "layernorm": recipe.final.layernorm,
+           "train_rows": recipe.final.train_rows, "layernorm": recipe.final.layernorm,
            "embedding_init": recipe.final.embedding_init, "dense_init": recipe.final.dense_init}
     todo = [a for a in archs if not (a.key() in cache and _cached_how(cache[a.key()], how) == how)]
     todo = list({a.key(): a for a in todo}.values())

@@ -33,13 +33,7 @@ def train_as_final(model, recipe: Recipe, data: DataResult, out_dir: Path | None
     if distributed is None:
         from ctrnas.train.trainer import Trainer
 
-        chosen = None
-        if len(recipe.final.lr_grid) > 1 and split_rows(data, "val"):
-            scale, chosen = choose_lr(model, cfg, recipe.final.lr_grid, train, val, out_dir)
-            cfg = dataclasses.replace(cfg, lr=cfg.lr * scale)
         trainer = Trainer(model, cfg, out_dir)
-        if chosen is not None:  # the chosen rate's training continues from its first evaluation
-            trainer.load_state_dict(chosen)
     else:
         from ctrnas.distributed.trainer import DistributedTrainer
 
@@ -61,45 +55,6 @@ def train_as_final(model, recipe: Recipe, data: DataResult, out_dir: Path | None
         best = trainer.best["step"] if cfg.restore_best and trainer.best else trainer.step
         v = {**v, "steps": trainer.step, "best_step": best}
     return v, t, seconds, trainer
-
-
-LR_CHOICE = "lr_choice.json"
-
-
-def choose_lr(model, cfg, grid, train, val, out_dir: Path | None):
-    """(multiple, trainer state) of the learning rate `cfg.lr` x m, m in `grid`, with the lowest val log loss at
-    the first evaluation of a training with model selection (an epoch, or `eval_every` steps of a long one):
-    each trains a copy of `model` that far. The state (None when `out_dir` already holds the chosen training's
-    checkpoint) lets the chosen training continue instead of starting over. The choice is written to
-    `out_dir/lr_choice.json`."""
-    import copy
-    import json
-    import math
-
-    from ctrnas.data.dataset import atomic_write_text
-    from ctrnas.train.trainer import Trainer, eval_interval
-
-    record = Path(out_dir) / LR_CHOICE if out_dir is not None else None
-    if record is not None and record.exists() and (Path(out_dir) / CHECKPOINT_FILE).exists():
-        return float(json.loads(record.read_text())["chosen"]), None  # resumed after the choice
-    prefix = eval_interval(len(train), cfg.eval_every)
-    pristine, best, tried = copy.deepcopy(model), None, []
-    for m in grid:
-        t = Trainer(copy.deepcopy(pristine), dataclasses.replace(cfg, lr=cfg.lr * m, restore_best=False))
-        t.fit(train, val, resume=False, max_steps=prefix)
-        loss = t.history[-1]["logloss"] if t.history and not t.diverged else math.inf
-        loss = loss if math.isfinite(loss) else math.inf
-        tried.append({"multiple": m, "lr": cfg.lr * m, "val_logloss": loss if math.isfinite(loss) else None})
-        if best is None or loss < best[0]:
-            best = (loss, m, t)
-    _, chosen, trainer = best
-    state = trainer.state_dict()
-    # the chosen one ends its prefix as a selecting training would: its evaluation is its best so far
-    state["selection"] = {**state["selection"], "weights": trainer._copy_weights() if cfg.restore_best else None}
-    if record is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        atomic_write_text(record, json.dumps({"steps": prefix, "tried": tried, "chosen": chosen}, indent=1))
-    return chosen, state
 
 
 def final_train_batches(recipe: Recipe, data: DataResult):
