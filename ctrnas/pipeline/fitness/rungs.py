@@ -140,8 +140,12 @@ def short_trainer(recipe: Recipe, data: DataResult, template, arch, rows: int):
     from ctrnas.pipeline.fitness.scratch import job_model
     from ctrnas.train.batches import dataset_batches
 
-    cfg = dataclasses.replace(recipe.final_train, epochs=1, progress=False, restore_best=False,
-                              early_stop_patience=None, eval_every=0, checkpoint_every=0)
+    cfg = recipe.final_train
+    # a fixed budget known in advance: the cosine schedule over it (the "plateau" one cuts at evaluations,
+    # and a short rung has none)
+    cfg = dataclasses.replace(cfg, epochs=1, progress=False, restore_best=False, early_stop_patience=None,
+                              eval_every=0, checkpoint_every=0,
+                              schedule="cosine" if cfg.schedule == "plateau" else cfg.schedule)
     model = job_model(recipe, data, template, ("arch", arch))
     train = dataset_batches(data.path, "train", cfg.batch_size, shuffle=True, seed=cfg.seed, limit=rows)
     trainer = guarded_trainer(model, cfg, data)
