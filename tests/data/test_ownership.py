@@ -92,7 +92,7 @@ def test_other_inputs_or_settings_refused_with_the_message_run_gives(tmp_path, c
         prepare("criteo", [str(other)], out, PrepareConfig(**QUIET))
     source = raw_source("criteo", [str(other)], json.loads(json.dumps(vars(PrepareConfig(**QUIET)))))
     with pytest.raises(CtrnasError) as by_run:
-        _check_replaceable(out, source, False)
+        _check_replaceable(out, source, False, tmp_path / "runs")
     why = str(by_prepare.value).split(" already holds ")[1].split(". ")[0]
     assert why == str(by_run.value).split(" already holds ")[1].split(". ")[0]
     assert "made from another source: raw.inputs" in why and "other.txt" in why

@@ -9,6 +9,7 @@ from ctrnas.pipeline.fitness.scratch import arch_model, arch_model_for, final_te
 from ctrnas.recipe import load_recipe
 from ctrnas.space.baselines import baseline_arch
 from ctrnas.train.checkpoint import FILE, save_checkpoint
+from tests.helpers.security import as_ctrnas_wrote
 
 
 def test_a_job_resumes_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_path, data_dir, tmp_path):
@@ -63,6 +64,7 @@ def test_ctrnas_train_resumes_an_arch_in_the_layout_of_its_checkpoint(tests_data
     padded = arch_model(recipe, final_template(recipe, tests_data, None), arch, compact=False)
     out = tmp_path / "t"
     Trainer(padded, cfg, out).save()  # a checkpoint at step 0 in the padded layout
+    as_ctrnas_wrote(out, "checkpoint.pt")  # as a ctrnas version before the compaction left it
     m, _ = api.train_model(data_dir, cfg, arch=tmp_path / "arch.json", out_dir=out, recipe=recipe)
     assert m is not None and m["train_rows_used"] == 256
     trained = torch.load(out / "model.pt", map_location="cpu", weights_only=True)

@@ -97,7 +97,8 @@ def test_every_arch_error_of_train_names_the_file_in_one_line(small_run, data_di
         capsys.readouterr()
         assert _train(data_dir, path, small_run / "recipe.yaml", tmp_path / "out") == 1, path
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith(f"ctrnas train: error: {path}: "), (path, err)
+        assert len(err) == 1 and err[0].startswith((f"ctrnas train: error: {path}: ",
+                                                     f"ctrnas train: error: damaged {path}: ")), (path, err)
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
 
 
