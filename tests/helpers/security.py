@@ -70,3 +70,12 @@ def as_ctrnas_wrote(folder: Path, *files: str) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MANIFEST).write_text(json.dumps({"format": MANIFEST_FORMAT, "files": sorted(files)}))
+
+
+def run(capsys, *argv) -> tuple[int, str]:
+    """`ctrnas ARGV` in this process: (exit code, what it printed to stderr)."""
+    from ctrnas.cli import main
+
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    return rc, capsys.readouterr().err

@@ -10,16 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ctrnas.cli import main
-from tests.helpers.security import one_line_error
+from tests.helpers.security import one_line_error, run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(capsys, *argv) -> tuple[int, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    return rc, capsys.readouterr().err
 
 
 @pytest.fixture

@@ -14,15 +14,9 @@ import pytest
 from ctrnas.cli import main
 from ctrnas.errors import CtrnasError
 from ctrnas.locks import LOCK_FILE, FolderLock, folder_lock, reading
-from tests.helpers.security import criteo_lines, one_line_error
+from tests.helpers.security import criteo_lines, one_line_error, run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(capsys, *argv) -> tuple[int, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    return rc, capsys.readouterr().err
 
 
 @pytest.fixture
