@@ -265,18 +265,19 @@ class Trainer:
 
     def _select(self) -> bool:
         """Track the lowest val log loss after an evaluation; True when early stopping should stop now."""
-        cur = self.history[-1]
+        cur, p = self.history[-1], self.cfg.early_stop_patience
         if math.isfinite(cur["logloss"]) and (self.best is None or cur["logloss"] < self.best["logloss"]):
             self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
             if self.cfg.restore_best:
                 self._best_weights = self._copy_weights()
+        elif self.cfg.schedule == "plateau":
+            self.bad_evals += 1
+            self.cuts += 1
+            # the cut goes on from the best weights (the stopping evaluation restores them at the end anyway)
+            if self._best_weights is not None and (p is None or self.bad_evals < p):
+                self._load_weights(self._best_weights)
         else:
             self.bad_evals += 1
-            self.cuts += self.cfg.schedule == "plateau"
-            p = self.cfg.early_stop_patience
-            if self.cfg.schedule == "plateau" and self._best_weights is not None and (p is None or self.bad_evals < p):
-                self._load_weights(self._best_weights)
-        p = self.cfg.early_stop_patience
         return p is not None and self.bad_evals >= p
 
     @torch.no_grad()
