@@ -111,6 +111,7 @@ def build_metrics(recipe: Recipe, run: RunResult | None = None, *, data=None, wa
                    "field_probe": search.fields},
         "best": {**model_row(best, width), "arch": best.arch.to_json() if best.arch is not None else None},
         "fallback": final.fallback,
+        "twins": final.twins,
         "origin": final.origin,
         "diverged": [{"label": m.label, "step": m.diverged["step"], "reason": m.diverged["reason"]}
                      for m in models if m.diverged],
@@ -226,6 +227,8 @@ def summary_markdown(metrics: dict) -> str:
     lines += search_lines(metrics["search"])
     if metrics.get("fallback"):
         lines.append(f"- **fallback**: {metrics['fallback']}")
+    if metrics.get("twins"):
+        lines.append(f"- trained once, as its baseline: {twins_text(metrics['twins'])}")
     for d in metrics.get("diverged") or []:
         lines.append(f"- **diverged**: {d['label']} stopped at step {d['step']}: {d['reason']}")
     if metrics.get("found_worse_than_lr"):
@@ -458,3 +461,8 @@ def front_lines(content: dict) -> list[str]:
         lines.append(f"| {r['pick']} | {r['label']} | {_fmt(mb, 3)} | {_fmt(r['val_logloss'])} | "
                      f"{_fmt(r['test_logloss'])} | {drop} |")
     return lines
+
+
+def twins_text(twins: dict) -> str:
+    """"rank 0 (dlrm-like) is the dlrm baseline" for each top-k candidate the final stage trained as a baseline."""
+    return "; ".join(f"{label} is the {base} baseline" for label, base in twins.items())

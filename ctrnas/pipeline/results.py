@@ -101,6 +101,9 @@ class FinalResult:
     fallback: str | None = None
     # {label: step} of the top-k that continued the search's prefix-rung training instead of starting over
     continued: dict = field(default_factory=dict)
+    # {"rank N (shipped name)": baseline} of the top-k left out as the same model as a baseline the stage
+    # trains (`ctrnas.pipeline.final.twins`)
+    twins: dict = field(default_factory=dict)
     # the export against its rival over training seeds (`ctrnas.pipeline.final.verdict`); None: not measured
     verdict: dict | None = None
     # where the winner came from and its margins (`ctrnas.pipeline.origin`); its "line" leads every report

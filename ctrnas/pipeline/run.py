@@ -14,7 +14,7 @@ from pathlib import Path
 from ctrnas.pipeline.data import prepare_data
 from ctrnas.pipeline.final import final_stage
 from ctrnas.pipeline.fitness.rungs import inside_warmup
-from ctrnas.pipeline.report import probe_line, write_environment, write_report
+from ctrnas.pipeline.report import probe_line, twins_text, write_environment, write_report
 from ctrnas.pipeline.results import DataResult, FinalResult, RunResult, SearchStageResult, WarmupResult
 from ctrnas.pipeline.stages import search_stage, warmup_stage
 from ctrnas.recipe import Recipe
@@ -112,6 +112,8 @@ def finish_run(recipe: Recipe, data: DataResult, warm: WarmupResult, search: Sea
     say(fte_line(compute) + f"; wall {clock.timings['total']:.0f} s")
     if final.fallback:
         say(f"fallback: {final.fallback}")
+    if final.twins:
+        say(f"trained once, as its baseline: {twins_text(final.twins)}")
     what = f"reported baseline {final.best.label}" if final.fallback else "best by validation"
     # the baselines' test log loss on the same line, so the console says whether the search beat them
     versus = ", ".join(f"{b.label} {b.test.get('logloss', float('nan')):.5f}" for b in final.baselines)

@@ -72,18 +72,27 @@ class FusedAdagrad:
 
     def __init__(self, model: nn.Module, lr: float, eps: float):
         self.stems = [m for m in model.modules() if isinstance(m, EmbeddingStem)]
-        if any(p.device.type != "cpu" for s in self.stems for p in s.embedding_parameters()):
-            raise ValueError("fused embedding updates run on the CPU only")
-        odd = [f"{n}: {b.weight.shape[1]}" for s in self.stems for n, b in s.ebc.embedding_bags.items()
-               if b.weight.shape[1] % 4]
-        if odd:
-            raise ValueError(f"fused embedding updates need table widths that are multiples of 4 (FBGEMM's "
-                             f"kernel); got {', '.join(odd)}: use embedding_update: sparse")
+        why = self.unfit(model)
+        if why:
+            raise ValueError(why)
         # the trainer writes each step's rate here before the forward, which hands it to the update
         self.param_groups = [{"lr": lr}]
         self.tables = [FusedTables(s, self.param_groups[0], eps) for s in self.stems]
         for s, t in zip(self.stems, self.tables):
             s.fuse(t)
+
+    @staticmethod
+    def unfit(model: nn.Module) -> str | None:
+        """Why FBGEMM's CPU kernel cannot take `model`'s tables (None: it can)."""
+        stems = [m for m in model.modules() if isinstance(m, EmbeddingStem)]
+        if any(p.device.type != "cpu" for s in stems for p in s.embedding_parameters()):
+            return "fused embedding updates run on the CPU only"
+        odd = [f"{n}: {b.weight.shape[1]}" for s in stems for n, b in s.ebc.embedding_bags.items()
+               if b.weight.shape[1] % 4]
+        if odd:
+            return (f"fused embedding updates need table widths that are multiples of 4 (FBGEMM's kernel); "
+                    f"got {', '.join(odd)}")
+        return None
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Nothing: the tables have no gradients."""

@@ -59,6 +59,13 @@ def save_serving(model: nn.Module, schema, folder: str | Path) -> Path:
     cap = [m.row_cap for m in capped]
     if len(set(cap)) > 1:
         raise ValueError(f"stems with different row caps {sorted(set(cap))}: cannot fold ids once")
+    # tables trained by the fused kernel are views of one buffer (ctrnas.supernet.fused): the program gets
+    # copies of their own, so the archive holds each table once and whole
+    shared = [(bag, bag.weight) for m in model.modules() if isinstance(m, EmbeddingStem)
+              for bag in m.ebc.embedding_bags.values()
+              if bag.weight.untyped_storage().nbytes() > bag.weight.numel() * bag.weight.element_size()]
+    for bag, w in shared:
+        bag.weight = nn.Parameter(w.detach().clone(), requires_grad=w.requires_grad)
     wrapper = Serving(model, list(schema.sparse_names), list(capped[0].rows) if capped else None)
     example = (torch.zeros(2, schema.dense_dim), torch.zeros(2, len(schema.sparse), dtype=torch.int64))
     batch = torch.export.Dim("batch", min=1)
@@ -75,6 +82,8 @@ def save_serving(model: nn.Module, schema, folder: str | Path) -> Path:
         root.setLevel(level)
         for m, c in zip(capped, cap):
             m.row_cap = c
+        for bag, w in shared:
+            bag.weight = w
     path = Path(folder) / SERVING_FILE
     with atomic_path(path, suffix=".pt2") as tmp:  # torch.export.save wants the .pt2 extension
         torch.export.save(program, str(tmp))

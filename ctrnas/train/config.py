@@ -51,9 +51,9 @@ class TrainConfig:
     # (default; exact Adagrad, 5-10x faster than dense grads on CPU, docs/cpu.md; measured on par with
     # torchrec's FusedEmbeddingBagCollection + EXACT_ADAGRAD here, and checkpointable with plain
     # state_dicts); "dense" = dense gradients over whole tables (the slow reference path); "fused" = all
-    # tables in one FBGEMM TBE with exact Adagrad applied inside the backward (ctrnas.supernet.fused; CPU,
-    # widths multiples of 4; the same numbers as "sparse" to float rounding, 1.1-1.5x faster steps,
-    # benchmarks/step_profile.py).
+    # tables in one FBGEMM TBE with exact Adagrad applied inside the backward (ctrnas.supernet.fused; the same
+    # numbers as "sparse" to float rounding, 1.1-1.5x faster steps, benchmarks/step_profile.py) where its CPU
+    # kernel takes the model's tables (on the CPU, widths multiples of 4), "sparse" elsewhere.
     embedding_update: Literal["sparse", "dense", "fused"] = "sparse"
     # "bfloat16": matrix products and their backward in bfloat16 while training (CPU autocast; weights,
     # lookups, optimizer and evaluation stay float32; ctrnas.train.precision). 2-2.7x faster on cores with

@@ -93,19 +93,15 @@ class Trainer:
             check_fbgemm(self.device)
             configure(self.device)
         model.to(self.device)  # in place: the parameters stay the same objects for the optimizers below
-        sparse = cfg.embedding_update == "sparse"
+        sparse = cfg.embedding_update != "dense"
         for m in model.modules():
             if isinstance(m, EmbeddingStem):
                 m.use_sparse_gradients(sparse)
         fused = None
-        if cfg.embedding_update == "fused":  # the tables' Adagrad runs inside the backward (one TBE call)
-            if self.device.type != "cpu":
-                raise CtrnasError(f"embedding_update: fused runs on the CPU only, not on {self.device}; "
-                                  "use embedding_update: sparse")
-            try:
-                fused = FusedAdagrad(model, cfg.lr, cfg.eps)
-            except ValueError as e:
-                raise CtrnasError(f"embedding_update: fused: {e}") from None
+        # "fused": the tables' Adagrad inside the backward (one TBE call) where FBGEMM's CPU kernel takes
+        # them; elsewhere (a GPU, LR's one-wide tables) the same Adagrad from row-sparse gradients
+        if cfg.embedding_update == "fused" and FusedAdagrad.unfit(model) is None:
+            fused = FusedAdagrad(model, cfg.lr, cfg.eps)
         emb, dense = split_parameters(model)
         self.dense_params = dense
         self.optimizers: list[torch.optim.Optimizer | FusedAdagrad] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from copy import deepcopy
 
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -98,6 +100,23 @@ def test_a_width_fbgemm_cannot_take_is_a_clear_error(learnable):
         FusedAdagrad(_mixed(learnable[0], widths=(8, 2, 0, 4)), 0.1, 0.01)
 
 
+def test_the_setting_fuses_what_the_kernel_takes_and_keeps_sparse_adagrad_elsewhere(learnable):
+    """`embedding_update: fused` on a model the kernel cannot take (a 2-wide table) trains it with sparse
+    Adagrad, to the same numbers as `sparse`; on one it can take, the tables' optimizer is the fused one."""
+    schema, dense, ids, y, _ = learnable
+    src = TensorBatches(dense[:1000], ids[:1000], y[:1000], schema.sparse_names, 100, shuffle_seed=2)
+    odd, ref = _mixed(schema, widths=(8, 2, 0, 4)), _mixed(schema, widths=(8, 2, 0, 4))
+    t = Trainer(odd, _cfg(embedding_update="fused"))
+    assert not any(isinstance(o, FusedAdagrad) for o in t.optimizers)
+    t.fit(src)
+    Trainer(ref, _cfg(embedding_update="sparse")).fit(src)
+    a, b = ref.state_dict(), odd.state_dict()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    t = Trainer(_mixed(schema), _cfg(embedding_update="fused"))
+    assert isinstance(t.optimizers[-1], FusedAdagrad)
+
+
 def test_fused_checkpoint_resumes_to_identical_numbers(learnable, tmp_path):
     schema, dense, ids, y, _ = learnable
     src = TensorBatches(dense[:2000], ids[:2000], y[:2000], schema.sparse_names, 100, shuffle_seed=3)
@@ -158,7 +177,12 @@ def test_model_pt2_of_a_fused_run_loads_with_torch_alone(learnable, tmp_path):
     model = _model("dlrm", schema, row_cap=12)
     _fused(t := Trainer(model, _cfg()))
     t.fit(TensorBatches(dense[:500], ids[:500], y[:500], schema.sparse_names, 100))
-    path = save_serving(model, schema, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch warns when an archive's weights share one buffer
+        path = save_serving(model, schema, tmp_path)
+    assert all(b.weight.data_ptr() == v.data_ptr()  # the fused views stay the trained model's tables
+               for s, tab in zip(t.optimizers[-1].stems, t.optimizers[-1].tables)
+               for b, v in zip(s.ebc.embedding_bags.values(), tab.tbe.split_embedding_weights()))
     program = torch.export.load(str(path))
     ops = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
     assert not [o for o in ops if "fbgemm" in o], ops

@@ -24,6 +24,7 @@ from ctrnas.pipeline.data import split_rows
 from ctrnas.pipeline.final.memory import workers_that_fit
 from ctrnas.pipeline.final.resume import jobs_for, say_resumed
 from ctrnas.pipeline.final.selection import beats, finish, judge, may_win, rank_key
+from ctrnas.pipeline.final.twins import split_twins
 from ctrnas.pipeline.final.verdict import verdict_for
 from ctrnas.pipeline.final.workers import final_in_workers, in_workers, with_workers
 from ctrnas.pipeline.fitness.build import resource_counters
@@ -154,7 +155,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
     if not top:
         raise CtrnasError("the search returned no candidates to retrain")
     top = with_seeds(recipe, search, top)
-    top = top + width_variants(recipe, data, top)
+    top, twins = split_twins(recipe, top + width_variants(recipe, data, top))
     quiet = quiet_recipe(recipe)
     template = final_template(recipe, data, supernet)
     has_val = bool(split_rows(data, "val"))
@@ -178,7 +179,7 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
             return dataclasses.replace(final_in_workers(recipe, ran, data, top, template, out_dir, progress, t0,
                                                         jobs, search.history,
                                                         verdict=verdict_for(ran, data, template, out_dir, progress)),
-                                       continued=continued)
+                                       continued=continued, twins=twins)
     # one bar for every training of the stage: the top-k, then the baselines
     bar = tqdm(total=len(top) + len(baseline_jobs(recipe)), desc="final stage (top-k + baselines)", unit="model",
                disable=not progress)
@@ -277,4 +278,5 @@ def final_stage(recipe: Recipe, data: DataResult, search: SearchStageResult, sup
         best_model = reload_job(recipe, quiet, data, template, ("arch", candidates[best_rank].arch), jobs[best_rank])
     verdict = verdict_for(quiet, data, template, out_dir, progress) if distributed is None else None
     return dataclasses.replace(finish(recipe, candidates, best_rank, best_model, baselines, base_models, out_dir,
-                                      main, t0, distributed, search.history, verdict=verdict), continued=continued)
+                                      main, t0, distributed, search.history, verdict=verdict), continued=continued,
+                               twins=twins)

@@ -205,7 +205,9 @@ def job_model(recipe: Recipe, data: DataResult, template, job: tuple[str, object
 def candidate_label(rank: int, rec) -> str:
     """"rank N" for the search's N-th best; "rank 0 at width D" for the best retrained at another width
     (`final.emb_dims`, `ctrnas.pipeline.final.width_variants`)."""
-    return f"rank 0 at width {rec.meta['width']}" if "width_of" in rec.meta else f"rank {rank}"
+    if "width_of" in rec.meta:
+        return f"rank 0 at width {rec.meta['width']}"
+    return f"rank {rec.meta.get('rank', rank)}"  # its search rank when the stage left a twin out
 
 
 def dense_params(model) -> int:
