@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 # pipeline order: data preparation, loading, training, the supernet and its space, proxies, search (the
 # fidelity of each rung, the multi-fidelity search against the baselines, the structure suite), using the
 # found model and the commands' start-up, vision, scale-out
-SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "space", "space-archs", "proxies",
+SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "space", "space-archs", "proxies", "ranking",
             "search", "rungs", "mfsearch", "suite", "neighbourhood", "oracle", "planted", "embedding", "numerics",
             "predict", "startup", "nb201", "scale")
 

@@ -55,9 +55,11 @@ class DistributedTrainer(Trainer):
     def __init__(self, model: nn.Module, cfg: TrainConfig, env: DistEnv,
                  sharding: ShardingConfig | None = None, out_dir: str | Path | None = None,
                  forward: ForwardFn = default_forward, eval_forward: ForwardFn = default_forward):
-        if cfg.embedding_update != "sparse":
+        if cfg.embedding_update == "dense":
             raise CtrnasError("--distributed trains tables with the fused (sparse) Adagrad; "
-                              "set embedding_update: sparse")
+                              "set embedding_update: sparse or fused")
+        # "fused" is what DMP's sharded tables do anyway: the model itself stays plain here
+        cfg = dataclasses.replace(cfg, embedding_update="sparse")
         cfg = cfg if env.is_main else dataclasses.replace(cfg, progress=False)
         cfg = dataclasses.replace(cfg, device=str(env.device))  # the rank's device (gloo: cpu, nccl: its GPU)
         super().__init__(model, cfg, out_dir if env.is_main else None, forward, eval_forward)

@@ -75,9 +75,9 @@ def run_recipe_distributed(recipe: Recipe, sharding: ShardingConfig | None = Non
     from ctrnas.pipeline.run_folder import run_folder
     from ctrnas.pipeline.run import StageClock, front_stages, sayer, set_threads
 
-    if recipe.final_train.embedding_update != "sparse":  # fail now, not after hours of search
+    if recipe.final_train.embedding_update == "dense":  # fail now, not after hours of search
         raise CtrnasError("--distributed trains tables with the fused (sparse) Adagrad; set "
-                          "embedding_update: sparse in the final stage's train section")
+                          "embedding_update: sparse or fused in the final stage's train section")
     set_threads(recipe)
     env = init_distributed(backend)
     main = env.is_main
