@@ -602,9 +602,8 @@ def _report_rss(args) -> list[str]:
              f"dlrm-like arch exported from it and trained on the first {r['train_rows']:,} rows, evaluated on "
              f"all val and test rows; the space has `table_dims: [0, 4, 8, 16]`, common width 16). Mixed widths: "
              f"`rss_widths` (tables of >= 100k rows at 4, >= 10k at 8, the rest at 16)"
-             + (f"; found: the arch of `{r['arch_file']}`, its own blocks and table widths (see the notes for the "
-                "search that found it)." if r.get("arch_file") else ", in place of a searched arch until the search "
-                "has run."), "",
+             + (f"; found: the arch of `{r['arch_file']}`, its own blocks and table widths." if r.get("arch_file")
+                else ", in place of a searched arch until the search has run."), "",
              "| arch | embedding rows | table MiB | the stage's table estimate, MiB | peak RSS | estimate | "
              "test log loss |", "|---|---|---|---|---|---|---|"]
     for label, x in r["runs"].items():
