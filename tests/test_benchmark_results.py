@@ -24,7 +24,7 @@ def test_committed_results_equal_the_assembly():
 def test_assembly_is_the_intro_then_each_section_in_order_and_check_flags_a_hand_edit(tmp_path):
     (tmp_path / "sections").mkdir()
     (tmp_path / "intro.md").write_text("# R\n\nintro\n")
-    (tmp_path / "sections" / "search.md").write_text("## S\ns\n")
+    (tmp_path / "sections" / "suite.md").write_text("## S\ns\n")
     (tmp_path / "sections" / "prep.md").write_text("## P\np\n\n")
     assert _results_module().assemble(tmp_path) == "# R\n\nintro\n\n## P\np\n\n## S\ns\n"
     (tmp_path / "sections" / "mystery.md").write_text("## M\n")

@@ -271,20 +271,3 @@ def test_taus_sd_by_chance_is_kendalls_over_every_ordering():
     assert suite._tau_n(0.31, 10) == f"+0.31 (n 10, sd by chance {suite.tau_null_sd(10):.2f})"
     assert suite._tau_n(None, 0) == "- (n 0)"
 
-
-def test_retrain_reproduces_the_final_stage(tests_recipe_path, data_dir, tests_data, tmp_path):
-    """`--own-seeds` retrains a run's arch as its final stage trained it: at the run's own training seed the
-    retraining gives the final stage's val and test log loss again."""
-    import math
-
-    from ctrnas import api
-
-    run = tmp_path / "run"
-    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={run}", "final.baselines=[]")
-    api.run(recipe, progress=False, echo=lambda *a, **k: None)
-    best = json.loads((run / "metrics.json").read_text())["best"]
-    arch = next(r["arch"] for r in json.loads((run / "search" / "history.json").read_text())
-                if r["key"] == best["arch_key"])
-    got = _suite().retrain(run, arch, 0)
-    assert math.isclose(got["val"], best["val_logloss"], rel_tol=1e-6)
-    assert math.isclose(got["test"], best["test_logloss"], rel_tol=1e-6)
