@@ -185,14 +185,9 @@ def report() -> str:
     lines = ["## Scale-out: scoring backends and sharded training", "",
              f"{platform.machine()}, {os.cpu_count()} CPU cores (shared with other jobs), no GPU, torch threads 1 "
              "per process; `benchmarks/scale.py`.", ""]
-    printed = set()
-
     def command(part: dict) -> list[str]:
-        """The part's command above its table, once for parts one command measured together."""
-        if part.get("command") in printed or "command" not in part:
-            return []
-        printed.add(part["command"])
-        return [f"Command: `{part['command']}`", ""]
+        """The command that measured the part, printed above its table."""
+        return [f"Command: `{part['command']}`", ""] if "command" in part else []
 
     if sc:
         lines += command(sc)
