@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
 import suite  # noqa: E402
 
-# profile -> its strongest baselines in the structure suite (benchmarks/sections/suite.md; dense-by-category's and
+# profile -> its strongest baselines in the structure suite (benchmarks/suite.py; dense-by-category's and
 # crosses' at 1M rows, the others' at 100k)
 PROFILES = {
     "kdd2012-sparse-noise": ("dcnv2", "autoint+", "dlrm"),
@@ -704,7 +704,7 @@ def report(args) -> str:
     if args.rows < 1_000_000:
         lines += [f"**Reduced run: {args.rows:,} rows instead of the full 1M, what the shared 2 CPU cores "
                   "allowed.**", ""]
-    lines += [f"The structure suite's strongest baselines per profile (benchmarks/sections/suite.md), trained like "
+    lines += [f"The structure suite's strongest baselines per profile (`benchmarks/suite.py`), trained like "
               f"suite.py trains them (`{SUITE_RECIPE}`'s final stage: 2 epochs ending on the better val epoch, "
               f"Adagrad lr 0.12, batch 512) at table width 8, 16 and 32, training seeds "
               f"{' and '.join(map(str, range(args.seeds)))}; table MiB = float32 bytes of every embedding table "
