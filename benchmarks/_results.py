@@ -15,12 +15,13 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# pipeline order: data preparation, loading, training, the supernet and its space, proxies, search (the
-# fidelity of each rung, the multi-fidelity search against the baselines, the structure suite), using the
-# found model and the commands' start-up, vision, scale-out
-SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "space", "space-archs", "proxies", "ranking",
-            "search", "rungs", "mfsearch", "suite", "neighbourhood", "oracle", "planted", "embedding", "numerics",
-            "predict", "startup", "nb201", "scale")
+# pipeline order: data preparation, loading, training, the supernet, proxies (and their ranking under each
+# protocol), the search against the baselines (the structure suite, the pipeline's verdicts, planted
+# profiles), the embedding search, numerical safety, using the found model and the commands' start-up,
+# vision, scale-out
+SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "supernet", "proxies", "ranking", "suite",
+            "verdicts", "planted",
+            "embedding", "numerics", "predict", "startup", "nb201", "scale")
 
 
 def _atomic_write(path: Path, text: str) -> None:

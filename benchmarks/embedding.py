@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
 import suite  # noqa: E402
 
-# profile -> its strongest baselines in the structure suite (benchmarks/sections/suite.md; dense-by-category's and
+# profile -> its strongest baselines in the structure suite (benchmarks/suite.py; dense-by-category's and
 # crosses' at 1M rows, the others' at 100k)
 PROFILES = {
     "kdd2012-sparse-noise": ("dcnv2", "autoint+", "dlrm"),
@@ -602,9 +602,8 @@ def _report_rss(args) -> list[str]:
              f"dlrm-like arch exported from it and trained on the first {r['train_rows']:,} rows, evaluated on "
              f"all val and test rows; the space has `table_dims: [0, 4, 8, 16]`, common width 16). Mixed widths: "
              f"`rss_widths` (tables of >= 100k rows at 4, >= 10k at 8, the rest at 16)"
-             + (f"; found: the arch of `{r['arch_file']}`, its own blocks and table widths (see the notes for the "
-                "search that found it)." if r.get("arch_file") else ", in place of a searched arch until the search "
-                "has run."), "",
+             + (f"; found: the arch of `{r['arch_file']}`, its own blocks and table widths." if r.get("arch_file")
+                else ", in place of a searched arch until the search has run."), "",
              "| arch | embedding rows | table MiB | the stage's table estimate, MiB | peak RSS | estimate | "
              "test log loss |", "|---|---|---|---|---|---|---|"]
     for label, x in r["runs"].items():
@@ -705,7 +704,7 @@ def report(args) -> str:
     if args.rows < 1_000_000:
         lines += [f"**Reduced run: {args.rows:,} rows instead of the full 1M, what the shared 2 CPU cores "
                   "allowed.**", ""]
-    lines += [f"The structure suite's strongest baselines per profile (benchmarks/sections/suite.md), trained like "
+    lines += [f"The structure suite's strongest baselines per profile (`benchmarks/suite.py`), trained like "
               f"suite.py trains them (`{SUITE_RECIPE}`'s final stage: 2 epochs ending on the better val epoch, "
               f"Adagrad lr 0.12, batch 512) at table width 8, 16 and 32, training seeds "
               f"{' and '.join(map(str, range(args.seeds)))}; table MiB = float32 bytes of every embedding table "

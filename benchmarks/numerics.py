@@ -250,9 +250,7 @@ def main(argv=None) -> int:
                                                 "lr_test": test.get("logloss"),
                                                 "constant_test": -(v * math.log(c) + (1 - v) * math.log(1 - c))})
     chains, subs = _results.load(out, "numerics_chains"), _results.load(out, "numerics_subnets")
-    text = section(chains, subs)
-    args.out.write_text(text)
-    print(text)
+    _results.publish(section(chains, subs), args.out, _results.notes_marker("numerics.py"))
     return 0
 
 

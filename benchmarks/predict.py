@@ -11,7 +11,10 @@ training one model on tables sized by the buckets vs by the data.
           (`ctrnas.pipeline.final.memory`) and the embedding rows
 
   .venv/bin/python benchmarks/predict.py --rows 200000 --rss-rows 1000000 --buckets 1000000
-writes benchmarks/out/predict/predict.json. Generated files live in benchmarks/out/predict (git-ignored).
+  .venv/bin/python benchmarks/predict.py --report-only      # rebuild the section from predict.json
+
+Raw results go to benchmarks/out/predict/predict.json, the section to benchmarks/sections/predict.md (or
+--section). Generated files live in benchmarks/out/predict (git-ignored).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -102,10 +107,45 @@ def rss(path: Path, work: Path, buckets: int, train_rows: int) -> dict:
     return out
 
 
-def main() -> None:
+SIZES = {"buckets": "one per field of the hash buckets (`buckets`)", "data": "sized by the data (`data`, the default)"}
+
+
+def report(result: dict) -> str:
+    """The section: the command, then the peak-RSS table (if measured) and the rates table."""
+    a, r = result["args"], result["rates"]
+    lines = ["## Scoring raw rows and the memory of one final-stage training (`benchmarks/predict.py`)", "",
+             f"Command: `{result['command']}`", "",
+             f"Machine: {result['machine']}; 1-minute load average {result['load'][0]:.1f} at the start, "
+             f"{result['load'][1]:.1f} at the end.", ""]
+    if result.get("rss"):
+        lines += [f"**Peak RSS of one final-stage training at {int(a['rss_rows']):,} Criteo-format rows, "
+                  f"{int(a['buckets']):,} hash buckets per field, by how the tables are sized.** Each row is a fresh "
+                  "child process that prepares the file (8:1:1 split), then trains as a final-stage worker does: "
+                  "the final template (the `ctrnas-small` supernet the top-k are exported from), then the "
+                  "dlrm-like model exported from it with fresh weights, trained with the recipe defaults on the "
+                  f"first {int(a['train_rows']):,} training rows (the tables and their Adagrad state, which set the "
+                  "peak, exist from the first step) and evaluated on all val and test rows. Estimate: the final "
+                  "stage's own estimate of one worker (`ctrnas.pipeline.final.memory`). The generated file has no "
+                  "click signal: its log loss is about the constant predictor's.", "",
+                  "| tables (`hash_table_size`) | embedding rows | peak RSS | estimate | test log loss |",
+                  "|---|---|---|---|---|"]
+        for size, x in result["rss"].items():
+            lines.append(f"| {SIZES[size]} | {x['table_rows']:,} | {x['peak_rss_mib']:,} MiB | "
+                         f"{x['estimate_mib']:,} MiB | {x['test_logloss']:.5f} |")
+        lines.append("")
+    lines += [f"**`predict` vs `prepare` on the same {r['rows']:,} raw Criteo-format lines** (a dlrm-like model of "
+              "`ctrnas-small` with fresh weights exported from the prepared folder; predict is the same parse plus "
+              "one forward pass):", "",
+              "| prepare s | prepare rows/s | predict s | predict rows/s | predict / prepare |", "|---|---|---|---|---|",
+              f"| {r['prepare_s']:.2f} | {r['prepare_rows_s']:,} | {r['predict_s']:.2f} | {r['predict_rows_s']:,} "
+              f"| {r['ratio']:.2f}x |", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
     from prep import generate_criteo
 
-    from _results import save
+    from _results import _atomic_write, load, save
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200_000)
@@ -114,21 +154,43 @@ def main() -> None:
     ap.add_argument("--train-rows", type=int, default=8192,
                     help="training rows of the peak-RSS trainings (the peak is reached in the first steps)")
     ap.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "out" / "predict")
-    args = ap.parse_args()
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    result = {"args": {k: str(v) for k, v in vars(args).items()}}
-    path = args.workdir / f"criteo-{args.rows}.tsv"
-    if not path.exists():
-        generate_criteo(path, args.rows)
-    result["rates"] = rates(path, args.workdir, args.buckets)
-    print(json.dumps(result["rates"]))
-    if args.rss_rows:
-        rpath = args.workdir / f"criteo-{args.rss_rows}.tsv"
-        if not rpath.exists():
-            generate_criteo(rpath, args.rss_rows)
-        result["rss"] = rss(rpath, args.workdir / "rss", args.buckets, args.train_rows)
-        print(json.dumps(result["rss"]))
-    save(args.workdir, "predict", result)
+    ap.add_argument("--section", type=Path, default=HERE / "sections" / "predict.md")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the section from predict.json")
+    args = ap.parse_args(argv)
+    if args.report_only:
+        result = load(args.workdir, "predict")
+        if result is None:
+            raise SystemExit(f"{args.workdir}/predict.json: no results to report; run without --report-only")
+    else:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        argv = sys.argv[1:] if argv is None else argv
+        result = {"args": {k: str(v) for k, v in vars(args).items()},
+                  "command": " ".join(["python benchmarks/predict.py", *map(shlex.quote, argv)]),
+                  "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, python "
+                             f"{platform.python_version()}, torch {_torch_version()}",
+                  "load": [os.getloadavg()[0]]}
+        path = args.workdir / f"criteo-{args.rows}.tsv"
+        if not path.exists():
+            generate_criteo(path, args.rows)
+        result["rates"] = rates(path, args.workdir, args.buckets)
+        print(json.dumps(result["rates"]))
+        if args.rss_rows:
+            rpath = args.workdir / f"criteo-{args.rss_rows}.tsv"
+            if not rpath.exists():
+                generate_criteo(rpath, args.rss_rows)
+            result["rss"] = rss(rpath, args.workdir / "rss", args.buckets, args.train_rows)
+            print(json.dumps(result["rss"]))
+        result["load"].append(os.getloadavg()[0])
+        save(args.workdir, "predict", result)
+    text = report(result)
+    print(text)
+    _atomic_write(args.section, text)
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
 
 
 if __name__ == "__main__":

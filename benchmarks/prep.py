@@ -168,20 +168,6 @@ NOTES = [
     "read ~0.04 s; split assignment and filters ~0.03 s; Parquet writing (LZ4, no dictionary) ~0.14 s. So "
     "the parse alone is half of `prepare`, and with any Parquet output at all the ceiling is near 0.6x of a "
     "bare read in CPU.", "",
-    "What changed (before = the previous commit, run from a `git archive` copy in a child process by "
-    "`--before`): (1) the stratified and order splits and vocabularies no longer parse the raw text twice: "
-    "pass 1 parses, validates and encodes each chunk once and appends it to an uncompressed Arrow IPC stream "
-    "in the output folder (~264 bytes per Criteo row with hashed ids; deleted at the end, and at the start "
-    "of a re-run if a killed run left one); pass 2 only reads those batches back, assigns splits and writes "
-    "Parquet. (2) Parquet shards use LZ4 without dictionary pages instead of zstd with dictionaries (about "
-    "half the write CPU, faster to read, 1.6x the bytes). (3) Dense columns are parsed to float64 by the CSV "
-    "reader instead of as text plus a cast; a chunk with a space or tab in it (the reader trims those, a cast "
-    "does not), a value that is no number, or any rejected row is parsed again as text, so rejects and "
-    "accepted values are exactly as before. (4) 8-digit hex keys are decoded with byte arithmetic on the "
-    "packed string buffer instead of a per-byte table lookup. (5) log1p handles missing values with fmax "
-    "(no mask pass). (6) Raw chunks are zero-copy views of what was read (a seek back over the partial last "
-    "line instead of copying it to the next chunk; gzip input still copies). Output files, ids, splits and "
-    "meta counts are unchanged (tests/data/test_prepare_fastpaths.py compares the fast and plain paths).", "",
     "Lines must be parsed single-threaded: with threads pyarrow's invalid-row handler gets no line number. "
     "pyarrow's own streaming CSV reader is not used because it reads ahead without bound when the consumer "
     "is slower than the disk (it held a whole 484 MB file); ctrnas cuts the stream into blocks itself. "
@@ -278,8 +264,9 @@ def main() -> None:
     lines += NOTES
     text = "\n".join(lines)
     print(text)
-    args.md.parent.mkdir(parents=True, exist_ok=True)
-    args.md.write_text(text)
+    from _results import _atomic_write
+
+    _atomic_write(args.md, text)
     for d in ("ctrnas_stratified", "ctrnas_random", "pandas", "before_stratified", "before_random") + tuple(f"rss_{n}" for n in args.rss_rows):
         shutil.rmtree(work / d, ignore_errors=True)
     print(json.dumps({"written": str(args.md)}))

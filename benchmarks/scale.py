@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shlex
 import sys
 import tempfile
 import time
@@ -26,34 +27,16 @@ import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.p
 SECTION = ROOT / "benchmarks/sections/scale.md"
 
 
-EXPECTATIONS = """**Reading these numbers.** Every process here shares 2 CPU cores with other engineers' jobs, so the
-tables measure overheads and check correctness, not scaling, and they move from run to run (the process
-pool and Ray run the same 2 single-threaded workers: a gap between them is contention at that moment, not
-the backend). What holds: every backend returns the serial scores exactly, and 2 gloo ranks reproduce the
-1-process loss trajectory, metrics, gathered checkpoint and resumed run to float rounding
-(`tests/distributed/`). Worker startup (spawn, ship the supernet, import torchrec in each worker) costs
-15-25 s once per search, which a NASRec-size search (2,048 candidates) amortises. The time per candidate
-*inside* a worker shows the contention: about 1.0 s in Ray actors and serially, but 1.7 s in the local
-process pool in the same run (the pool's workers share this session's CPU share with everything else it
-runs, Ray's are started by its own daemon; a guess, not measured). In training, the fused FBGEMM kernel
-with Adagrad inside backward (DMP, 1 rank) beats the plain trainer's sparse torch Adagrad. 2 table-wise
-ranks split the dense work (half the batch each) and the lookups (half the tables each); whether that
-shows depends on whether the other jobs leave the second core free: an earlier run of this script measured
-61 ms for 2 ranks against 105 ms for 1, the run above shows parity. Row-wise makes every rank touch every
-table and reduce-scatter every pooled embedding, which costs more than it saves at this size on loopback.
-
-**On a real multi-GPU cluster.** Sharding is first a capacity feature: with row-wise or table-wise plans
-each GPU holds about 1/N of the embedding rows and their optimizer state, which is what lets the 10^8-10^9
-row tables of production CTR models (and NASRec's full Criteo tables in the final stage) train at all. For
-throughput, NCCL all-to-alls over NVLink/InfiniBand cost a few ms per step at Criteo scale while each
-GPU's dense work shrinks with its local batch, so samples/s grows close to linearly with GPUs until the
-embedding all-to-all dominates (the regime TorchRec's DLRM results report for 8-128 GPUs). Table-wise
-suits many small tables, row-wise a few huge ones (balanced memory and load), column-wise very wide
-embeddings; on GPUs the planner can mix them per table from the real topology and memory. Candidate
-scoring is embarrassingly parallel: each candidate is a few forward/backward passes of one subnet, so
-throughput should grow with the number of workers (one per core or GPU) once startup is amortised, and
-`execution: {backend: ray, address: auto}` spreads the workers over every node of a cluster started with `ray start`,
-still giving the serial history because each candidate's seed is fixed by its index."""
+EXPECTATIONS = """**Reading these numbers.** The processes share 2 CPU cores with other jobs, so the tables measure
+overheads and check correctness, not scaling, and they move from run to run (the process pool and Ray run the
+same 2 single-threaded workers: a gap between them is contention at that moment, not the backend). What holds:
+every backend returns the serial scores exactly, and 2 gloo ranks reproduce the 1-process loss trajectory,
+metrics, gathered checkpoint and resumed run to float rounding (`tests/distributed/`). Worker startup (spawn,
+ship the supernet, import torchrec in each worker) is paid once per search. 2 table-wise ranks split the dense
+work (half the batch each) and the lookups (half the tables each), which shows only when the second core is
+free; row-wise makes every rank touch every table and reduce-scatter every pooled embedding, which costs more
+than it saves at this size on loopback. On GPUs sharding is first a capacity feature: each GPU holds about 1/N
+of the embedding rows and their optimizer state."""
 
 
 def _save(name: str, obj) -> None:
@@ -202,7 +185,12 @@ def report() -> str:
     lines = ["## Scale-out: scoring backends and sharded training", "",
              f"{platform.machine()}, {os.cpu_count()} CPU cores (shared with other jobs), no GPU, torch threads 1 "
              "per process; `benchmarks/scale.py`.", ""]
+    def command(part: dict) -> list[str]:
+        """The command that measured the part, printed above its table."""
+        return [f"Command: `{part['command']}`", ""] if "command" in part else []
+
     if sc:
+        lines += command(sc)
         load = f"; 1-min load average {sc['loadavg_1min']:.1f} at the start" if "loadavg_1min" in sc else ""
         lines += [f"**Candidate scoring** ({sc['candidates']} nasrec-small subnets, proxy `{sc['proxy']}` on 2 "
                   f"batches of 256; 2 workers for processes and Ray{load}):", "",
@@ -216,17 +204,18 @@ def report() -> str:
                              f"{r.get('job_s_mean', float('nan')):.2f} | {'yes' if r['identical_to_serial'] else 'NO'} |")
         lines.append("")
     if bt:
+        lines += command(bt)
         lines += [f"**Scoring with full-size tables** ({bt['tables']} tables x {bt['table_rows']:,} rows x dim 16 = "
                   f"{bt['table_gib']:.2f} GiB, nasrec-small, proxy `{bt['proxy']}` on 2 batches of 512, inherited "
                   f"weights, 1 process, median of {bt['candidates']} candidates, the two ways interleaved; 1-min "
                   f"load average {bt['loadavg_1min']:.1f}):", "",
                   "| subnet tables | s per candidate | ratio |", "|---|---|---|",
-                  f"| copied per candidate (before) | {bt['copy_s']:.2f} | 1.00 |",
-                  f"| shared with the supernet (now) | {bt['shared_s']:.2f} | {bt['shared_s'] / bt['copy_s']:.2f} |",
-                  "", f"Same scores both ways: {'yes' if bt['identical'] else 'NO'}. Command: `.venv/bin/python "
-                  f"benchmarks/scale.py --parts big_tables --table-rows {bt['table_rows']} --candidates "
-                  f"{bt['candidates']}`.", ""]
+                  f"| copied per candidate | {bt['copy_s']:.2f} | 1.00 |",
+                  f"| shared with the supernet (what the search does) | {bt['shared_s']:.2f} | "
+                  f"{bt['shared_s'] / bt['copy_s']:.2f} |",
+                  "", f"Same scores both ways: {'yes' if bt['identical'] else 'NO'}.", ""]
     if st:
+        lines += command(st)
         lines += [f"**Training step** (DLRM, {st['tables']} tables x {st['table_rows']:,} rows x dim {st['dim']}, "
                   f"global batch {st['global_batch']}, fused EXACT_ADAGRAD tables, median of the timed steps"
                   + (f"; 1-min load average {st['loadavg_1min']:.1f}" if "loadavg_1min" in st else "") + "):", "",
@@ -254,9 +243,11 @@ def main() -> None:
     args = ap.parse_args()
     if not args.report_only:
         for part in args.parts.split(","):
-            _save(part, {"scoring": scoring, "step_time": step_time, "big_tables": big_tables}[part](args))
+            result = {"scoring": scoring, "step_time": step_time, "big_tables": big_tables}[part](args)
+            _save(part, {**result, "command": " ".join([".venv/bin/python benchmarks/scale.py",
+                                                         *map(shlex.quote, sys.argv[1:])])})
     text = report()
-    SECTION.write_text(text)
+    _results._atomic_write(SECTION, text)
     print(text)
 
 

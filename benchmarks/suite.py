@@ -18,8 +18,8 @@ Methods:
   planted    (planted profiles) the planted arch itself (meta.json's) trained from scratch like the baselines,
              at the same training seeds: the oracle of the profile, its best model trained as everything else.
   random     random search at the search's FTE: floor(FTE) random subnets of the recipe's space, each trained
-             like the final stage (1 FTE each), the best by val log loss is its pick (benchmarks/mfsearch.py's
-             definition; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
+             like the final stage (1 FTE each), the best by val log loss is its pick (random search at equal
+             compute; the demo recipe's `search.strategy=random` scores with the proxy, not the rungs).
 Every training is cached under --out by (profile, model, seed, settings), so a stopped run resumes. The
 section goes to benchmarks/sections/suite.md (or --section; a report that lacks a part the section shows goes to
 <out>/section.md instead); `python benchmarks/_results.py` assembles it.
@@ -43,7 +43,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import _results  # noqa: E402  (benchmarks/ is the script folder, first on sys.path)
-import curves  # noqa: E402
 
 # label -> (shape, structure)
 PROFILES = {
@@ -341,6 +340,20 @@ def own_arch(run: Path, own: dict) -> dict:
     return next(r["arch"] for r in json.loads((run / "search" / "history.json").read_text()) if r["key"] == key)
 
 
+def retrain(run: Path, arch: dict, seed: int) -> dict:
+    """`arch` (its JSON) trained as `run`'s final stage trains, at training seed `seed`: val / test log loss."""
+    from ctrnas.pipeline.data import open_data
+    from ctrnas.pipeline.fitness.scratch import final_template, job_model, train_as_final
+    from ctrnas.recipe import load_recipe
+    from ctrnas.space import Arch
+
+    recipe = load_recipe(run / "recipe.yaml", [f"final.train.seed={seed}"])
+    data = open_data(recipe.data_dir)
+    model = job_model(recipe, data, final_template(recipe, data, None), ("arch", Arch.from_json(arch)))
+    v, t, seconds, _ = train_as_final(model, recipe, data)
+    return {"val": v.get("logloss"), "test": t.get("logloss"), "seconds": seconds}
+
+
 def run_own(args, profile: str, cache: Cache) -> None:
     """Each search seed's own arch trained again at training seeds 0..--own-seeds-1 but the run's own."""
     for seed in range(args.seeds):
@@ -351,7 +364,7 @@ def run_own(args, profile: str, cache: Cache) -> None:
         for s in other_seeds(r, args.own_seeds):
             key = own_key(args, profile, seed, s)
             if cache.get(key) is None:
-                done = curves.retrain(run, own_arch(run, r["own"]), s)
+                done = retrain(run, own_arch(run, r["own"]), s)
                 cache.put(key, {"seed": s, **done})
                 print(f"{profile} search seed {seed}: own arch at training seed {s}: test {done['test']:.5f}",
                       flush=True)

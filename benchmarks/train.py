@@ -264,10 +264,9 @@ def main(argv=None) -> int:
                                                    "wu": wu}, indent=1))
     md = markdown(args, meta, base, emb, wu)
     print()
-    print(md)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(md + "\n")
+    from _results import notes_marker, publish
+
+    publish(md + "\n", Path(args.out), notes_marker("train.py"))
     return 0
 
 

@@ -270,3 +270,4 @@ def test_taus_sd_by_chance_is_kendalls_over_every_ordering():
     assert suite.tau_null_sd(5) == pytest.approx(statistics.pstdev(taus))
     assert suite._tau_n(0.31, 10) == f"+0.31 (n 10, sd by chance {suite.tau_null_sd(10):.2f})"
     assert suite._tau_n(None, 0) == "- (n 0)"
+

@@ -99,7 +99,7 @@ class Structure:
     """How the click model mixes its components (`SyntheticSettings` overrides), for any shape profile.
 
     Each is built so a different family of hand-designed models should fit it best (`intended`); which one
-    does is measured (datasets/README.md, benchmarks/RESULTS.md "Structure suite")."""
+    does is measured (datasets/README.md, docs/results.md)."""
 
     name: str
     settings: tuple[tuple[str, object], ...]  # SyntheticSettings overrides, in order

@@ -57,16 +57,16 @@ class EvolutionConfig:
     objective: Literal["value", "front"] = "value"
     # every child is an untried one-step local edit of its parent (`local_neighbours`, the whole neighbourhood
     # drawn without replacement; picked by the predictor when it is fitted): the search tries the edits of
-    # the best arch instead of drawing the same few again (benchmarks/RESULTS.md, "Neighbourhoods"). When the
-    # parents' neighbourhoods are used up, children are mutants as before.
+    # the best arch instead of drawing the same few again (docs/results.md, "What one edit of a seed can
+    # reach"). When the parents' neighbourhoods are used up, children are mutants as before.
     local_sweep: bool = False
     # > 0: each generation's parent is the best arch of one of the `lineages` best lines (a line: a seed or
     # random draw and all its descendants), in turn, instead of a tournament's winner; the final stage then
     # retrains the best of each of those lines (`History.best_of_lines`; a top_k beyond `lineages` takes the
     # next best of any line: two edits of one line within a rung's noise both get a full training). A short
     # rung ranks edits of one model well but not two model families that learn at different speeds
-    # (benchmarks/RESULTS.md, "Structure suite": DLRM's line led DeepFM's at 40% of the training and ended
-    # behind it), so the search keeps refining more than one family and lets the full training choose.
+    # (docs/results.md: DLRM's line led DeepFM's at 40% of the training and ended behind it), so the search
+    # keeps refining more than one family and lets the full training choose.
     lineages: int = 0
     # with `lineages`, `local_sweep` and a fitted predictor: each generation's children are the best edits, by
     # the predictor's acquisition, of all the lines' bests together instead of one line's in turn, so a line

@@ -13,7 +13,7 @@ has no first-order (LR) part, which the space does not hold, and its FM reads mi
 `deepfm-terms-like` is DeepFM itself in a space with FM's logit terms as choices (`ctrnas-small-fm`, or
 `first_order` / `field_fm: [false, true]`): deepfm-like's tower, the first-order term and the FM over the
 fields' embeddings, and no FM block (on kdd2012-crosses deepfm-like is 0.0047 behind DeepFM, this one level;
-benchmarks/RESULTS.md, "Neighbourhoods"). `xdeepfm-like` is xDeepFM (`ctrnas-small-cin`): the first-order
+docs/results.md). `xdeepfm-like` is xDeepFM (`ctrnas-small-cin`): the first-order
 term, a 400-400 deep tower over the dense features and the embeddings flattened, and beside it a CIN of 2 x 16
 maps over the embeddings and the dense features as one more token (xDeepFM's CIN reads the fields only),
 its pooled maps projected to 16 before the head. The others fit `ctrnas-small` and `ctrnas-full`;

@@ -408,8 +408,8 @@ class SearchSpace:
 
     def local_neighbours(self, arch: Arch) -> list[Arch]:
         """Every distinct arch one `mutate_local` edit away from `arch`, in a fixed order (each move's smaller
-        value first): the whole neighbourhood that local mutation draws from, e.g. to train all of it
-        (`benchmarks/neighbourhood.py`). Edits the network does not depend on (same key) are left out."""
+        value first): the whole neighbourhood that local mutation draws from, e.g. to train all of it.
+        Edits the network does not depend on (same key) are left out."""
         self.validate(arch)
         c = self.config
         out: dict[str, Arch] = {}

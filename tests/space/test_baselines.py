@@ -150,7 +150,7 @@ def test_dcnv2_stacked_computes_the_stacked_dcnv2():
 def test_dcnv2_like_and_the_baseline_start_from_the_same_weights_under_one_init():
     """`reinit` draws by sorted parameter name; the two modules list theirs in the same order and shapes, so a
     fresh `dcnv2-like` and the DCN-v2 baseline re-drawn with the same seed are the same network, weight for
-    weight (which is why they train to the same numbers, benchmarks/RESULTS.md)."""
+    weight (which is why they train to the same numbers, docs/results.md)."""
     import torch
 
     from ctrnas.supernet.export import reinit
