@@ -265,6 +265,7 @@ class Trainer:
         if math.isfinite(cur["logloss"]) and (self.best is None or cur["logloss"] < self.best["logloss"]):
             self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
             if self.cfg.restore_best:
+                self._best_weights = None  # the old copy goes first: one copy at a time, not two
                 self._best_weights = self._copy_weights()
         elif self.cfg.schedule == "plateau":
             self.bad_evals += 1

@@ -83,6 +83,9 @@ def test_lr_training_memory_is_the_hand_count():
     # dense updates: whole-table gradients instead of gradient rows; a training batch larger than evaluation's
     dense = dataclasses.replace(cfg, embedding_update="dense", batch_size=64)
     assert size.training_bytes(dense) == 4 * (21 * 3 + 5 * 3) + 128 * act
+    # model selection keeps one copy of every weight (the best evaluation's) beside the training ones
+    best = dataclasses.replace(cfg, restore_best=True)
+    assert size.training_bytes(best) == size.training_bytes(cfg) + 4 * (21 + 5)
     assert size.weight_bytes == 4 * (21 + 5)
 
 

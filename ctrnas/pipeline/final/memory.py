@@ -48,11 +48,13 @@ class ModelSize:
         """Peak bytes of training it with TrainConfig `cfg`: tables with their Adagrad sums (and whole-table
         gradients with `embedding_update: dense`), else the gradient rows of one batch and the squares
         Adagrad makes of them; dense weights, gradients and Adagrad sums; the activations of one training
-        batch and their gradients, or of one evaluation batch when that is larger."""
+        batch and their gradients, or of one evaluation batch when that is larger; with `restore_best`, one
+        copy of every weight (the best evaluation's, `ctrnas.train.trainer`)."""
         dense_tables = cfg.embedding_update == "dense"
-        tables = self.table_params * (1 + ADAGRAD_SLOTS + dense_tables)
+        best_copy = bool(cfg.restore_best)
+        tables = self.table_params * (1 + ADAGRAD_SLOTS + dense_tables + best_copy)
         grad_rows = 0 if dense_tables else 2 * cfg.batch_size * self.fields * self.row_width
-        dense = self.dense_params * (2 + ADAGRAD_SLOTS)
+        dense = self.dense_params * (2 + ADAGRAD_SLOTS + best_copy)
         activations = max(2 * cfg.batch_size, cfg.eval_batch_size) * self.saved_per_example
         return FLOAT_BYTES * (tables + grad_rows + dense) + activations
 
