@@ -182,8 +182,8 @@ class FinalConfig:
     # how they draw their dense weights: "nasrec" (Xavier-uniform linears and cross kernels, zero bias, as
     # NASRec's code) or "torchrec" (PyTorch's nn.Linear default and TorchRec's crossnet init, as the baseline
     # modules draw theirs; `ctrnas.supernet.export.reinit`). torchrec trained 21 of 25 random ctrnas-small
-    # subnets lower (mean -0.0025 test log loss at 1M rows) and DLRM by 0.003, DCN-v2 alike (benchmarks/
-    # RESULTS.md, space sections), so it is the default; a searched arch then starts where its baseline does
+    # subnets lower (mean -0.0025 test log loss at 1M rows) and DLRM by 0.003, DCN-v2 alike (docs/results.md),
+    # so it is the default; a searched arch then starts where its baseline does
     dense_init: Literal["nasrec", "torchrec"] = "torchrec"
     # GiB the final stage may allocate; null: what the machine (or its cgroup) has available. Before it starts
     # `workers` processes it estimates one model's memory and starts fewer, or stops, when they would not fit

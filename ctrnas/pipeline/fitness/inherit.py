@@ -175,6 +175,10 @@ class InheritedTrainingFitness:
             raise RecipeError(recipe.source or "recipe", "search.multifidelity.rungs",
                               "an inherit rung keeps each line's weights in the run folder: give the run an "
                               "output folder")
+        if recipe.final_train.embedding_update == "fused":
+            raise RecipeError(recipe.source or "recipe", "train.embedding_update",
+                              "an inherit rung grafts each table's Adagrad sums by parameter name, which the "
+                              "fused kernel keeps inside itself: set embedding_update: sparse")
         self.prefix = PrefixTrainingFitness(recipe, data, template, val_rows, folder)
         self.data, self.val_rows, self.extra = data, val_rows, int(extra)
         self.default_budget = self.prefix.default_budget - self.extra
