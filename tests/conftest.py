@@ -1,8 +1,13 @@
 """Suite-wide settings: one intra-op thread for every test (tiny tensors run ~10-100x slower with 2 threads
 on a busy 2-core box, where OpenMP workers spin); reset before each test, since commands under test may
-set their own thread count. And the order in which `make test` hands out the test files."""
+set their own thread count. The order in which `make test` hands out the test files, and `built_once`, which
+makes an expensive read-only fixture folder once for all the run's worker processes."""
 
+import fcntl
+import os
+import shutil
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
@@ -57,6 +62,31 @@ def pytest_collection_modifyitems(items):
             return len(first)
 
     items.sort(key=rank)  # stable: each file's tests keep their order
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """The folder `build(folder)` writes, made once per test run: the first worker process (pytest-xdist) to
+    ask builds it under a file lock, the others wait and read it. Tests must not change it (copy it first)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this run's folder, shared by its workers (each has its own basetemp below it)
+    folder = root / "built-once" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    done = folder.parent / f"{name}.done"
+    with open(folder.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+        if not done.exists():
+            if folder.exists():  # left by a build that failed in another worker: start again
+                shutil.rmtree(folder)
+            build(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def once():
+    """`once(tmp_path_factory, name, build)`: see `built_once` (conftest is not importable in importlib mode)."""
+    return built_once
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,9 @@
-"""The order `make test` hands out the test files in (tests/conftest.py): the longest named first, all run."""
+"""tests/conftest.py: the order `make test` hands out the test files in (the longest named first, all run), and
+the fixture folders built once for all worker processes."""
 
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -37,3 +40,25 @@ def test_the_slow_files_go_first_and_every_other_test_keeps_its_place():
 def test_make_test_gives_whole_files_in_this_order():
     line = next(s for s in (TESTS.parent / "Makefile").read_text().splitlines() if "-m pytest" in s)
     assert "--dist loadfile" in line and "--no-loadscope-reorder" in line
+
+
+def test_a_folder_is_built_once_and_a_failed_build_is_redone(tmp_path_factory):
+    built = []
+
+    def build(folder):
+        built.append(folder)
+        folder.mkdir()
+        (folder / "x").write_text(str(len(built)))
+
+    first = _conftest().built_once(tmp_path_factory, "probe", build)
+    again = _conftest().built_once(tmp_path_factory, "probe", build)
+    assert first == again and len(built) == 1 and (first / "x").read_text() == "1"
+
+    def fails(folder):
+        folder.mkdir()
+        raise RuntimeError("half made")
+
+    with pytest.raises(RuntimeError):
+        _conftest().built_once(tmp_path_factory, "broken", fails)
+    redone = _conftest().built_once(tmp_path_factory, "broken", build)
+    assert (redone / "x").read_text() == "2"  # the half-made folder was replaced
