@@ -8,7 +8,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 CUDA ?=
 TORCH_INDEX ?=
-# test processes (pytest-xdist): one per logical CPU; TEST_WORKERS=0 runs the tests in this process
+# test processes (pytest-xdist): one per logical CPU; TEST_WORKERS=0 runs the tests in this process. Each worker
+# takes whole files (a module's fixtures are built once), the longest first (tests/conftest.py: SLOW_FIRST).
 TEST_WORKERS ?= logical
 STAMP := $(VENV)/.installed$(if $(CUDA),-$(CUDA))
 ifneq ($(CUDA),)
@@ -39,7 +40,7 @@ demo: $(STAMP)
 	$(BIN)/ctrnas demo --out runs/demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests   # tests/test_layers.py runs import-linter and mypy ([tool.mypy])
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests   # tests/test_layers.py runs import-linter and mypy ([tool.mypy])
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site

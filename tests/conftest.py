@@ -1,11 +1,91 @@
 """Suite-wide settings: one intra-op thread for every test (tiny tensors run ~10-100x slower with 2 threads
 on a busy 2-core box, where OpenMP workers spin); reset before each test, since commands under test may
-set their own thread count."""
+set their own thread count. The order in which `make test` hands out the test files, and `built_once`, which
+makes an expensive read-only fixture folder once for all the run's worker processes."""
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
 
 torch.set_num_threads(1)
+
+TESTS = Path(__file__).resolve().parent
+
+# The files that take longest, longest first (CPU seconds of one file, measured with --durations; the rest
+# keep their order after them). `make test` gives each worker whole files (--dist loadfile: a module's
+# fixtures, such as a pipeline run, are built once), so the long ones must start first for the workers
+# to end together. A file missing here only starts later; re-measure when a file grows past the last.
+SLOW_FIRST = (
+    "pipeline/test_execution_recipe.py",
+    "test_benchmark_suite.py",
+    "pipeline/test_pipeline.py",
+    "serve/test_train_predict.py",
+    "test_readme.py",
+    "distributed/test_run_distributed.py",
+    "execution/test_executors.py",
+    "pipeline/test_final_widths.py",
+    "pipeline/test_ctr_fitness.py",
+    "test_layers.py",
+    "distributed/test_commands.py",
+    "distributed/test_dmp.py",
+    "security/test_hostile_files.py",
+    "pipeline/test_final_resume.py",
+    "pipeline/test_multifidelity_run.py",
+    "pipeline/test_emb_dims_run.py",
+    "pipeline/test_front_run.py",
+    "test_newcomer_cli.py",
+    "test_docs.py",
+    "serve/test_serving.py",
+    "serve/test_predict.py",
+    "supernet/test_export_io.py",
+    "supernet/test_cross.py",
+    "pipeline/test_train_arch_from_run.py",
+    "security/test_writer_folders.py",
+    "security/test_bad_inputs.py",
+    "pipeline/test_compact_resume.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    first = {name: i for i, name in enumerate(SLOW_FIRST)}
+
+    def rank(item) -> int:
+        try:
+            return first.get(item.path.relative_to(TESTS).as_posix(), len(first))
+        except ValueError:  # a test file outside tests/
+            return len(first)
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """The folder `build(folder)` writes, made once per test run: the first worker process (pytest-xdist) to
+    ask builds it under a file lock, the others wait and read it. Tests must not change it (copy it first)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this run's folder, shared by its workers (each has its own basetemp below it)
+    folder = root / "built-once" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    done = folder.parent / f"{name}.done"
+    with open(folder.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+        if not done.exists():
+            if folder.exists():  # left by a build that failed in another worker: start again
+                shutil.rmtree(folder)
+            build(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def once():
+    """`once(tmp_path_factory, name, build)`: see `built_once` (conftest is not importable in importlib mode)."""
+    return built_once
 
 
 @pytest.fixture(autouse=True)

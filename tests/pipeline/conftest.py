@@ -8,8 +8,8 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("data") / "synthetic-criteo-20k"
+def data_dir(tests_data) -> Path:
+    return tests_data.path
 
 
 @pytest.fixture(scope="session")
@@ -18,13 +18,16 @@ def tests_recipe_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tests_data(data_dir, tests_recipe_path):
-    """The test recipe's prepared data (20k synthetic Criteo-shaped rows with a known click model)."""
+def tests_data(tests_recipe_path, tmp_path_factory, once):
+    """The test recipe's prepared data (20k synthetic Criteo-shaped rows with a known click model), generated
+    once for the whole test run and read by every worker."""
     from ctrnas.pipeline.data import prepare_data
     from ctrnas.recipe import load_recipe
 
-    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}"])
-    return prepare_data(recipe)
+    def prepare(folder: Path):
+        return prepare_data(load_recipe(tests_recipe_path, [f"data.path={folder}"]))
+
+    return prepare(once(tmp_path_factory, "synthetic-criteo-20k", prepare))  # the second call reads the folder
 
 
 @pytest.fixture(scope="module")

@@ -128,7 +128,8 @@ def test_sigeo_sgd_steps_in_workers_leave_the_shared_supernet_alone(fitness_setu
     cfg = EvolutionConfig(population_size=6, generations=1, tournament_size=2, children_per_generation=4)
     space = get_space(recipe.space)
     serial = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=1)
-    parallel = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=3)
+    # two workers share the supernet's memory as any number would: a write to it shows in `after` below
+    parallel = RegularizedEvolution(space, cfg, seed=3).run(fit, workers=2)
     assert serial.history.same_as(parallel.history)
     after = supernet.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)

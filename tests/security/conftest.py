@@ -21,22 +21,23 @@ def plant(tmp_path) -> Planter:
 
 
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory) -> Path:
+def data_dir(tmp_path_factory, once) -> Path:
+    """3000 synthetic Criteo rows, made once for the whole test run (tests copy it before changing it)."""
     from ctrnas.data.synthetic import generate
 
-    out = tmp_path_factory.mktemp("sec") / "data"
-    generate("criteo", 3000, 5, out, chunk_rows=3000)
-    return out
+    return once(tmp_path_factory, "sec-data", lambda out: generate("criteo", 3000, 5, out, chunk_rows=3000))
 
 
 @pytest.fixture(scope="session")
-def model_dir(data_dir, tmp_path_factory) -> Path:
-    """A real exported model folder (fresh weights) with the dataset's schema."""
+def model_dir(data_dir, tmp_path_factory, once) -> Path:
+    """A real exported model folder (fresh weights) with the dataset's schema, exported once for the run."""
     from ctrnas import api
     from ctrnas.space.baselines import baseline_arch
 
-    tmp = tmp_path_factory.mktemp("secmodel")
-    (tmp / "arch.json").write_text(json.dumps(baseline_arch("dlrm-like").to_json()))
-    api.export_arch(str(tmp / "arch.json"), tmp / "model", data_dir=data_dir, space="ctrnas-small", emb_dim=4,
-                    init="fresh", seed=1)
-    return tmp / "model"
+    def build(folder: Path):
+        folder.mkdir()
+        (folder / "arch.json").write_text(json.dumps(baseline_arch("dlrm-like").to_json()))
+        api.export_arch(str(folder / "arch.json"), folder / "model", data_dir=data_dir, space="ctrnas-small",
+                        emb_dim=4, init="fresh", seed=1)
+
+    return once(tmp_path_factory, "sec-model", build) / "model"
