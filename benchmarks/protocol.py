@@ -28,8 +28,9 @@ MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 
 
 def protocols(name: str):
-    """The TrainConfig of a protocol name; "default@3": the default at 3x the learning rate."""
-    from ctrnas.train.config import TrainConfig, early_stopping
+    """The TrainConfig of a protocol name; "default@3": the default at 3x the learning rate; "adam": the default
+    with Adam at its usual rate (1e-3), "adam@3" at 3x that."""
+    from ctrnas.train.config import TrainConfig, early_stopping, optimizer_defaults
 
     base = TrainConfig(progress=False, threads=1, eval_batch_size=8192)
     name, _, scale = name.partition("@")
@@ -37,6 +38,7 @@ def protocols(name: str):
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
         "cosine-10": dataclasses.replace(base, epochs=10, restore_best=True, early_stop_patience=2),
         "default": early_stopping(base),
+        "adam": optimizer_defaults(early_stopping(base), "adam"),
     }[name]
     return dataclasses.replace(cfg, lr=cfg.lr * float(scale)) if scale else cfg
 
@@ -56,7 +58,8 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
     out = {"test": m["test"]["logloss"], "val": (m["val"] or {}).get("logloss"),
            "epochs": m["train"]["steps"] / steps_per_epoch,
            "best_epoch": (m["train"]["best"] or {}).get("step", m["train"]["steps"]) / steps_per_epoch,
-           "first_val": m["val_history"][0]["logloss"] if m["val_history"] else None}
+           "first_val": m["val_history"][0]["logloss"] if m["val_history"] else None,
+           "seconds": m["train"]["seconds"]}
     save(cache.parent, cache.stem, out)
     return out
 
@@ -134,6 +137,9 @@ def main(argv=None) -> int:
                          "PATH[:MODEL,..[:PROTOCOL,..]] (repeatable)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--protocols", default="nasrec,cosine-10,default")
+    ap.add_argument("--optimizers", default="",
+                    help="also train every model of every --data under the default protocol with these optimizers "
+                         "(adam, adam@3: Adam at 1e-3, 3e-3), for a table against the default's Adagrad")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "out" / "protocol"))
     ap.add_argument("--section", default=str(HERE / "sections" / "protocol.md"))
@@ -146,7 +152,7 @@ def main(argv=None) -> int:
         data, _, rest = spec.partition(":")
         models, _, protos = rest.partition(":")
         for model in (models or args.models).split(","):
-            for p in (protos or args.protocols).split(","):
+            for p in (protos or args.protocols).split(",") + [o for o in args.optimizers.split(",") if o]:
                 for seed in range(args.seeds):
                     cache = Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json"
                     r = train_one(Path(data), model, p, seed, cache)
@@ -154,7 +160,8 @@ def main(argv=None) -> int:
                     test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
                     print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, "
                           f"{r['epochs']:.1f} epochs", file=sys.stderr, flush=True)
-    command = " ".join(f"--data {d}" for d in args.data) + f" --protocols {args.protocols} --seeds {args.seeds}"
+    command = " ".join(f"--data {d}" for d in args.data) + f" --protocols {args.protocols}" \
+        + (f" --optimizers {args.optimizers}" if args.optimizers else "") + f" --seeds {args.seeds}"
     publish(report(results, command), Path(args.section), notes_marker("protocol.py"))
     return 0
 
