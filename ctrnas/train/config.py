@@ -30,10 +30,7 @@ class TrainConfig:
     """One training run. Defaults: NASRec supernet recipe (Adagrad lr 0.12 eps 1e-2, batch 512, one epoch,
     cosine with 10% linear warm-up to `min_lr` 1e-8, clip 5)."""
 
-    # "adam": Adam on the dense parameters and lazy Adam (torch's SparseAdam) on the embedding tables, betas
-    # (0.9, 0.999); FuxiCTR's and BARS's optimizer, at their lr 1e-3 and eps 1e-8 (`optimizer_defaults`)
-    optimizer: Literal["adagrad", "adam"] = "adagrad"
-    lr: float = 0.12                     # the optimizer's learning rate
+    lr: float = 0.12
     eps: float = 1e-2
     weight_decay: float = 0.0
     batch_size: int = 512
@@ -169,20 +166,6 @@ def early_stopping(cfg: TrainConfig, given: "set[str] | frozenset[str]" = frozen
     preset = {"epochs": MAX_EPOCHS, "schedule": "plateau", "restore_best": True, "early_stop_patience": PATIENCE,
               "eval_every": EVAL_EVERY}
     return dataclasses.replace(cfg, **{k: v for k, v in preset.items() if k not in given})
-
-
-# each optimizer's usual learning rate and eps: NASRec's Adagrad, FuxiCTR's and BARS's Adam
-OPTIMIZER_DEFAULTS = {"adagrad": {"lr": 0.12, "eps": 1e-2}, "adam": {"lr": 1e-3, "eps": 1e-8}}
-
-
-def optimizer_defaults(cfg: TrainConfig, optimizer: str, given: "set[str] | frozenset[str]" = frozenset()) -> TrainConfig:
-    """`cfg` with `optimizer`, and that optimizer's usual lr and eps for those of the two not in `given`."""
-    import dataclasses
-
-    if optimizer not in OPTIMIZER_DEFAULTS:
-        raise RecipeError("TrainConfig", "optimizer", f"must be one of {sorted(OPTIMIZER_DEFAULTS)}, got {optimizer!r}")
-    preset = {k: v for k, v in OPTIMIZER_DEFAULTS[optimizer].items() if k not in given}
-    return dataclasses.replace(cfg, optimizer=optimizer, **preset)
 
 
 # the early-stop protocol's bounds: CTR models peak after 1-6 epochs (benchmarks/RESULTS.md, "Training

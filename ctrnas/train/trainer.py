@@ -75,27 +75,6 @@ def split_parameters(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Para
     return emb, dense
 
 
-def dense_optimizer(params: list[nn.Parameter], cfg: TrainConfig) -> torch.optim.Optimizer:
-    """`cfg.optimizer` over the dense parameters, with torch's fused CPU kernel: ~6x faster than the
-    per-tensor loop (benchmarks/supernet.py); sliced supernet weights carry full-size gradients, so the
-    optimizer dominates a subnet step without it."""
-    if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
-    return torch.optim.Adagrad(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
-
-
-def embedding_optimizer(params: list[nn.Parameter], cfg: TrainConfig, sparse: bool) -> torch.optim.Optimizer:
-    """`cfg.optimizer` over the embedding tables. Row-sparse gradients: sparse Adagrad (exact), or SparseAdam
-    (lazy Adam: a row's moments and value change only in steps that look it up, the usual Adam for large
-    tables). Weight decay applies to dense table gradients only: neither sparse optimizer takes it (NASRec
-    uses none)."""
-    if cfg.optimizer == "adam":
-        if sparse:
-            return torch.optim.SparseAdam(params, lr=cfg.lr, eps=cfg.eps)
-        return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay)
-    return torch.optim.Adagrad(params, lr=cfg.lr, eps=cfg.eps, weight_decay=0.0 if sparse else cfg.weight_decay)
-
-
 class Trainer:
     """Train `model` with `cfg`; checkpoints and metrics go under `out_dir` when given."""
 
@@ -120,9 +99,6 @@ class Trainer:
                 m.use_sparse_gradients(sparse)
         fused = None
         if cfg.embedding_update == "fused":  # the tables' Adagrad runs inside the backward (one TBE call)
-            if cfg.optimizer != "adagrad":
-                raise CtrnasError(f"embedding_update: fused applies Adagrad inside the backward and cannot run "
-                                  f"optimizer: {cfg.optimizer}; use embedding_update: sparse")
             if self.device.type != "cpu":
                 raise CtrnasError(f"embedding_update: fused runs on the CPU only, not on {self.device}; "
                                   "use embedding_update: sparse")
@@ -134,11 +110,11 @@ class Trainer:
         self.dense_params = dense
         self.optimizers: list[torch.optim.Optimizer | FusedAdagrad] = []
         if dense:
-            self.optimizers.append(dense_optimizer(dense, cfg))
+            self.optimizers.append(self.dense_optimizer(dense))
         if fused is not None:
             self.optimizers.append(fused)  # optimizer-like: the trainer sets its lr; step() has nothing to do
         elif emb:
-            self.optimizers.append(embedding_optimizer(emb, cfg, sparse))
+            self.optimizers.append(self.embedding_optimizer(emb, sparse))
         self.step = 0
         self.loss_sum = 0.0        # sum of per-row training loss this run (for the reported train log loss)
         self.rows_seen = 0
@@ -153,6 +129,19 @@ class Trainer:
         self.stopped_early = False
         self.guard = DivergenceGuard(cfg.divergence_factor)
         self.diverged: dict | None = None  # {"step", "loss", "reason"} once training blew up
+
+    def dense_optimizer(self, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+        """Adagrad over the dense parameters, with torch's fused CPU kernel: ~6x faster than the per-tensor loop
+        (benchmarks/supernet.py); sliced supernet weights carry full-size gradients, so the optimizer dominates a
+        subnet step without it. (A subclass may put another optimizer here: benchmarks/protocol.py's Adam.)"""
+        cfg = self.cfg
+        return torch.optim.Adagrad(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
+
+    def embedding_optimizer(self, params: list[nn.Parameter], sparse: bool) -> torch.optim.Optimizer:
+        """Adagrad over the embedding tables; with row-sparse gradients torch's sparse Adagrad, which rejects
+        weight decay (NASRec uses none)."""
+        cfg = self.cfg
+        return torch.optim.Adagrad(params, lr=cfg.lr, eps=cfg.eps, weight_decay=0.0 if sparse else cfg.weight_decay)
 
     @property
     def checkpoint_path(self) -> Path | None:
