@@ -6,6 +6,8 @@ model) get row-sparse gradients and their own sparse Adagrad, which is exact Ada
 have zero gradient, so neither their accumulator nor their value changes) at a fraction of the cost of
 dense gradients over the whole table (docs/cpu.md). Clipping acts on the dense parameters only: sparse
 Adagrad already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
+Adam (FuxiCTR's and BARS's optimizer) was measured against Adagrad on six baseline families and trained none of
+them better, level within noise at best (benchmarks/RESULTS.md, "Training protocol"): Adagrad is the only optimizer.
 
 Clipping bounds the step, not the forward values: a model whose loss turns NaN or runs far above the
 constant predictor's is stopped and marked `diverged` (ctrnas.train.divergence) instead of training on.
