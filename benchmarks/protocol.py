@@ -3,7 +3,10 @@
 uses by default (`ctrnas.train.config.early_stopping`), at several data sizes and training seeds.
 
     python benchmarks/protocol.py --data runs/data/synthetic-criteo-300k:dlrm,dcnv2 \
-        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:nasrec,cosine-10,default,default@3,default@9
+        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:nasrec,cosine-10,default,default@3,default@9,adam
+
+The protocols "adam" and "adam@3" train the default protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
+a table of their own: which optimizer trains each baseline family better.
 
 Every training is cached under --out (one JSON each), so an interrupted run resumes and the section is rebuilt
 from the caches. The goal: the default is never worse than the better of the other two by more than 1 pair sd
@@ -28,7 +31,8 @@ MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 
 
 def protocols(name: str):
-    """The TrainConfig of a protocol name; "default@3": the default at 3x the learning rate."""
+    """The TrainConfig of a protocol name; "default@3": the default at 3x the learning rate; "adam": the default
+    at Adam's usual rate and eps (FuxiCTR's and BARS's 1e-3 and 1e-8), "adam@3" at 3x that rate."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     base = TrainConfig(progress=False, threads=1, eval_batch_size=8192)
@@ -37,8 +41,37 @@ def protocols(name: str):
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
         "cosine-10": dataclasses.replace(base, epochs=10, restore_best=True, early_stop_patience=2),
         "default": early_stopping(base),
+        "adam": early_stopping(dataclasses.replace(base, lr=1e-3, eps=1e-8)),
     }[name]
     return dataclasses.replace(cfg, lr=cfg.lr * float(scale)) if scale else cfg
+
+
+def adam_trainer():
+    """The trainer with Adam in place of Adagrad: torch's Adam on the dense parameters (betas 0.9, 0.999), lazy
+    Adam (torch's SparseAdam) on the embedding tables' row-sparse gradients, the usual Adam for large tables.
+    Adam lost this benchmark's measurement, so the project's trainer keeps Adagrad only and the measurement
+    builds its Adam here (a subclass, the same training loop, schedule and selection)."""
+    import torch
+
+    from ctrnas.train.trainer import Trainer
+
+    class AdamTrainer(Trainer):
+        def __init__(self, model, cfg, *args, **kwargs):
+            if cfg.embedding_update == "fused":
+                raise ValueError("embedding_update: fused applies Adagrad inside the backward; Adam needs sparse")
+            super().__init__(model, cfg, *args, **kwargs)
+
+        def dense_optimizer(self, params):
+            cfg = self.cfg
+            return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
+
+        def embedding_optimizer(self, params, sparse):
+            cfg = self.cfg
+            if sparse:  # lazy: a row's moments and value change only in the steps that look it up
+                return torch.optim.SparseAdam(params, lr=cfg.lr, eps=cfg.eps)
+            return torch.optim.Adam(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay)
+
+    return AdamTrainer
 
 
 def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> dict:
@@ -47,16 +80,21 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
         return json.loads(cache.read_text())
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
-    from ctrnas.train.run import train_and_test
+    from ctrnas.train.run import split_batches
+    from ctrnas.train.trainer import Trainer
 
     cfg = dataclasses.replace(protocols(protocol), seed=seed)
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
-    m = train_and_test(net, data, cfg, None, model)
-    steps_per_epoch = max(1, math.ceil(m["train_rows_used"] / cfg.batch_size))
-    out = {"test": m["test"]["logloss"], "val": (m["val"] or {}).get("logloss"),
-           "epochs": m["train"]["steps"] / steps_per_epoch,
-           "best_epoch": (m["train"]["best"] or {}).get("step", m["train"]["steps"]) / steps_per_epoch,
-           "first_val": m["val_history"][0]["logloss"] if m["val_history"] else None}
+    _, train, val, test = split_batches(data, cfg)  # as `ctrnas.train.run.train_and_test`, with the trainer chosen
+    trainer = (adam_trainer() if is_optimizer(protocol) else Trainer)(net, cfg)
+    s = trainer.fit(train, val)
+    per_epoch = len(train)
+    out = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
+           "val": (s["best"] or {}).get("logloss"),
+           "epochs": s["steps"] / per_epoch,
+           "best_epoch": (s["best"] or {}).get("step", s["steps"]) / per_epoch,
+           "first_val": s["val_history"][0]["logloss"] if s["val_history"] else None,
+           "seconds": s["seconds"]}
     save(cache.parent, cache.stem, out)
     return out
 
@@ -72,7 +110,7 @@ def report(results: dict, command: str) -> str:
              "the better of `nasrec` and `cosine-10`.", ""]
     ok, n = 0, 0
     for data, by_model in results.items():
-        names = sorted({p for runs in by_model.values() for p in runs})
+        names = sorted({p for runs in by_model.values() for p in runs if not is_optimizer(p)})
         lines += [f"**{data}**", "", "| model | " + " | ".join(names) + " | default vs best other (pair sd) |",
                   "|---|" + "---|" * (len(names) + 1)]
         for model, runs in by_model.items():
@@ -124,7 +162,56 @@ def report(results: dict, command: str) -> str:
                              f"{statistics.fmean(t):.5f} ({sd(t):.5f}) | {z:+.1f} |")
             lines.append("")
     lines.append(f"Goal met for {ok} of {n} model-and-data pairs.")
+    if any(is_optimizer(p) for by_model in results.values() for runs in by_model.values() for p in runs):
+        lines += ["", *optimizer_report(results)]
     return "\n".join(lines) + "\n"
+
+
+def is_optimizer(protocol: str) -> bool:
+    """A protocol of the optimizer table ("adam", "adam@3"), not of the protocol table."""
+    return protocol.partition("@")[0] == "adam"
+
+
+def optimizer_report(results: dict) -> list[str]:
+    """The default protocol's Adagrad against Adam: test log loss per seed, mean, margin in pair sd, length."""
+    lines = ["### Adagrad or Adam", "",
+             "The default protocol with NASRec's Adagrad (lr 0.12, eps 1e-2) and with Adam, the optimizer of FuxiCTR "
+             "and BARS (betas 0.9, 0.999, eps 1e-8; lazy Adam on the embedding tables): test log loss per training "
+             "seed, their mean (sd), Adam minus Adagrad in pair sd (negative: Adam better), epochs trained and FTE "
+             "(one FTE: 2 epochs). Adam is built by this script (`adam_trainer`), not a setting of the trainer: it "
+             "lost."]
+    better, worse, n = 0, 0, 0
+    for data, by_model in results.items():
+        lines += ["", f"**{data}, optimizers**", "",
+                  "| model | optimizer | lr | test per seed | mean (sd) | vs Adagrad (pair sd) | epochs | FTE |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for model, runs in by_model.items():
+            ref = runs.get("default", [])
+            for p in ["default"] + sorted(q for q in runs if is_optimizer(q)):
+                rs = runs.get(p, [])
+                if not rs or not ref:
+                    continue
+                label, lr = ("adagrad", 0.12) if p == "default" else ("adam", protocols(p).lr)
+                t = [r["test"] for r in rs]
+                if any(x is None for x in t):
+                    lines.append(f"| {model} | {label} | {lr:g} | diverged at {sum(x is None for x in t)} of "
+                                 f"{len(t)} seeds | - | - | - | - |")
+                    continue
+                mean, sd = statistics.fmean(t), statistics.stdev(t) if len(t) > 1 else math.nan
+                margin = "-"
+                a = [r["test"] for r in ref]
+                if p != "default" and None not in a:
+                    pair = math.hypot(sd, statistics.stdev(a) if len(a) > 1 else math.nan)
+                    z = (mean - statistics.fmean(a)) / pair if pair > 0 else math.nan
+                    margin = f"{z:+.1f}"
+                    n = n + 1
+                    better, worse = better + (math.isfinite(z) and z < -1.0), worse + (math.isfinite(z) and z > 1.0)
+                ep = statistics.fmean(r["epochs"] for r in rs)
+                lines.append(f"| {model} | {label} | {lr:g} | {', '.join(f'{x:.5f}' for x in t)} | {mean:.5f} "
+                             f"({sd:.5f}) | {margin} | {ep:.1f} | {ep / 2:.2f} |")
+    lines += ["", f"Adam better than Adagrad by more than 1 pair sd in {better} of {n} model, data and rate triples, "
+                  f"worse by more than 1 pair sd in {worse}."]
+    return lines
 
 
 def main(argv=None) -> int:

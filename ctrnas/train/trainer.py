@@ -6,6 +6,8 @@ model) get row-sparse gradients and their own sparse Adagrad, which is exact Ada
 have zero gradient, so neither their accumulator nor their value changes) at a fraction of the cost of
 dense gradients over the whole table (docs/cpu.md). Clipping acts on the dense parameters only: sparse
 Adagrad already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
+Adam (FuxiCTR's and BARS's optimizer) was measured against Adagrad on six baseline families and trained none of
+them better, level within noise at best (benchmarks/RESULTS.md, "Training protocol"): Adagrad is the only optimizer.
 
 Clipping bounds the step, not the forward values: a model whose loss turns NaN or runs far above the
 constant predictor's is stopped and marked `diverged` (ctrnas.train.divergence) instead of training on.
@@ -106,16 +108,11 @@ class Trainer:
         self.dense_params = dense
         self.optimizers: list[torch.optim.Optimizer | FusedAdagrad] = []
         if dense:
-            # fused CPU kernel: ~6x faster than the per-tensor loop (benchmarks/supernet.py); sliced supernet
-            # weights carry full-size gradients, so the optimizer dominates a subnet step without it
-            self.optimizers.append(torch.optim.Adagrad(dense, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay,
-                                                       fused=True))
+            self.optimizers.append(self.dense_optimizer(dense))
         if fused is not None:
             self.optimizers.append(fused)  # optimizer-like: the trainer sets its lr; step() has nothing to do
         elif emb:
-            # torch's Adagrad rejects weight decay with sparse gradients; NASRec uses wd 0 anyway.
-            self.optimizers.append(torch.optim.Adagrad(emb, lr=cfg.lr, eps=cfg.eps,
-                                                       weight_decay=0.0 if sparse else cfg.weight_decay))
+            self.optimizers.append(self.embedding_optimizer(emb, sparse))
         self.step = 0
         self.loss_sum = 0.0        # sum of per-row training loss this run (for the reported train log loss)
         self.rows_seen = 0
@@ -130,6 +127,19 @@ class Trainer:
         self.stopped_early = False
         self.guard = DivergenceGuard(cfg.divergence_factor)
         self.diverged: dict | None = None  # {"step", "loss", "reason"} once training blew up
+
+    def dense_optimizer(self, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+        """Adagrad over the dense parameters, with torch's fused CPU kernel: ~6x faster than the per-tensor loop
+        (benchmarks/supernet.py); sliced supernet weights carry full-size gradients, so the optimizer dominates a
+        subnet step without it. (A subclass may put another optimizer here: benchmarks/protocol.py's Adam.)"""
+        cfg = self.cfg
+        return torch.optim.Adagrad(params, lr=cfg.lr, eps=cfg.eps, weight_decay=cfg.weight_decay, fused=True)
+
+    def embedding_optimizer(self, params: list[nn.Parameter], sparse: bool) -> torch.optim.Optimizer:
+        """Adagrad over the embedding tables; with row-sparse gradients torch's sparse Adagrad, which rejects
+        weight decay (NASRec uses none)."""
+        cfg = self.cfg
+        return torch.optim.Adagrad(params, lr=cfg.lr, eps=cfg.eps, weight_decay=0.0 if sparse else cfg.weight_decay)
 
     @property
     def checkpoint_path(self) -> Path | None:
