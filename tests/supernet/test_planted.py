@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ctrnas.data.dataset import SPLITS, split_files
-from ctrnas.data.synthetic import build, generate, make_settings, structure_overrides
+from ctrnas.data.synthetic import _settings_record, build, generate, make_settings, structure_overrides
 from ctrnas.errors import CtrnasError, RecipeError
 from ctrnas.recipe import load_recipe
 from ctrnas.space import Arch, get_space
@@ -122,6 +122,11 @@ def test_the_data_layer_needs_the_factory_and_names_are_checked(tmp_path):
     assert structure_overrides("planted-deep:7")["planted"] == "deep"
     with pytest.raises(CtrnasError, match="planted_width 20 is not a width of the space"):
         draw_arch("shallow", 0, 20)
+    with pytest.raises(RecipeError, match="planted_width"):
+        make_settings(planted_width=-1)
+    # meta.json's settings: the planted keys only for a planted structure, so other structures' records stay
+    assert not [k for k in _settings_record(make_settings()) if k.startswith("planted")]
+    assert _settings_record(make_settings(**structure_overrides("planted:0")))["planted_width"] == 0
     recipe = load_recipe(ROOT / "recipes/synthetic.yaml", ["data.synthetic.structure=planted-deep:3"])
     assert recipe.data.synthetic.structure == "planted-deep:3"
     with pytest.raises(RecipeError, match="planted-deep:SEED"):
