@@ -3,7 +3,8 @@
 `planted:SEED` / `planted-deep:SEED` (`ctrnas.data.synthetic_profiles`) draw an arch of `PLANTED_SPACE` from SEED
 until it is far from every hand design (at least `MIN_EDITS` one-choice edits from each shipped arch,
 `ctrnas.space.edit_distance`) and built of what no hand design has: a NASRec Dot-Product reading EFC tokens, and
-in the deep class a Dot-Product of a Dot-Product's output, over at least `DEEP_PATH` blocks. Its module is the
+in the deep class a Dot-Product of a Dot-Product's output, over at least `DEEP_PATH` blocks (the setting
+`planted_width` draws every block at one width instead: a narrow plant). Its module is the
 project's own export (`ctrnas.supernet.export`) with weights drawn from SEED: Xavier dense weights, N(0, 1)
 embedding rows shrunk by the id's frequency rank as the other structures' parameters are (rare ids carry little
 signal), and the head scaled so the logit's sd is `planted_sd` and its bias so the mean click rate is the CTR.
