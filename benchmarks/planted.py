@@ -6,8 +6,8 @@ hand designs stay from it.
 
 Each planted profile of `benchmarks/suite.py` (`kdd2012-planted`, `kdd2012-planted-deep`: the logit is an arch of
 the search space with random weights, datasets/README.md "Planted structures") gets the baselines and the planted
-arch itself trained from scratch (the oracle), each as the demo's final stage trains (`recipes/synthetic-prefix.yaml`:
-2 epochs ending on the better val epoch) at training seeds 0..--train-seeds-1, through the suite's own methods
+arch itself trained from scratch (the oracle), each as the demo's final stage trains (`recipes/synthetic-prefix.yaml`,
+its default protocol: until val stops improving) at training seeds 0..--train-seeds-1, through the suite's own methods
 (`baselines`, `planted`) and cached in its trainings files, so `suite.py` and this script share every training.
 The gap is the best baseline's mean test log loss minus the planted arch's, in units of the pair's sd (the two
 models' training-seed sds together, as the suite's goals count). The section goes to benchmarks/sections/planted.md.
@@ -69,13 +69,16 @@ def gap(res: dict, names) -> dict | None:
 
 
 def report(args) -> str:
+    from ctrnas.train.config import MAX_EPOCHS, PATIENCE
+
     lines = ["## Planted profiles: the best model is in the space, in no hand design", "",
              f"Synthetic profiles whose logit is an arch of the search space with random weights (datasets/README.md, "
              f"\"Planted structures\"), {args.rows:,} rows (data seed 0, split 8/1/1); every model trained like the "
-             f"demo's final stage (`{suite.RECIPE}`: 2 epochs ending on the better val epoch, i.e. `ctrnas train "
-             f"--epochs 2 --restore-best`, Adagrad lr 0.12, batch 512, embedding dim 16), the planted arch as the "
-             f"final stage trains an arch (LayerNorm by degree: on). {platform.machine()}, {os.cpu_count()} CPU "
-             f"cores, torch threads 1. {args.machine}", ""]
+             f"demo's final stage (`{suite.RECIPE}`, final.protocol early-stop: until val stops improving, at most "
+             f"{MAX_EPOCHS} epochs, stopped after {PATIENCE} evaluations without a lower val log loss, ending on the "
+             f"best; Adagrad lr 0.12, batch 512, embedding dim 16), the planted arch as the final stage trains an arch "
+             f"(LayerNorm by degree: on). {platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. "
+             f"{args.machine}", ""]
     if args.rows < 1_000_000:
         lines += [f"**Reduced run: {args.rows:,} rows instead of 1M, what the shared 2 CPU cores allowed.**", ""]
     extra = f" --baselines {','.join(args.baselines)}" if tuple(args.baselines) != BASELINES else ""

@@ -101,6 +101,7 @@ class SyntheticSettings:
     planted: str = ""  # "shallow" / "deep": the logit is a planted arch (`planted:SEED`), not the components
     planted_seed: int = 0  # draws the planted arch and its weights
     planted_sd: float = 3.0  # the planted logit's standard deviation (its head scaled to it)
+    planted_width: int = 0  # 0: the plant's widths drawn from the space's; else every block this wide
     split: tuple[float, float, float] = (0.8, 0.1, 0.1)
 
 
@@ -123,7 +124,8 @@ def make_settings(**overrides) -> SyntheticSettings:
                         ("signal_fraction", 0 < s.signal_fraction <= 1, "in (0, 1]"),
                         ("high_order_terms", s.high_order_terms >= 1, ">= 1"),
                         ("planted", s.planted in ("", "shallow", "deep"), "'', 'shallow' or 'deep'"),
-                        ("planted_sd", s.planted_sd > 0, "> 0")):
+                        ("planted_sd", s.planted_sd > 0, "> 0"),
+                        ("planted_width", s.planted_width >= 0, ">= 0")):
         if not ok:
             raise RecipeError("synthetic", k, f"expected {want}, got {getattr(s, k)!r}")
     return s
@@ -397,7 +399,7 @@ def _settings_record(settings: SyntheticSettings) -> dict:
     the suite's caches key on) read as before those settings existed."""
     out = {**dataclasses.asdict(settings), "split": list(settings.split)}
     if not settings.planted:
-        for k in ("planted", "planted_seed", "planted_sd"):
+        for k in ("planted", "planted_seed", "planted_sd", "planted_width"):
             out.pop(k)
     return out
 

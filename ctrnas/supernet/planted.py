@@ -3,7 +3,8 @@
 `planted:SEED` / `planted-deep:SEED` (`ctrnas.data.synthetic_profiles`) draw an arch of `PLANTED_SPACE` from SEED
 until it is far from every hand design (at least `MIN_EDITS` one-choice edits from each shipped arch,
 `ctrnas.space.edit_distance`) and built of what no hand design has: a NASRec Dot-Product reading EFC tokens, and
-in the deep class a Dot-Product of a Dot-Product's output, over at least `DEEP_PATH` blocks. Its module is the
+in the deep class a Dot-Product of a Dot-Product's output, over at least `DEEP_PATH` blocks (the setting
+`planted_width` draws every block at one width instead: a narrow plant). Its module is the
 project's own export (`ctrnas.supernet.export`) with weights drawn from SEED: Xavier dense weights, N(0, 1)
 embedding rows shrunk by the id's frequency rank as the other structures' parameters are (rare ids carry little
 signal), and the head scaled so the logit's sd is `planted_sd` and its bias so the mean click rate is the CTR.
@@ -90,11 +91,15 @@ def shipped_edits(arch: Arch) -> dict[str, int]:
     return {name: edit_distance(baseline_arch(name), arch) for name in SHIPPED_ARCHS}
 
 
-def draw_arch(depth: str, seed: int) -> Arch:
-    """The plant of class `depth` for `seed`: the first draw of `PLANTED_SPACE` (dense ops `DRAW_OPS`) that fits."""
+def draw_arch(depth: str, seed: int, width: int = 0) -> Arch:
+    """The plant of class `depth` for `seed`: the first draw of `PLANTED_SPACE` (dense ops `DRAW_OPS`) that fits;
+    `width` > 0 draws every block at that dense width and the space's fewest tokens (a narrow plant)."""
     if depth not in ("shallow", "deep"):
         raise ValueError(f"depth must be 'shallow' or 'deep', got {depth!r}")
-    space = SearchSpace(dataclasses.replace(PLANTED_SPACE, dense_ops=DRAW_OPS))
+    if width and width not in PLANTED_SPACE.dense_dims:
+        raise CtrnasError(f"planted_width {width} is not a width of the space ({list(PLANTED_SPACE.dense_dims)})")
+    narrow = dict(dense_dims=(width,), sparse_tokens=(min(PLANTED_SPACE.sparse_tokens),)) if width else {}
+    space = SearchSpace(dataclasses.replace(PLANTED_SPACE, dense_ops=DRAW_OPS, **narrow))
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4,)))
     for _ in range(TRIES):
         arch = space.sample(rng)
@@ -142,7 +147,7 @@ class PlantedClick:
         self.schema = DatasetSchema("label", tuple(d.name for d in prof.dense),
                                     tuple(SparseFeature(s.name, c) for s, c in zip(prof.sparse, features.cards)))
         self.field_names = list(self.schema.sparse_names)
-        self.arch = draw_arch(self.depth, self.seed)
+        self.arch = draw_arch(self.depth, self.seed, settings.planted_width)
         self.model = build_model(self.schema, self.arch, self.seed)
         self._set_tables(features)
         self._calibrate(calib_ids, calib_dense, settings.ctr if settings.ctr is not None else prof.ctr)
@@ -184,7 +189,8 @@ class PlantedClick:
         params = sum(p.numel() for n, p in self.model.named_parameters() if "embedding_bags" not in n)
         return {"bias": self.bias, "logit_variance": total, "component_variance": variance,
                 "variance_share": {k: (v / total if total > 0 else 0.0) for k, v in variance.items()},
-                "planted": {"depth": self.depth, "seed": self.seed, "arch": self.arch.to_json(),
+                "planted": {"depth": self.depth, "seed": self.seed, "width": self.settings.planted_width,
+                            "arch": self.arch.to_json(),
                             "arch_key": self.arch.key(), "space": space_record(PLANTED_SPACE),
                             "edits_from_shipped": shipped_edits(self.arch), "longest_path": longest_path(self.arch),
                             "head_scale": self.scale, "dense_parameters": int(params),

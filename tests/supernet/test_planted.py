@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ctrnas.data.dataset import SPLITS, split_files
-from ctrnas.data.synthetic import build, generate, make_settings, structure_overrides
+from ctrnas.data.synthetic import _settings_record, build, generate, make_settings, structure_overrides
 from ctrnas.errors import CtrnasError, RecipeError
 from ctrnas.recipe import load_recipe
 from ctrnas.space import Arch, get_space
@@ -94,12 +94,15 @@ def test_same_seed_same_plant_weights_and_labels_another_seed_another(folder, tm
     assert w1.keys() == w2.keys() and all(torch.equal(w1[k], w2[k]) for k in w1)
 
 
-@pytest.mark.parametrize("depth", ["shallow", "deep"])
-def test_plants_are_far_from_every_hand_design_and_in_the_suites_space(depth):
+@pytest.mark.parametrize("depth,width", [("shallow", 0), ("deep", 0), ("shallow", 16), ("deep", 16)])
+def test_plants_are_far_from_every_hand_design_and_in_the_suites_space(depth, width):
     space = get_space(load_recipe(ROOT / "recipes/synthetic-prefix.yaml").space)
     keys = set()
     for seed in range(3):
-        arch = draw_arch(depth, seed)
+        arch = draw_arch(depth, seed, width)
+        if width:  # a narrow plant: every live block at that width and the space's fewest tokens
+            assert {(arch.blocks[i - 1].dense_dim, arch.blocks[i - 1].sparse_tokens) for i in arch.live_parts()} \
+                == {(width, 16)}
         space.validate(arch)  # the search of the suite can find it
         assert min(shipped_edits(arch).values()) >= MIN_EDITS
         assert dot_reads_efc(arch)
@@ -117,6 +120,13 @@ def test_the_data_layer_needs_the_factory_and_names_are_checked(tmp_path):
     with pytest.raises(CtrnasError, match="planted:SEED"):
         structure_overrides("planted:x")
     assert structure_overrides("planted-deep:7")["planted"] == "deep"
+    with pytest.raises(CtrnasError, match="planted_width 20 is not a width of the space"):
+        draw_arch("shallow", 0, 20)
+    with pytest.raises(RecipeError, match="planted_width"):
+        make_settings(planted_width=-1)
+    # meta.json's settings: the planted keys only for a planted structure, so other structures' records stay
+    assert not [k for k in _settings_record(make_settings()) if k.startswith("planted")]
+    assert _settings_record(make_settings(**structure_overrides("planted:0")))["planted_width"] == 0
     recipe = load_recipe(ROOT / "recipes/synthetic.yaml", ["data.synthetic.structure=planted-deep:3"])
     assert recipe.data.synthetic.structure == "planted-deep:3"
     with pytest.raises(RecipeError, match="planted-deep:SEED"):
