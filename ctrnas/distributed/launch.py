@@ -1,5 +1,6 @@
-"""Start N local ranks without torchrun (tests, benchmarks, single-machine runs): torch.multiprocessing spawn
-plus a gloo/nccl process group on a free loopback port."""
+"""Start N local ranks without torchrun (tests, benchmarks, single-machine runs): torch.multiprocessing ranks
+forked from the fork server that holds torch (`ctrnas.execution.processes.worker_context`), plus a gloo/nccl
+process group on a free loopback port."""
 
 from __future__ import annotations
 
@@ -38,5 +39,8 @@ def spawn(fn: Callable, world_size: int = 2, *args, backend: str | None = None, 
 
     A rank that raises makes this raise (torch's ProcessRaisedException carries its traceback).
     """
+    from ctrnas.execution.processes import worker_context
+
+    # the ranks fork from the fork server that already holds torch, as the training workers do
     mp.start_processes(_entry, args=(world_size, free_port(), backend, threads, fn, args), nprocs=world_size,
-                       join=True, start_method="spawn")
+                       join=True, start_method=worker_context().get_start_method())

@@ -32,14 +32,16 @@ def wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
 
 
 def spawned_children(pid: int) -> list[int]:
-    """The multiprocessing workers (spawn_main) whose parent is `pid`."""
-    out = []
+    """The multiprocessing workers of `pid`: its spawned children (spawn_main), and the children of its fork
+    server (`ctrnas.execution.processes.worker_context`), which forks them for it."""
+    procs = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
             cmd = (stat.parent / "cmdline").read_bytes()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if int(fields[1]) == pid and b"spawn_main" in cmd:
-            out.append(int(stat.parent.name))
-    return out
+        procs[int(stat.parent.name)] = (int(fields[1]), cmd)
+    servers = {p for p, (ppid, cmd) in procs.items() if ppid == pid and b"forkserver" in cmd}
+    return [p for p, (ppid, cmd) in procs.items()
+            if (ppid == pid and b"spawn_main" in cmd) or ppid in servers]
