@@ -10,24 +10,13 @@ import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from ctrnas.supernet.stem import EmbeddingStem
 from ctrnas.train.batches import TensorBatches
 from ctrnas.train.config import TrainConfig, early_stopping
 from tests.helpers.bench_scripts import load_script
+from tests.train.test_trainer import Tiny
 
 AdamTrainer = load_script("protocol").adam_trainer()
-
-
-class Tiny(nn.Module):
-    def __init__(self, schema, dim=4):
-        super().__init__()
-        self.stem = EmbeddingStem(schema, dim=dim)
-        self.head = nn.Linear(schema.dense_dim + dim * len(schema.sparse), 1)
-
-    def forward(self, dense, kjt):
-        return self.head(torch.cat([dense, self.stem(kjt).flatten(1)], 1)).squeeze(1)
 
 
 def _model(schema, seed=0):
