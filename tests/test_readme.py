@@ -83,7 +83,9 @@ def test_raw_rows_snippet_runs(tmp_path):
 def test_every_path_a_page_names_exists(page):
     """Repository paths in backticks (docs/x.md, recipes/y.yaml, benchmarks/..., datasets/...) resolve."""
     text = page.read_text()
-    named = set(re.findall(r"`((?:docs|recipes|benchmarks|datasets|ctrnas|tests)/[\w./-]+)`", text))
-    named |= set(re.findall(r"\b((?:docs|recipes|benchmarks|datasets)/[\w-]+\.(?:md|yaml|py|sh))\b", text))
+    # a path after "REV:" is a file of an earlier commit (`git show REV:path`), not of the working tree
+    named = set(re.findall(r"(?<![0-9a-f]:)`((?:docs|recipes|benchmarks|datasets|ctrnas|tests)/[\w./-]+)`", text))
+    named |= set(re.findall(r"(?<![0-9a-f]:)\b((?:docs|recipes|benchmarks|datasets)/[\w-]+\.(?:md|yaml|py|sh))\b",
+                            text))
     missing = sorted(p for p in named if not (ROOT / p.rstrip("/")).exists())
     assert not missing, f"{page.name} names missing paths: {missing}"
