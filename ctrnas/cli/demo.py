@@ -18,7 +18,7 @@ def _demo(args) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    d = sub.add_parser("demo", help="the demo: recipes/synthetic.yaml end to end (28 CPU-minutes on 2 cores; 40 min wall on a busy box)",
+    d = sub.add_parser("demo", help="the demo: recipes/synthetic.yaml end to end (its time: README)",
                        description="Generate synthetic Criteo-shaped data with a known click model, warm up, "
                                    "search (evolution seeded with DLRM and DCN-v2, multi-fidelity short "
                                    "trainings), retrain the top-3 and the LR, DLRM and DCN-v2 baselines, and "
