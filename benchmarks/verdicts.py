@@ -46,8 +46,9 @@ def report(out: Path, profiles: list[str], rows: int, command: str) -> str:
              f"split 8/1/1; search seed 0), baselines {BASELINES.strip('[]')}, every model trained by the "
              "early-stop protocol; the verdict trains the export and its rival at a second training seed "
              "(margin in pair sd: both models' seed sds together).", "",
-             "| profile | export | its test | best baseline (test) | Bayes | verdict | FTE | CPU min |",
-             "|---|---|---:|---|---:|---|---:|---:|"]
+             "| profile | export | its test | best baseline (test) | best searched arch (test) | Bayes | verdict | FTE "
+             "| CPU min |",
+             "|---|---|---:|---|---:|---:|---|---:|---:|"]
     for profile in profiles:
         m_path = run_folder(out, profile, rows) / "metrics.json"
         if not m_path.exists():
@@ -56,11 +57,14 @@ def report(out: Path, profiles: list[str], rows: int, command: str) -> str:
         best, origin = m["best"], m["origin"]
         bases = [b for b in m["baselines"] if b.get("test_logloss") is not None]
         top = min(bases, key=lambda b: b["val_logloss"]) if bases else None
+        cands = [c for c in m["candidates"] if c.get("test_logloss") is not None]
+        found = min(cands, key=lambda c: c["val_logloss"]) if cands else None
         v = origin.get("verdict") or {}
         verdict = (f"{v['words']} vs {v['rival']} ({v['margin']:+.5f}, {v['in_pair_sd']:+.1f} pair sd)"
                    if v.get("in_pair_sd") is not None else "not measured")
         lines.append(f"| {profile} | {best['label']} | {best['test_logloss']:.5f} | "
                      + (f"{top['label']} ({top['test_logloss']:.5f})" if top else "-")
+                     + (f" | {found['test_logloss']:.5f}" if found else " | -")
                      + f" | {m['bayes_test_logloss']:.4f} | {verdict} | {m['compute']['fte']['total']:.1f} | "
                      f"{m['cpu_seconds']['total'] / 60:.1f} |")
     lines += ["", "Origin lines:", ""]
