@@ -26,9 +26,10 @@ from ctrnas.errors import CtrnasError, Interrupted, WorkerDied
 from ctrnas.execution.base import Executor, build_context, portable_error as _portable
 
 
-# imported once, in the fork server: a worker forks from it instead of importing them again (~6 CPU-seconds
-# a worker); where there is no fork server (Windows) workers are spawned and import them themselves
-PRELOAD = ["torch", "torchrec"]
+# imported once, in the fork server: a worker forks from it instead of importing torch again (~4 CPU-seconds
+# a worker); where there is no fork server (Windows) workers are spawned and import it themselves. Not
+# torchrec: its import makes two semaphores in the server, which a stopped run then reports as leaked
+PRELOAD = ["torch"]
 
 
 def worker_context() -> Any:
@@ -38,6 +39,25 @@ def worker_context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)  # read when the server starts, on the first worker
     return ctx
+
+
+_finished_cpu = 0.0  # CPU seconds of this process's workers that have been stopped
+
+
+def worker_cpu_seconds() -> float:
+    """CPU seconds of every worker this process has stopped: a fork server's children are its own, not ours,
+    so `resource.getrusage(RUSAGE_CHILDREN)` does not count them."""
+    return _finished_cpu
+
+
+def _cpu_of(pid: int) -> float:
+    import psutil
+
+    try:
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except (psutil.Error, OSError):
+        return 0.0
 
 
 def _exit_with_parent() -> None:
@@ -109,9 +129,11 @@ class ProcessExecutor(Executor):
         self._procs: list[Any] = []
         self._conns: list[Any] = []
         self._old_term: Callable[[int, FrameType | None], Any] | int | None = None
+        self._ctx_method = "spawn"
 
     def _start(self) -> None:
         ctx = worker_context()
+        self._ctx_method = ctx.get_start_method()
         main = threading.current_thread() is threading.main_thread()
         if main:
             self._old_term = signal.signal(signal.SIGTERM, _raise_interrupted)
@@ -207,7 +229,10 @@ class ProcessExecutor(Executor):
 
     def close(self, kill: bool = False) -> None:
         """Stop the workers (at once with `kill`, after their current job otherwise) and join them."""
+        global _finished_cpu
         procs, conns, self._procs, self._conns = self._procs, self._conns, [], []
+        if self._ctx_method == "forkserver":  # spawned workers are our children: getrusage counts them
+            _finished_cpu += sum(_cpu_of(p.pid) for p in procs if p.pid is not None)
         for p, c in zip(procs, conns):
             if kill:
                 p.terminate()

@@ -23,14 +23,16 @@ log = logging.getLogger("ctrnas.pipeline")
 
 
 def cpu_time() -> float:
-    """CPU seconds of this process plus its finished child processes (worker pools are joined at the end of
-    the stage that starts them, so a stage's workers count in that stage)."""
+    """CPU seconds of this process plus its finished child processes and workers (worker pools are stopped
+    at the end of the stage that starts them, so a stage's workers count in that stage)."""
+    from ctrnas.execution.processes import worker_cpu_seconds
+
     try:
         import resource
     except ImportError:  # not on Unix: this process only
-        return time.process_time()
+        return time.process_time() + worker_cpu_seconds()
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + kids.ru_utime + kids.ru_stime
+    return time.process_time() + kids.ru_utime + kids.ru_stime + worker_cpu_seconds()
 
 
 class StageClock:
