@@ -55,7 +55,7 @@ def _cpu_of(pid: int) -> float:
 
     try:
         t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
+        return float(t.user + t.system)
     except (psutil.Error, OSError):
         return 0.0
 
