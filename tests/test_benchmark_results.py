@@ -1,20 +1,18 @@
 """benchmarks/RESULTS.md is exactly benchmarks/intro.md and the sections, assembled by the script."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.bench_scripts import load_script
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _results_module():
-    spec = importlib.util.spec_from_file_location("bench_results", BENCH / "_results.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("_results")
 
 
 def test_committed_results_equal_the_assembly():

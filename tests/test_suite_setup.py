@@ -9,12 +9,9 @@ TESTS = Path(__file__).resolve().parent
 
 
 def _conftest():
-    import importlib.util
+    from tests import conftest  # the module pytest loaded: its SLOW_FIRST and built_once
 
-    spec = importlib.util.spec_from_file_location("tests_conftest_order", TESTS / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return conftest
 
 
 def test_every_file_named_slow_exists_once():
