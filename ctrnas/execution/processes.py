@@ -1,4 +1,5 @@
-"""Local worker processes (forked from a fork server that has torch loaded), one pipe each, so the parent always knows which job a worker holds.
+"""Local worker processes (forked from a fork server holding torch), one pipe each, so the parent always
+knows which job a worker holds.
 
 Why not `concurrent.futures.ProcessPoolExecutor`: when a worker dies it reports a bare `BrokenProcessPool`
 (no job, no signal), and its workers neither ignore Ctrl-C nor notice a SIGKILLed parent. Here:
