@@ -92,3 +92,31 @@ def once():
 def one_thread():
     torch.set_num_threads(1)
     yield
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process, its reaped children and every live descendant (with what they reaped):
+    a test's CPU, wherever its work ran (subprocesses, the fork server's workers)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With CTRNAS_TEST_CPU=FILE, append each test's CPU seconds (setup, call, teardown) and node id to FILE:
+    what a test costs on a loaded box, where wall-clock durations mostly measure the load."""
+    out = os.environ.get("CTRNAS_TEST_CPU")
+    start = _cpu_seconds() if out else 0.0
+    yield
+    if out:
+        with open(out, "a") as f:
+            f.write(f"{_cpu_seconds() - start:.2f}\t{item.nodeid}\n")

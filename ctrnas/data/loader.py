@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torchrec.datasets.utils import Batch
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
+from ctrnas.data.arrow import column_numpy
 from ctrnas.data.dataset import read_meta, require_rows, split_files
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import CtrnasError
@@ -227,7 +228,7 @@ def _read(ld: CtrBatchLoader, pieces: list[_Piece], start: int, stop: int):
             for rb in pf.iter_batches(batch_size=_READ_ROWS, row_groups=[p.row_group], columns=ld.columns):
                 r0, r1 = max(lo, at), min(hi, at + rb.num_rows)
                 if r0 < r1:
-                    yield [rb.column(i).to_numpy(zero_copy_only=False)[r0 - at: r1 - at]
+                    yield [column_numpy(rb.column(i))[r0 - at: r1 - at]
                            for i in range(rb.num_columns)]
                 at += rb.num_rows
                 if at >= hi:
