@@ -27,10 +27,11 @@ from ctrnas.errors import CtrnasError, Interrupted, WorkerDied
 from ctrnas.execution.base import Executor, build_context, portable_error as _portable
 
 
-# imported once, in the fork server: a worker forks from it instead of importing torch again (~4 CPU-seconds
-# a worker); where there is no fork server (Windows) workers are spawned and import it themselves. Not
-# torchrec: its import makes two semaphores in the server, which a stopped run then reports as leaked
-PRELOAD = ["torch"]
+# imported once, in the fork server: a worker forks from it instead of importing them again (~4 CPU-seconds a
+# worker for torch, ~1.5 more for torch._dynamo and fbgemm_gpu, the bulk of torchrec's import); where there is no
+# fork server (Windows) workers are spawned and import them themselves. Not torchrec itself: its import makes two
+# semaphores in the server, which a stopped run then reports as leaked
+PRELOAD = ["torch", "torch._dynamo", "fbgemm_gpu"]
 
 
 def worker_context() -> Any:
