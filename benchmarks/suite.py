@@ -9,7 +9,8 @@ Profiles (PROFILES: a shape and a structure, `ctrnas prepare synthetic --profile
 each is built so another family should win (datasets/README.md says which does, as measured).
 Methods:
   baselines  LR, FM, DLRM, DeepFM, xDeepFM, AutoInt+, DCN-v2 at training seeds 0..--seeds-1, trained with
-             the demo recipe's final-stage settings (2 epochs ending on the better val epoch); 1 FTE each.
+             the demo recipe's final-stage settings (its `final.protocol`: until val stops improving, or NASRec's
+             fixed epochs ending on the better val epoch).
   search     `recipes/synthetic-prefix.yaml` (the demo's search, its rungs prefixes of the final training) on
              the profile's data at search seeds 0..--seeds-1 through `ctrnas.api.run`, baselines left out; its
              FTE is the run's own (warm-up + search + top-k). A search is cached by its resolved recipe.
@@ -595,10 +596,20 @@ def goals(summary, train_seeds: int) -> list[str]:
             f"(goal: at least {half}) -> {'met' if tau_ok >= half else 'not met'}"]
 
 
+def _protocol_words(args) -> str:
+    from ctrnas import api
+
+    recipe = api.load_recipe(ROOT / args.recipe)
+    if recipe.final.protocol == "nasrec":
+        return f"NASRec's fixed {recipe.final_train.epochs} epochs ending on the better val epoch"
+    return (f"until val stops improving, at most {recipe.final_train.epochs} epochs, patience "
+            f"{recipe.final_train.early_stop_patience}")
+
+
 def report(args) -> str:
     lines = ["## Structure suite: which baseline wins which click model", "",
              f"Synthetic structure profiles at {args.rows:,} rows (data seed 0, split 8/1/1), each model trained "
-             f"like the demo's final stage (`{args.recipe}`: 2 epochs ending on the better val epoch, Adagrad lr 0.12, "
+             f"like the demo's final stage (`{args.recipe}`: {_protocol_words(args)}, Adagrad lr 0.12, "
              f"batch 512, embedding dim 16); {platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. "
              f"{args.machine}", ""]
     if args.rows < 1_000_000:
