@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctrnas.files import check_regular, one_line, read_bytes
+from ctrnas.files import one_line, regular_file
 
 PROGRAM_FILE = "model.pt2"
 SCHEMA_MAJOR = 8  # torch.export's serialization schema (torch/_export/serde/schema.py SCHEMA_VERSION) read here
@@ -78,43 +79,64 @@ def _value(arg, env):
 
 
 def load_program(folder: str | Path) -> tuple[Program | None, str]:
-    """(the program, "") or (None, why the rebuilt model serves instead)."""
+    """(the program, "") or (None, why the rebuilt model serves instead). A card whose sizes disagree with the
+    program's tables is refused (ctrnas.data.sizes), as the rebuilt model refuses one that disagrees with
+    model.pt."""
+    from ctrnas.data.sizes import check_card_sizes
+
     folder = Path(folder)
     path = folder / PROGRAM_FILE
     if not path.is_file():
         return None, f"no {PROGRAM_FILE} in {folder}"
-    schema = _card_schema(folder)
-    if isinstance(schema, str):
-        return None, schema
+    card = _card(folder)
+    if isinstance(card, str):
+        return None, card
+    schema, sizes, dim_key = card
     try:
-        data = read_bytes(path, "serving program", limit=check_regular(path, "serving program"))
-        return _program(data, schema), ""
+        with os.fdopen(regular_file(path, "serving program"), "rb") as f:  # a FIFO or a device: refused
+            program, stored = _program(f, schema)
     except NotRunnable as e:
         return None, f"{path}: {e}"
     except Exception as e:  # noqa: BLE001 - a damaged archive of any kind: the rebuilt model's loader decides
         return None, f"{path}: not a readable torch.export archive ({one_line(e)})"
+    # the tables under their model.pt names ("model." is the serving wrapper's attribute)
+    tables = {name.removeprefix("model."): t for name, t in stored.items()}
+    check_card_sizes(folder / "model_card.json", *sizes, tables, path, dim_key=dim_key)
+    return program, ""
 
 
-def _card_schema(folder: Path):
-    """The schema of model_card.json (an export's or a baseline's), or why there is none."""
+EXPORT_FORMAT = "ctrnas-export/2"  # ctrnas.supernet.io.EXPORT_FORMAT (which imports TorchRec)
+
+
+def _card(folder: Path):
+    """(schema, (schema JSON, embedding width, row cap), the width's name) of model_card.json (an export's or a
+    baseline's), or why not: the rebuilt model's loader then reads it, and names what is wrong."""
     from ctrnas.data.schema import DatasetSchema
     from ctrnas.files import read_json
 
     try:
         card = read_json(folder / "model_card.json", "model card")
-        return DatasetSchema.from_json(card["schema"])
-    except Exception as e:  # noqa: BLE001 - the rebuilt model's loader says what is wrong with the card
-        return f"{folder}/model_card.json: no schema ({one_line(e)})"
+        if card.get("kind") == "baseline":
+            dim, row_cap, key = card["build"]["dim"], card["build"]["row_cap"], "build.dim"
+        elif card.get("format") == EXPORT_FORMAT:
+            dim, row_cap, key = card["emb_dim"], card["row_cap"], "emb_dim"
+        else:
+            return f"{folder}/model_card.json: not a card of this ctrnas"
+        return DatasetSchema.from_json(card["schema"]), (card["schema"], dim, row_cap), key
+    except Exception as e:  # noqa: BLE001
+        return f"{folder}/model_card.json: {one_line(e)}"
 
 
-def _program(data: bytes, schema) -> Program:
-    import io
-
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
+def _program(f, schema) -> tuple[Program, dict]:
+    """The program of the archive in file `f`, and its stored tensors by their names in the module."""
+    with zipfile.ZipFile(f) as z:
         files = {n.split("/", 1)[1]: n for n in z.namelist() if "/" in n}  # below the archive's one top folder
         if len(files) != len(z.namelist()):
             raise NotRunnable("its zip directory is not one archive folder")
-        read = lambda name: z.read(files[name])  # noqa: E731
+
+        def read(name: str) -> bytes:
+            return z.read(files[name])
+
         if read("byteorder").decode() != sys.byteorder:
             raise NotRunnable("written on a machine of the other byte order")
         if any(n.startswith(("data/aotinductor/", "data/executorch/")) or n.startswith("models/") and
@@ -124,27 +146,34 @@ def _program(data: bytes, schema) -> Program:
         major = (program.get("schema_version") or {}).get("major")
         if major != SCHEMA_MAJOR:
             raise NotRunnable(f"written in torch.export schema {major}, not {SCHEMA_MAJOR}")
-        stored = {}
+        stored, flat = {}, {}
         for where in ("weights", "constants"):
             config = json.loads(read(f"data/{where}/model_{where}_config.json"))["config"]
             for fqn, payload in config.items():
-                stored[fqn] = _tensor(payload, lambda p, w=where: read(f"data/{w}/{p}"))
-    return _compile(program["graph_module"], stored, schema)
+                if payload.get("use_pickle"):
+                    raise NotRunnable("holds a pickled payload")
+                meta, key = payload["tensor_meta"], f"data/{where}/{payload['path_name']}"
+                if key not in flat:  # one file may back several tensors (views of one storage)
+                    flat[key] = _flat(read(key), _dtype(meta["dtype"]))
+                stored[fqn] = _view(flat[key], meta)
+    return _compile(program["graph_module"], stored, schema), stored
 
 
-def _tensor(payload: dict, read):
-    """A weight or buffer from its raw bytes, as torch.export.save lays it out (dtype, sizes, strides)."""
+def _flat(raw: bytes, dtype):
     import torch
 
-    if payload.get("use_pickle"):
-        raise NotRunnable("holds a pickled payload")
-    meta = payload["tensor_meta"]
-    dtype = _dtype(meta["dtype"])
+    return torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
+
+
+def _view(flat, meta: dict):
+    """A weight or buffer as torch.export.save lays it out: sizes, strides and offset into its file's values."""
+    import torch
+
+    if flat.dtype != _dtype(meta["dtype"]):
+        raise NotRunnable("one file stored under two dtypes")
     sizes, strides = _ints(meta["sizes"]), _ints(meta["strides"])
-    raw = read(payload["path_name"])
-    if not raw:
-        return torch.zeros(sizes, dtype=dtype)
-    flat = torch.frombuffer(bytearray(raw), dtype=dtype)
+    if not flat.numel():  # an empty file: zeros of the size (torch.export.save writes no bytes for them)
+        return torch.zeros(sizes, dtype=flat.dtype)
     return torch.as_strided(flat, sizes, strides, _ints([meta["storage_offset"]])[0])  # checks the bounds
 
 
