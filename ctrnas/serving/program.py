@@ -160,9 +160,16 @@ def _program(f, schema) -> tuple[Program, dict]:
 
 
 def _flat(raw: bytes, dtype):
+    """The file's values, copied into a tensor of torch's own memory (the bytes are read-only)."""
+    import warnings
+
     import torch
 
-    return torch.frombuffer(bytearray(raw), dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
+    if not raw:
+        return torch.zeros(0, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # read-only bytes: only read, then copied
+        return torch.frombuffer(raw, dtype=dtype).clone()
 
 
 def _view(flat, meta: dict):
@@ -173,8 +180,11 @@ def _view(flat, meta: dict):
         raise NotRunnable("one file stored under two dtypes")
     sizes, strides = _ints(meta["sizes"]), _ints(meta["strides"])
     if not flat.numel():  # an empty file: zeros of the size (torch.export.save writes no bytes for them)
-        return torch.zeros(sizes, dtype=flat.dtype)
-    return torch.as_strided(flat, sizes, strides, _ints([meta["storage_offset"]])[0])  # checks the bounds
+        t = torch.zeros(sizes, dtype=flat.dtype)
+    else:
+        t = torch.as_strided(flat, sizes, strides, _ints([meta["storage_offset"]])[0])  # checks the bounds
+    # as the model's own parameters: aten.matmul takes another kernel (other rounding) for one requiring grad
+    return t.requires_grad_(bool(meta.get("requires_grad")) and t.is_floating_point())
 
 
 def _ints(values: list) -> list[int]:

@@ -58,6 +58,44 @@ def test_a_capped_baseline_folder_scores_the_same_through_model_pt2(tmp_path):
                                rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("what", ["baseline:xdeepfm", "baseline:autoint+", "arch:deepfm-terms-like",
+                                  "arch:xdeepfm-like"])
+def test_the_program_gives_the_models_own_logits(tmp_path, what):
+    """Models of other operators than the predict tests': CIN, attention, FM terms, each with a row cap."""
+    import torch
+
+    from ctrnas.serving.predict import kjt_of
+    from ctrnas.serving.program import load_program
+    from ctrnas.supernet.io import save_exported
+    from ctrnas.supernet.testing import make_schema
+    from ctrnas.train.baselines import build_baseline
+    from ctrnas.train.baselines.folder import save_baseline
+
+    cards = (50, 7, 300, 20)
+    schema = make_schema(n_dense=3, cards=cards)
+    kind, name = what.split(":")
+    if kind == "baseline":
+        model = build_baseline(name, schema, dim=4, row_cap=40, seed=1).eval()
+        save_baseline(model, tmp_path, name, {}, schema, build={"dim": 4, "row_cap": 40})
+    else:
+        from ctrnas.space.baselines import baseline_arch, home_space
+        from ctrnas.supernet.export import export
+        from ctrnas.supernet.fresh import build_supernet
+
+        supernet = build_supernet(schema, home_space(name), seed=0, emb_dim=8, row_cap=40)
+        model = export(supernet, baseline_arch(name), init="fresh", seed=1).eval()
+        save_exported(model, tmp_path)
+    program, why = load_program(tmp_path)
+    assert program is not None, why
+    rng = np.random.default_rng(0)
+    dense = torch.from_numpy(rng.random((33, 3)).astype(np.float32))
+    ids = np.stack([rng.integers(0, c, 33) for c in cards], 1)
+    with torch.no_grad():
+        want = model(dense, kjt_of(ids, schema.sparse_names))
+        got = program.logits(dense, torch.from_numpy(ids))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+
+
 # runs `ctrnas predict` as the command line does, then names the heavy modules it loaded
 PROBE = ("import sys\nfrom ctrnas.cli import main\ncode = main(sys.argv[1:])\n"
          "print(code, sorted(m for m in ('torchrec', 'fbgemm_gpu', 'torch._dynamo', 'sklearn') if m in sys.modules),"
