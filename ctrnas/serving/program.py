@@ -146,44 +146,33 @@ def _program(f, schema) -> tuple[Program, dict]:
         major = (program.get("schema_version") or {}).get("major")
         if major != SCHEMA_MAJOR:
             raise NotRunnable(f"written in torch.export schema {major}, not {SCHEMA_MAJOR}")
-        stored, flat = {}, {}
+        stored = {}
         for where in ("weights", "constants"):
             config = json.loads(read(f"data/{where}/model_{where}_config.json"))["config"]
             for fqn, payload in config.items():
                 if payload.get("use_pickle"):
                     raise NotRunnable("holds a pickled payload")
-                meta, key = payload["tensor_meta"], f"data/{where}/{payload['path_name']}"
-                if key not in flat:  # one file may back several tensors (views of one storage)
-                    flat[key] = _flat(read(key), _dtype(meta["dtype"]))
-                stored[fqn] = _view(flat[key], meta)
+                stored[fqn] = _tensor(read(f"data/{where}/{payload['path_name']}"), payload["tensor_meta"])
     return _compile(program["graph_module"], stored, schema), stored
 
 
-def _flat(raw: bytes, dtype):
-    """The file's values, copied into a tensor of torch's own memory (the bytes are read-only)."""
+def _tensor(raw: bytes, meta: dict):
+    """A weight or buffer as torch.export.save lays it out in its file (dtype, sizes, strides, offset), in a
+    tensor of its own: kernels such as aten.linear round differently on a view of a larger buffer, and on a
+    tensor not requiring grad, than on the model's own parameters."""
     import warnings
 
     import torch
 
-    if not raw:
-        return torch.zeros(0, dtype=dtype)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # read-only bytes: only read, then copied
-        return torch.frombuffer(raw, dtype=dtype).clone()
-
-
-def _view(flat, meta: dict):
-    """A weight or buffer as torch.export.save lays it out: sizes, strides and offset into its file's values."""
-    import torch
-
-    if flat.dtype != _dtype(meta["dtype"]):
-        raise NotRunnable("one file stored under two dtypes")
-    sizes, strides = _ints(meta["sizes"]), _ints(meta["strides"])
-    if not flat.numel():  # an empty file: zeros of the size (torch.export.save writes no bytes for them)
-        t = torch.zeros(sizes, dtype=flat.dtype)
+    dtype, sizes, strides = _dtype(meta["dtype"]), _ints(meta["sizes"]), _ints(meta["strides"])
+    if not raw:  # torch.export.save writes no bytes for an empty or all-zero-size tensor
+        t = torch.zeros(sizes, dtype=dtype)
     else:
-        t = torch.as_strided(flat, sizes, strides, _ints([meta["storage_offset"]])[0])  # checks the bounds
-    # as the model's own parameters: aten.matmul takes another kernel (other rounding) for one requiring grad
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # read-only bytes: only read
+            values = torch.frombuffer(raw, dtype=dtype)
+        t = torch.empty_strided(sizes, strides, dtype=dtype)
+        t.copy_(torch.as_strided(values, sizes, strides, _ints([meta["storage_offset"]])[0]))  # bounds checked
     return t.requires_grad_(bool(meta.get("requires_grad")) and t.is_floating_point())
 
 
