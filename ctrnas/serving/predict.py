@@ -89,8 +89,8 @@ def logits_of(model, dense: np.ndarray, ids: np.ndarray, names, batch_rows: int 
             i = torch.from_numpy(np.ascontiguousarray(ids[s:s + batch_rows], dtype=np.int64))
             try:
                 out.append(model.logits(d, i).float())
-            except (RuntimeError, ValueError, IndexError) as e:  # e.g. an id past a table: card and program differ
-                raise CtrnasError(f"{PROGRAM_FILE}: cannot score these rows ({one_line(e)}): the program does "
+            except (RuntimeError, ValueError, IndexError, TypeError) as e:  # e.g. an id past a table
+                raise CtrnasError(f"{model.path}: cannot score these rows ({one_line(e)}): the program does "
                                   "not fit its model card") from None
         else:
             out.append(model(d, kjt_of(ids[s:s + batch_rows], names)).float())

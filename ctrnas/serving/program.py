@@ -53,6 +53,7 @@ class Program:
     output: str  # the name of the logits
     constants: dict  # weights and buffers by name
     schema: Any  # ctrnas.data.schema.DatasetSchema, from model_card.json
+    path: str = PROGRAM_FILE  # where it was read
 
     def logits(self, dense, ids):
         env = {**self.constants, **dict(zip(self.inputs, (dense, ids)))}
@@ -102,6 +103,7 @@ def load_program(folder: str | Path) -> tuple[Program | None, str]:
     # the tables under their model.pt names ("model." is the serving wrapper's attribute)
     tables = {name.removeprefix("model."): t for name, t in stored.items()}
     check_card_sizes(folder / "model_card.json", *sizes, tables, path, dim_key=dim_key)
+    program.path = str(path)
     return program, ""
 
 
@@ -210,18 +212,22 @@ def _compile(module: dict, stored: dict, schema) -> Program:
         raise NotRunnable("not a program of (dense, ids) -> probabilities")
     if graph.get("custom_obj_values"):
         raise NotRunnable("holds custom objects")
-    steps, made_by = [], {}
+    steps, made_by, known = [], {}, {*constants, *inputs}
     for node in graph["nodes"]:
         fn = _function(node["target"])
         args, kwargs = [], {}
         for named in node["inputs"]:
             value = _argument(named["arg"])
+            unknown = _refs(value) - known
+            if unknown:
+                raise NotRunnable(f"uses {sorted(unknown)[0]!r} before any node makes it")
             if named.get("kind") == 2:
                 kwargs[named["name"]] = value
             else:
                 args.append(value)
         outs = [_output(o) for o in node["outputs"]]
         for o in outs:
+            known.update(o if isinstance(o, list) else [o] if o else [])
             if isinstance(o, str):
                 made_by[o] = (node["target"], args)
         steps.append((fn, args, kwargs, outs))
@@ -231,6 +237,15 @@ def _compile(module: dict, stored: dict, schema) -> Program:
         raise NotRunnable("does not end in the sigmoid of the logits")
     steps = [s for s in steps if s[3] != [last]]  # the sigmoid itself: predict applies its own
     return Program(steps, inputs, args[0][1], constants, schema)
+
+
+def _refs(value) -> set[str]:
+    """The names an argument refers to."""
+    if isinstance(value, tuple) and value and value[0] == "ref":
+        return {value[1]}
+    if isinstance(value, list):
+        return set().union(*map(_refs, value)) if value else set()
+    return set()
 
 
 def _function(target: str):

@@ -87,6 +87,11 @@ def _call_torch_load(program):
     node["target"] = "torch.load"
 
 
+def _use_an_undefined_value(program):
+    node = program["graph_module"]["graph"]["nodes"][-1]
+    node["inputs"][0]["arg"] = {"as_tensor": {"name": "nowhere"}}
+
+
 def _pickled_weight(name: str, data: bytes) -> bytes:
     if name == "data/weights/model_weights_config.json":
         config = json.loads(data)
@@ -97,10 +102,12 @@ def _pickled_weight(name: str, data: bytes) -> bytes:
 
 @pytest.mark.parametrize("case,why", [("torch_load", "calls 'torch.load', not an ATen operator"),
                                       ("pickled_weight", "holds a pickled payload"),
-                                      ("other_schema", "written in torch.export schema 99")])
+                                      ("other_schema", "written in torch.export schema 99"),
+                                      ("undefined_input", "uses 'nowhere' before any node makes it")])
 def test_a_program_it_does_not_run_falls_back_with_the_reason(model_copy, data_dir, tmp_path, case, why):
     change = {"torch_load": _edit_program(_call_torch_load), "pickled_weight": _pickled_weight,
-              "other_schema": _edit_program(lambda p: p["schema_version"].update(major=99))}[case]
+              "other_schema": _edit_program(lambda p: p["schema_version"].update(major=99)),
+              "undefined_input": _edit_program(_use_an_undefined_value)}[case]
     _rewrite(model_copy, change)
     program, reason = load_program(model_copy)
     assert program is None and why in reason and str(model_copy / "model.pt2") in reason
