@@ -1,5 +1,6 @@
 """CPU seconds a command costs before it does anything: `ctrnas train --help`, `ctrnas predict` with a bad
-argument, and a `ctrnas train` on a 100-row dataset (80 training rows: start-up, export and the writes are
+argument, a `ctrnas predict` of 300 rows with a trained model folder (with its model.pt2, and the same folder
+without it), and a `ctrnas train` on a 100-row dataset (80 training rows: start-up, export and the writes are
 nearly all of it), for this checkout and, with --before REF, for the commit REF side by side.
 
     .venv/bin/python benchmarks/startup.py --before REF [--repeats 3]
@@ -7,8 +8,10 @@ nearly all of it), for this checkout and, with --before REF, for the commit REF 
 Each command runs in its own process (PYTHONPATH = the checkout, one torch thread); CPU = user + sys of the
 child (resource.getrusage), the least of --repeats runs (the train: of --train-repeats), the two checkouts
 alternating. REF is checked out into a temporary git worktree, removed at the end. The dataset is prepared
-once (`ctrnas prepare criteo`, this checkout) from 100 Criteo-format lines written by tests/helpers/samples.py.
-Also lists which of torch / torchrec / scikit-learn each command loaded. Writes benchmarks/sections/startup.md.
+once (`ctrnas prepare criteo`, this checkout) from 100 Criteo-format lines written by tests/helpers/samples.py,
+and the model folder predict reads is trained from it once (`ctrnas train --arch dcnv2-like`, this checkout);
+predict scores those 100 lines three times over. Also lists which of torch / torchrec / scikit-learn each
+command loaded. Writes benchmarks/sections/startup.md.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import platform
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,13 +44,18 @@ PROBE = ("import sys, runpy\nsys.argv = ['ctrnas'] + sys.argv[1:]\ncode = 0\ntry
          "sys.exit(code)\n")
 
 
-def commands(data: Path, out: Path) -> list[tuple[str, list[str], int | None]]:
-    """(label, argv, the exit status it must give; None: 0)."""
+def commands(data: Path, out: Path, model: Path, rows: Path) -> list[tuple[str, list[str], int | None]]:
+    """(label, argv, the exit status it must give; None: 0); "{out}": a new path for each run."""
     return [
         ("ctrnas train --help", ["train", "--help"], None),
         ("ctrnas predict --model m (missing --input, --out)", ["predict", "--model", "m"], 2),
         ("ctrnas predict of a model folder that is not there", ["predict", "--model", str(out / "none"), "--input",
                                                                  str(out / "none.tsv"), "--out", str(out / "p.pq")], 1),
+        ("ctrnas predict of 300 rows, trained dcnv2-like model folder",
+         ["predict", "--model", str(model), "--input", str(rows), "--out", "{out}", "--no-progress"], None),
+        ("the same, the folder without model.pt2",
+         ["predict", "--model", str(model.with_name("no-pt2")), "--input", str(rows), "--out", "{out}",
+          "--no-progress"], None),
         ("ctrnas train --arch dcnv2-like on 100 rows (with its export)",
          ["train", "--data", str(data), "--arch", "dcnv2-like", "--out", "{out}", "--no-progress"], None),
     ]
@@ -69,12 +78,12 @@ def run_once(tree: Path, argv: list[str], want: int | None, cwd: Path) -> tuple[
 
 def measure(trees: dict[str, Path], data: Path, work: Path, repeats: int, train_repeats: int) -> list[dict]:
     rows = []
-    for label, argv, want in commands(data, work):
-        is_train = "{out}" in argv
+    for i, (label, argv, want) in enumerate(commands(data, work, work / "model", work / "rows300.tsv")):
+        is_train = argv[0] == "train" and "{out}" in argv
         best: dict[str, tuple[float, float, str]] = {}
         for r in range(train_repeats if is_train else repeats):
             for name, tree in trees.items():
-                args = [str(work / f"train-{name}-{r}") if a == "{out}" else a for a in argv]
+                args = [str(work / f"out{i}-{name}-{r}") if a == "{out}" else a for a in argv]
                 got = run_once(tree, args, want, work)
                 if name not in best or got[0] < best[name][0]:
                     best[name] = got
@@ -124,11 +133,15 @@ def main(argv=None) -> None:
         try:
             raw = work / "criteo100.tsv"
             raw.write_text("\n".join(criteo_lines()) + "\n")
+            (work / "rows300.tsv").write_text("\n".join(criteo_lines() * 3) + "\n")
             data = work / "data"
             env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
             subprocess.run([sys.executable, "-m", "ctrnas", "prepare", "criteo", "--input", str(raw), "--out",
                             str(data), "--hash-buckets", "100", "--no-progress"], check=True, env=env,
                            capture_output=True)
+            subprocess.run([sys.executable, "-m", "ctrnas", "train", "--data", str(data), "--arch", "dcnv2-like",
+                            "--out", str(work / "model"), "--no-progress"], check=True, env=env, capture_output=True)
+            shutil.copytree(work / "model", work / "no-pt2", ignore=shutil.ignore_patterns("model.pt2"))
             rows = measure(trees, data, work, args.repeats, args.train_repeats)
         finally:
             if args.before:

@@ -50,6 +50,8 @@ def _run(args) -> int:
         m = {k: "n/a" if s["metrics"].get(k) is None else f"{s['metrics'][k]:.4f}" for k in ("logloss", "auc")}
         line += f"; log loss {m['logloss']}, AUC {m['auc']}"  # n/a: undefined (e.g. the AUC of one class)
     print(line)
+    if not s["scored_with"].startswith("model.pt2"):  # the slower start: say why model.pt2 did not serve
+        print(f"ctrnas predict: scored with {s['scored_with']}", file=sys.stderr)
     if r.get("padded"):  # pad_missing_trailing of the model's preparation: accepted, but not as written
         print(f"ctrnas predict: warning: filled the missing trailing fields of {r['padded']:,} rows "
               "(pad_missing_trailing)", file=sys.stderr)

@@ -21,29 +21,36 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
-from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 from ctrnas.data.preprocess import Preprocess, has_labels
 from ctrnas.errors import CtrnasError, PathError
 from ctrnas.files import FULL, disk_full
-from ctrnas.safeload import check_regular
+from ctrnas.safeload import check_regular, one_line
+from ctrnas.serving.program import PROGRAM_FILE, Program, load_program
 
 OUT_SCHEMA = [("file", pa.string()), ("line", pa.int64()), ("probability", pa.float32())]
 
 
-def load_model(model_dir: str | Path, data_dir: str | Path | None = None):
-    """(model in eval mode, its Preprocess or None): the transform beside the model, else `data_dir`'s."""
-    from ctrnas.train.baselines.folder import load_baseline
+def load_model(model_dir: str | Path, data_dir: str | Path | None = None, program: bool = True):
+    """(model, its Preprocess or None, how it scores): the transform beside the model, else `data_dir`'s.
+    The model is the folder's `model.pt2` run with torch alone where it can be (`ctrnas.serving.program`),
+    else (or with `program=False`) the model rebuilt from model.pt and the card, which imports TorchRec."""
+    scorer, why = load_program(model_dir) if program else (None, "asked for the rebuilt model")
+    if scorer is not None:
+        model, how = scorer, f"{PROGRAM_FILE} (torch alone)"
+    else:
+        from ctrnas.train.baselines.folder import load_baseline
 
-    model = load_baseline(Path(model_dir)) or _load_exported(model_dir)
-    model = model.cpu().eval()
+        model = load_baseline(Path(model_dir)) or _load_exported(model_dir)
+        model = model.cpu().eval()
+        how = f"model.pt rebuilt with TorchRec: {why}"
     where = Path(data_dir) if data_dir else Path(model_dir)
     pre = Preprocess.load(where) if (where / "transform.json").is_file() else None
     schema = getattr(model, "schema", None)
     if pre is not None and schema is not None and (schema.sparse, schema.dense) != (pre.schema.sparse, pre.schema.dense):
         raise CtrnasError(f"{where}/transform.json: its fields or table sizes are not the model's "
                           f"({model_dir}): the model was trained on other data")
-    return model, pre
+    return model, pre, how
 
 
 def _load_exported(model_dir):
@@ -62,8 +69,10 @@ def _no_transform(model_dir, data_dir) -> str:
             "files carries its transform (give --data DIR for one exported without it)")
 
 
-def kjt_of(ids: np.ndarray, names) -> KeyedJaggedTensor:
+def kjt_of(ids: np.ndarray, names):
     """One id per field and row: ids [n, F] -> a KJT (feature-major values, every length 1)."""
+    from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
     n = ids.shape[0]
     values = torch.from_numpy(np.ascontiguousarray(ids.T).reshape(-1))
     return KeyedJaggedTensor.from_lengths_sync(list(names), values, torch.ones(n * len(names), dtype=torch.int32))
@@ -71,8 +80,20 @@ def kjt_of(ids: np.ndarray, names) -> KeyedJaggedTensor:
 
 @torch.inference_mode()
 def logits_of(model, dense: np.ndarray, ids: np.ndarray, names, batch_rows: int = 8192) -> np.ndarray:
-    out = [model(torch.from_numpy(dense[s:s + batch_rows]), kjt_of(ids[s:s + batch_rows], names)).float()
-           for s in range(0, len(ids), batch_rows)]
+    """Logits [n] of rows (dense [n, n_dense], ids [n, F]) in batches: a `Program` takes the ids as they are,
+    a rebuilt model as a KJT."""
+    out = []
+    for s in range(0, len(ids), batch_rows):
+        d = torch.from_numpy(np.ascontiguousarray(dense[s:s + batch_rows], dtype=np.float32))
+        if isinstance(model, Program):
+            i = torch.from_numpy(np.ascontiguousarray(ids[s:s + batch_rows], dtype=np.int64))
+            try:
+                out.append(model.logits(d, i).float())
+            except (RuntimeError, ValueError, IndexError, TypeError) as e:  # e.g. an id past a table
+                raise CtrnasError(f"{model.path}: cannot score these rows ({one_line(e)}): the program does "
+                                  "not fit its model card") from None
+        else:
+            out.append(model(d, kjt_of(ids[s:s + batch_rows], names)).float())
     return torch.cat(out).numpy() if out else np.zeros(0, np.float32)
 
 
@@ -139,11 +160,13 @@ def _prepared_chunks(folder: Path, split: str, schema, bar):
 
 def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "test", data_dir=None,
                  batch_rows: int = 8192, overwrite: bool = False, progress: bool = True,
-                 max_rejects: int = 100, summary=None, pad_missing_trailing: bool | None = None) -> dict:
+                 max_rejects: int = 100, summary=None, pad_missing_trailing: bool | None = None,
+                 program: bool = True) -> dict:
     """Score `inputs` (raw files of the model's format, or one prepared dataset folder: its `split`) into
-    Parquet file `out`; returns the summary (rows read/written/rejected, log loss and AUC if labelled), also
-    written as strict JSON to `summary` if given. `pad_missing_trailing`: None reads rows as the model's data
-    was prepared."""
+    Parquet file `out`; returns the summary (rows read/written/rejected, log loss and AUC if labelled, and
+    `scored_with`: model.pt2 or the rebuilt model, and why), also written as strict JSON to `summary` if given.
+    `pad_missing_trailing`: None reads rows as the model's data was prepared. `program=False`: score with the
+    model rebuilt from model.pt (TorchRec) even where model.pt2 would do."""
     t0 = time.perf_counter()
     inputs = [str(p) for p in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
     if not inputs:
@@ -168,16 +191,16 @@ def predict_file(model_dir, inputs, out, kind: str | None = None, split: str = "
     with reading(inputs[0], "predict") if folder else contextlib.nullcontext(), \
             reading(data_dir, "predict") if data_dir else contextlib.nullcontext():
         return _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, progress, max_rejects,
-                             summary, folder, t0, pad_missing_trailing)
+                             summary, folder, t0, pad_missing_trailing, program)
 
 
 def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, progress, max_rejects, summary,
-                  folder, t0, pad=None) -> dict:
+                  folder, t0, pad=None, program: bool = True) -> dict:
     from tqdm import tqdm
 
     from ctrnas.train.metrics import StreamingMetrics, finite_or_none
 
-    model, pre = load_model(model_dir, data_dir)
+    model, pre, how = load_model(model_dir, data_dir, program)
     schema = getattr(model, "schema", None) or (pre.schema if pre else None)
     if schema is None and folder:  # a baseline (no schema of its own) of data with no transform: the folder's
         from ctrnas.data.dataset import load_schema
@@ -226,7 +249,7 @@ def _predict_file(model_dir, inputs, out, kind, split, data_dir, batch_rows, pro
                                                     "rejected": 0}
     m = metrics.result().to_dict() if metrics.rows else None
     result = finite_or_none({"model": str(model_dir), "inputs": inputs, "out": str(out), "rows": rows,
-                           "metrics": m, "first_rejects": tally.first, "seconds": round(seconds, 3),
+                           "metrics": m, "first_rejects": tally.first, "scored_with": how, "seconds": round(seconds, 3),
                            "rows_per_second": round(rows["read"] / seconds, 1) if seconds > 0 else None})
     if summary:
         from ctrnas.data.dataset import atomic_write_text
@@ -252,15 +275,17 @@ def _as_text_columns(table: pa.Table, kind: str) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, names=table.column_names)
 
 
-def predict_table(model_dir, table, kind: str | None = None, data_dir=None, batch_rows: int = 8192) -> pa.Table:
+def predict_table(model_dir, table, kind: str | None = None, data_dir=None, batch_rows: int = 8192,
+                  program: bool = True) -> pa.Table:
     """Score the rows of an Arrow table (a pandas DataFrame is converted) holding the raw columns of the
     model's format. One output row per input row, aligned: `line` (1-based), `probability` (null where the
-    row is rejected), `reject` (the reason, else null) and `label` when the input has the label column."""
+    row is rejected), `reject` (the reason, else null) and `label` when the input has the label column.
+    `program`: as `predict_file`'s."""
     from ctrnas.data.readers.base import LinedBatch
 
     if not isinstance(table, pa.Table):
         table = pa.Table.from_pandas(table, preserve_index=False)
-    model, pre = load_model(model_dir, data_dir)
+    model, pre, _ = load_model(model_dir, data_dir, program)
     if pre is None:
         raise CtrnasError(f"{model_dir}: no transform.json beside the model (give data_dir)")
     reader = pre.reader([], kind, labeled=False, on_error="skip", progress=False)

@@ -135,7 +135,7 @@ def load_exported(folder: str | Path):
     from ctrnas.safeload import load_weights_file, one_line, read_json
     from ctrnas.space import Arch, SpaceConfig
     from ctrnas.supernet.export import export
-    from ctrnas.supernet.sizes import check_card_sizes
+    from ctrnas.data.sizes import check_card_sizes
 
     folder = Path(folder)
     card_path = folder / "model_card.json"
@@ -211,7 +211,7 @@ def load_supernet(path: str | Path, schema=None, space=None, emb_dim: int | None
                           f"`ctrnas export --trained {beside} --out DIR`")
     ck = load_weights_file(path, "supernet checkpoint")
     if isinstance(ck, dict) and ck.get("format") == SUPERNET_FORMAT:
-        from ctrnas.supernet.sizes import check_card_sizes
+        from ctrnas.data.sizes import check_card_sizes
 
         try:
             state = ck["state_dict"]

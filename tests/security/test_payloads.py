@@ -29,6 +29,7 @@ def model_copy(model_dir, tmp_path):
 @pytest.mark.parametrize("wrap", ["bare", "in_state_dict"])
 def test_predict_never_unpickles_model_pt(model_copy, data_dir, plant, tmp_path, capsys, wrap):
     plant.torch_file(model_copy / "model.pt", (lambda p: p) if wrap == "bare" else (lambda p: {"net.x": p}))
+    (model_copy / "model.pt2").unlink()  # predict reads model.pt where model.pt2 cannot serve
     line = run(capsys, "predict", "--model", model_copy, "--input", data_dir, "--out", tmp_path / "p.parquet",
                "--no-progress")
     assert not plant.ran() and "model.pt" in line and not (tmp_path / "p.parquet").exists()
@@ -47,6 +48,7 @@ def test_api_load_exported_and_predict_refuse_in_one_line(model_copy, data_dir, 
     from ctrnas.supernet import load_exported
 
     plant.raw_pickle(model_copy / "model.pt")
+    (model_copy / "model.pt2").unlink()  # predict reads model.pt where model.pt2 cannot serve
     for call in (lambda: load_exported(model_copy), lambda: api.predict(model_copy, data_dir, tmp_path / "p.pq")):
         with pytest.raises(CtrnasError) as e:
             call()
@@ -221,6 +223,7 @@ def test_a_baseline_fallback_folder_is_rebuilt_not_unpickled(data_dir, plant, tm
         want = torch.sigmoid(model(dense, kjt_of(ids, schema.sparse_names))).numpy()
     assert got[:len(want)] == pytest.approx(want, abs=1e-6)
     plant.torch_file(tmp_path / "model" / "model.pt")
+    (tmp_path / "model" / "model.pt2").unlink()  # predict reads model.pt where model.pt2 cannot serve
     with pytest.raises(CtrnasError, match="never unpickles"):
         api.predict(tmp_path / "model", data_dir, tmp_path / "q.parquet", split="test", progress=False)
     assert not plant.ran()

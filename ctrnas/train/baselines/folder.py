@@ -49,7 +49,7 @@ def load_baseline(folder: Path):
     --baseline`), rebuilt from its card and its weights-only model.pt; None for any other folder."""
     from ctrnas.data.schema import DatasetSchema
     from ctrnas.safeload import load_weights_file, one_line, read_json
-    from ctrnas.supernet.sizes import check_card_sizes
+    from ctrnas.data.sizes import check_card_sizes
     from ctrnas.train.baselines import build_baseline
 
     card_path = Path(folder) / "model_card.json"
