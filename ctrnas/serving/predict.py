@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
+from ctrnas.data.arrow import column_numpy
 from ctrnas.data.preprocess import Preprocess, has_labels
 from ctrnas.errors import CtrnasError, PathError
 from ctrnas.files import FULL, disk_full
@@ -150,11 +151,11 @@ def _prepared_chunks(folder: Path, split: str, schema, bar):
         with parquet_errors(f, "data shard"):  # a shard damaged past its footer
             for b in parquet_file(f, "data shard").iter_batches(batch_size=65536):
                 n = b.num_rows
-                dense = np.stack([b.column(c).to_numpy() for c in schema.dense], 1).astype(np.float32) \
+                dense = np.stack([column_numpy(b.column(c)) for c in schema.dense], 1).astype(np.float32) \
                     if schema.dense else np.zeros((n, 0), np.float32)
-                ids = np.stack([b.column(c).to_numpy() for c in schema.sparse_names], 1).astype(np.int64)
+                ids = np.stack([column_numpy(b.column(c)) for c in schema.sparse_names], 1).astype(np.int64)
                 bar.update(n)
-                yield f"{split}/{f.name}", np.arange(first, first + n), b.column("label").to_numpy(), dense, ids
+                yield f"{split}/{f.name}", np.arange(first, first + n), column_numpy(b.column("label")), dense, ids
                 first += n
 
 
