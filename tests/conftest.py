@@ -16,38 +16,46 @@ torch.set_num_threads(1)
 
 TESTS = Path(__file__).resolve().parent
 
-# The files that take longest, longest first (CPU seconds of one file, measured with --durations; the rest
-# keep their order after them). `make test` gives each worker whole files (--dist loadfile: a module's
-# fixtures, such as a pipeline run, are built once), so the long ones must start first for the workers
-# to end together. A file missing here only starts later; re-measure when a file grows past the last.
+# The files that take longest, longest first (CPU seconds of one file, measured with CTRNAS_TEST_CPU, below;
+# the two that start Ray first: their wall-clock time is several times their CPU). `make test` gives each worker
+# whole files (--dist loadfile: a module's fixtures, such as a pipeline run, are built once), so the long ones
+# must start first for the workers to end together. A file missing here only starts later; re-measure when a
+# file grows past the last.
 SLOW_FIRST = (
     "pipeline/test_execution_recipe.py",
-    "test_benchmark_suite.py",
+    "execution/test_executors.py",
+    "test_readme.py",
     "pipeline/test_pipeline.py",
     "serve/test_train_predict.py",
-    "test_readme.py",
-    "distributed/test_run_distributed.py",
-    "execution/test_executors.py",
-    "pipeline/test_final_widths.py",
-    "pipeline/test_ctr_fitness.py",
-    "test_layers.py",
-    "distributed/test_commands.py",
-    "distributed/test_dmp.py",
-    "security/test_hostile_files.py",
+    "test_benchmark_suite.py",
     "pipeline/test_final_resume.py",
+    "serve/test_predict.py",
+    "pipeline/test_final_widths.py",
+    "pipeline/test_front_run.py",
+    "security/test_hostile_files.py",
+    "pipeline/test_train_arch_from_run.py",
+    "supernet/test_export_io.py",
+    "serve/test_serving.py",
+    "distributed/test_run_distributed.py",
+    "train/test_commands.py",
+    "distributed/test_dmp.py",
+    "pipeline/test_interrupts.py",
     "pipeline/test_multifidelity_run.py",
     "pipeline/test_emb_dims_run.py",
-    "pipeline/test_front_run.py",
-    "test_newcomer_cli.py",
-    "test_docs.py",
-    "serve/test_serving.py",
-    "serve/test_predict.py",
-    "supernet/test_export_io.py",
-    "supernet/test_cross.py",
-    "pipeline/test_train_arch_from_run.py",
+    "test_benchmark_embedding.py",
     "security/test_writer_folders.py",
-    "security/test_bad_inputs.py",
+    "supernet/test_export_equivalence.py",
+    "pipeline/test_search_quality_run.py",
+    "pipeline/test_selection.py",
+    "test_newcomer_cli.py",
+    "distributed/test_commands.py",
+    "test_newcomer_snags.py",
     "pipeline/test_compact_resume.py",
+    "security/test_bad_inputs.py",
+    "supernet/test_cross.py",
+    "security/test_payloads.py",
+    "pipeline/test_run_folder.py",
+    "space/test_baselines.py",
 )
 
 
