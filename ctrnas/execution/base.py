@@ -65,7 +65,7 @@ class Executor:
 
     def imap_costliest_first(self, jobs: Sequence[Any], costs: Sequence[float]) -> Iterator[tuple[int, Any]]:
         """(job index, result) pairs in job order, the jobs handed to the workers by decreasing `costs` (ties
-        and NaNs: job order, a NaN last). Handed out in job order, a long job that comes last runs alone while
+        in job order, NaN costs last). Handed out in job order, a long job that comes last runs alone while
         the other workers idle; longest first bounds that tail by the shortest jobs. The results are the
         job-order ones, since each job carries its own seed; finished ones wait for the earlier jobs."""
         if len(costs) != len(jobs):
@@ -80,8 +80,10 @@ class Executor:
                 while next_out in done:
                     yield next_out, done.pop(next_out)
                     next_out += 1
-        finally:
-            inner.close()  # a caller that stops early stops the jobs still queued, as `imap` does
+        finally:  # a caller that stops early stops the jobs still queued, as `imap` does (a generator's close)
+            close = getattr(inner, "close", None)
+            if close is not None:
+                close()
 
     def close(self) -> None:
         pass

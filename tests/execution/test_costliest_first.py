@@ -43,3 +43,14 @@ def test_two_workers_start_the_two_costliest_and_finish_sooner():
     first_two = sorted(range(4), key=lambda i: starts[i])[:2]
     assert 3 in first_two  # the long job was among the first handed out
     assert starts[3] < max(starts[:3])  # and not started after all the short ones
+
+
+def test_a_caller_that_stops_early_stops_the_workers():
+    ex = make_executor(ExecutionConfig("processes", 2), timed_jobs.started_at)
+    pairs = ex.imap_costliest_first([(0, 0.0), (1, 5.0), (2, 5.0), (3, 5.0)], [0.0, 1.0, 1.0, 1.0])
+    procs = None
+    for _ in pairs:
+        procs = list(ex._procs)
+        break
+    pairs.close()  # the queued and running jobs are dropped: the workers are gone, not left running
+    assert procs and not ex._procs and not any(p.is_alive() for p in procs)
