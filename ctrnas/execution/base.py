@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 import sys
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ctrnas.errors import CtrnasError
 
@@ -56,9 +57,33 @@ class Executor:
         """(job index, result) pairs: in job order, or as jobs finish with `ordered=False`."""
         raise NotImplementedError
 
-    def map(self, jobs: Iterable[Any]) -> list[Any]:
-        """The results in job order."""
-        return [r for _, r in self.imap(jobs)]
+    def map(self, jobs: Iterable[Any], costs: Sequence[float] | None = None) -> list[Any]:
+        """The results in job order; with `costs`, the jobs are handed out costliest first
+        (`imap_costliest_first`)."""
+        pairs = self.imap(jobs) if costs is None else self.imap_costliest_first(list(jobs), costs)
+        return [r for _, r in pairs]
+
+    def imap_costliest_first(self, jobs: Sequence[Any], costs: Sequence[float]) -> Iterator[tuple[int, Any]]:
+        """(job index, result) pairs in job order, the jobs handed to the workers by decreasing `costs` (ties
+        in job order, NaN costs last). Handed out in job order, a long job that comes last runs alone while
+        the other workers idle; longest first bounds that tail by the shortest jobs. The results are the
+        job-order ones, since each job carries its own seed; finished ones wait for the earlier jobs."""
+        if len(costs) != len(jobs):
+            raise ValueError(f"{len(costs)} costs for {len(jobs)} jobs")
+        order = sorted(range(len(jobs)), key=lambda i: (-costs[i] if costs[i] == costs[i] else math.inf, i))
+        inner = self.imap([jobs[i] for i in order], ordered=False)
+        done: dict[int, Any] = {}
+        next_out = 0
+        try:
+            for j, result in inner:
+                done[order[j]] = result
+                while next_out in done:
+                    yield next_out, done.pop(next_out)
+                    next_out += 1
+        finally:  # a caller that stops early stops the jobs still queued, as `imap` does (a generator's close)
+            close = getattr(inner, "close", None)
+            if close is not None:
+                close()
 
     def close(self) -> None:
         pass

@@ -67,8 +67,9 @@ class Scorer:
                                       name="scoring worker")
         self.workers = self.executor.workers
 
-    def score(self, jobs: Sequence[Job]) -> list[tuple[FitnessResult, float]]:
-        return self.executor.map(jobs) if jobs else []
+    def score(self, jobs: Sequence[Job], costs: Sequence[float] | None = None) -> list[tuple[FitnessResult, float]]:
+        """`(result, seconds)` per job, in job order; with `costs`, handed out costliest first."""
+        return self.executor.map(jobs, costs) if jobs else []
 
     def close(self) -> None:
         self.executor.close()

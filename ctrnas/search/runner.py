@@ -132,7 +132,9 @@ def _score_batch(
             # a job without a budget keeps the two-argument call of a fitness that takes none
             jobs.append((c.arch, seeds[i]) if budgets[i] is None else (c.arch, seeds[i], budgets[i]))
             job_pos.append(i)
-    scored = dict(zip(job_pos, scorer.score(jobs)))
+    # the costliest first (FLOPs a row times the rows), so no long training starts last beside idle workers
+    costs = [candidates[i].flops * (given[i] or 1) for i in job_pos]
+    scored = dict(zip(job_pos, scorer.score(jobs, costs)))
     for i, (result, _) in scored.items():
         k = (candidates[i].key, budgets[i])
         cache.put(k[0], result, k[1])

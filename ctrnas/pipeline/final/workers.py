@@ -79,6 +79,17 @@ def training_executor(recipe: Recipe, data: DataResult, template, workers: int, 
                          threads=recipe.threads or 1, describe=describe_training, name="training worker")
 
 
+def training_costs(recipe: Recipe, data: DataResult, template, whats: list[tuple], folders) -> list[float]:
+    """What the stage orders its trainings by, costliest first: each model's dense weights, whose products are
+    most of a step's time (the tables' lookups and updates cost any model about the same), so that no long
+    training starts last beside an idle worker; 0 for a training an interrupted run finished."""
+    from ctrnas.pipeline.final.memory import job_sizes
+
+    sizes = job_sizes(recipe, data, template, whats)
+    return [0.0 if folder is not None and folder.result() is not None else float(size.dense_params)
+            for size, folder in zip(sizes, folders)]
+
+
 def with_workers(recipe: Recipe, workers: int) -> Recipe:
     """`recipe` with the final stage's trainings on `workers` at once (`execution.workers` too, when set)."""
     execution = recipe.execution
@@ -106,11 +117,13 @@ def final_in_workers(recipe, quiet, data, top, template, out_dir, progress, t0, 
     # baselines keep their weights too: one is exported when no candidate is usable
     jobs += [(("baseline", n), True, f"baseline {baseline_label(n)}") for n in baseline_jobs(recipe)]
     jobs = [(*job, folder) for job, folder in zip(jobs, folders)]  # each with its resume folder (or None)
+    costs = training_costs(quiet, data, template, [job[0] for job in jobs], folders)
     # one bar for every training of the stage (they run side by side): the top-k, then the baselines; closed
     # (its line ended) on an interruption too, so the stop message gets a line of its own
     with training_executor(quiet, data, template, quiet.final.workers, len(jobs)) as ex, \
             tqdm(total=len(jobs), desc="final stage (top-k + baselines)", unit="model", disable=not progress) as bar:
-        results = ex.imap(jobs)  # in job order: the top-k ranks, then the baselines
+        # in job order (the top-k ranks, then the baselines), handed out costliest first
+        results = ex.imap_costliest_first(jobs, costs)
         # the best so far keeps its worker's result; its weights are unpacked only once it is the final choice
         # (a training finished in an earlier run sends none when that run dropped them as not needed)
         candidates, best_rank, best_result = [], None, None
