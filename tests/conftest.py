@@ -16,46 +16,46 @@ torch.set_num_threads(1)
 
 TESTS = Path(__file__).resolve().parent
 
-# The files that take longest, longest first (CPU seconds of one file, measured with CTRNAS_TEST_CPU, below;
-# the two that start Ray first: their wall-clock time is several times their CPU). `make test` gives each worker
-# whole files (--dist loadfile: a module's fixtures, such as a pipeline run, are built once), so the long ones
-# must start first for the workers to end together. A file missing here only starts later; re-measure when a
-# file grows past the last.
+# The files that take longest, longest first (a file's wall-clock seconds in a whole `make test`, from pytest's
+# --durations=0; the files that start Ray take several times their CPU). `make test` gives each worker whole
+# files (--dist loadfile: a module's fixtures, such as a pipeline run, are built once), so the long ones must
+# start first for the workers to end together. A file missing here only starts later; re-measure when a file
+# grows past the last (docs/architecture.md, "The test suite's time").
 SLOW_FIRST = (
-    "pipeline/test_execution_recipe.py",
-    "execution/test_executors.py",
-    "test_readme.py",
-    "pipeline/test_pipeline.py",
     "serve/test_train_predict.py",
+    "pipeline/test_pipeline.py",
+    "test_readme.py",
+    "pipeline/test_execution_recipe.py",
     "test_benchmark_suite.py",
+    "execution/test_executors.py",
     "pipeline/test_final_resume.py",
-    "serve/test_predict.py",
-    "pipeline/test_final_widths.py",
     "pipeline/test_front_run.py",
-    "security/test_hostile_files.py",
-    "pipeline/test_train_arch_from_run.py",
-    "supernet/test_export_io.py",
     "serve/test_serving.py",
-    "distributed/test_run_distributed.py",
+    "supernet/test_export_io.py",
+    "pipeline/test_train_arch_from_run.py",
+    "serve/test_predict.py",
     "train/test_commands.py",
-    "distributed/test_dmp.py",
-    "pipeline/test_interrupts.py",
+    "pipeline/test_final_widths.py",
+    "distributed/test_run_distributed.py",
     "pipeline/test_multifidelity_run.py",
-    "pipeline/test_emb_dims_run.py",
-    "test_benchmark_embedding.py",
     "security/test_writer_folders.py",
+    "test_benchmark_embedding.py",
+    "pipeline/test_interrupts.py",
+    "serve/test_predict_program.py",
+    "security/test_hostile_files.py",
     "supernet/test_export_equivalence.py",
-    "pipeline/test_search_quality_run.py",
-    "pipeline/test_selection.py",
     "test_newcomer_cli.py",
-    "distributed/test_commands.py",
-    "test_newcomer_snags.py",
+    "pipeline/test_emb_dims_run.py",
+    "distributed/test_dmp.py",
     "pipeline/test_compact_resume.py",
-    "security/test_bad_inputs.py",
     "supernet/test_cross.py",
+    "pipeline/test_selection.py",
+    "pipeline/test_search_quality_run.py",
     "security/test_payloads.py",
+    "test_newcomer_snags.py",
     "pipeline/test_run_folder.py",
-    "space/test_baselines.py",
+    "distributed/test_commands.py",
+    "data/test_prepare_fastpaths.py",
 )
 
 
