@@ -207,6 +207,10 @@ def optimizer_report(results: dict) -> list[str]:
              "lost."]
     better, worse, n = 0, 0, 0
     for data, by_model in results.items():
+        # only the models trained with Adam too: the protocol table alone shows the rest
+        by_model = {m: runs for m, runs in by_model.items() if any(is_optimizer(q) for q in runs)}
+        if not by_model:
+            continue
         lines += ["", f"**{data}, optimizers**", "",
                   "| model | optimizer | lr | test per seed | mean (sd) | vs Adagrad (pair sd) | epochs | FTE |",
                   "|---|---|---|---|---|---|---|---|"]

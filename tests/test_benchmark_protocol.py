@@ -49,3 +49,15 @@ def test_report_counts_the_goal_per_data_and_in_all():
 def test_columns_read_fixed_then_old_early_stopping_then_default():
     names = ["default@3", "nasrec", "default", "cosine-10", "default@9"]
     assert sorted(names, key=_protocol().column_order) == ["nasrec", "cosine-10", "default", "default@3", "default@9"]
+
+
+def test_optimizer_table_shows_only_the_models_trained_with_adam():
+    protocol = _protocol()
+    results = {"a-300k": {"lr": {"default": _runs([0.45, 0.46], [4, 4])},
+                          "dlrm": {"default": _runs([0.43, 0.44], [4, 4]), "adam": _runs([0.44, 0.45], [3, 3])}},
+               "b-70k": {"fm": {"default": _runs([0.30, 0.31], [5, 5])}}}
+    lines = protocol.optimizer_report(results)
+    assert "**a-300k, optimizers**" in lines and not any("b-70k" in x for x in lines)
+    rows = [x for x in lines if x.startswith("| ") and not x.startswith("| model")]
+    assert [r.split(" | ")[:2] for r in rows] == [["| dlrm", "adagrad"], ["| dlrm", "adam"]]
+    assert "| +1.0 |" in rows[1]  # (0.445 - 0.435) / hypot(0.00707, 0.00707)
