@@ -2,8 +2,11 @@
 `ctrnas train` allowed it before (cosine over a 10-epoch cap), and the early-stop protocol the final stage
 uses by default (`ctrnas.train.config.early_stopping`), at several data sizes and training seeds.
 
-    python benchmarks/protocol.py --data runs/data/synthetic-criteo-300k:dlrm,dcnv2 \
-        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:nasrec,cosine-10,default,default@3,default@9,adam
+    python benchmarks/protocol.py --data runs/data/synthetic-criteo-70k --data runs/data/synthetic-criteo-300k \
+        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:default@3,default@9,adam
+
+Each --data folder is `ctrnas prepare synthetic --profile criteo|avazu [--structure pairwise] --rows N --seed 0`;
+a protocol named again for the same folder and model is counted once.
 
 The protocols "adam" and "adam@3" train the default protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
 a table of their own: which optimizer trains each baseline family better.
@@ -263,6 +266,8 @@ def main(argv=None) -> int:
         models, _, protos = rest.partition(":")
         for model in (models or args.models).split(","):
             for p in (protos or args.protocols).split(","):
+                if p in results.get(data, {}).get(model, {}):  # named by an earlier --data: its seeds are in
+                    continue
                 for seed in range(args.seeds):
                     cache = Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json"
                     r = train_one(Path(data), model, p, seed, cache)

@@ -61,3 +61,20 @@ def test_optimizer_table_shows_only_the_models_trained_with_adam():
     rows = [x for x in lines if x.startswith("| ") and not x.startswith("| model")]
     assert [r.split(" | ")[:2] for r in rows] == [["| dlrm", "adagrad"], ["| dlrm", "adam"]]
     assert "| +1.0 |" in rows[1]  # (0.445 - 0.435) / hypot(0.00707, 0.00707)
+
+
+def test_main_reads_the_caches_and_counts_a_repeated_protocol_once(tmp_path):
+    import json
+
+    protocol = _protocol()
+    out = tmp_path / "out"
+    for p, tests in {"nasrec": (0.300, 0.302), "default": (0.299, 0.301)}.items():
+        for seed, t in enumerate(tests):
+            (out / "d-70k").mkdir(parents=True, exist_ok=True)
+            (out / "d-70k" / f"fm-{p}-{seed}.json").write_text(json.dumps(_runs([t], [2])[0]))
+    section = tmp_path / "protocol.md"
+    protocol.main(["--data", "x/d-70k:fm:nasrec,default", "--data", "x/d-70k:fm:default", "--out", str(out),
+                   "--section", str(section)])
+    text = section.read_text()
+    # two seeds each (a repeat would make the default's four): 0.300 (0.00141) against 0.301 (0.00141)
+    assert "| 0.30100 (0.00141) [2.0 (2.0)] | 0.30000 (0.00141) [2.0 (2.0)] | -0.5 vs nasrec (met) |" in text
