@@ -2,15 +2,18 @@
 `ctrnas train` allowed it before (cosine over a 10-epoch cap), and the early-stop protocol the final stage
 uses by default (`ctrnas.train.config.early_stopping`), at several data sizes and training seeds.
 
-    python benchmarks/protocol.py --data runs/data/synthetic-criteo-300k:dlrm,dcnv2 \
-        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:nasrec,cosine-10,default,default@3,default@9,adam
+    python benchmarks/protocol.py --data runs/data/synthetic-criteo-70k --data runs/data/synthetic-criteo-300k \
+        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:default@3,default@9,adam
+
+Each --data folder is `ctrnas prepare synthetic --profile criteo|avazu [--structure pairwise] --rows N --seed 0`;
+a protocol named again for the same folder and model is counted once.
 
 The protocols "adam" and "adam@3" train the default protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
 a table of their own: which optimizer trains each baseline family better.
 
 Every training is cached under --out (one JSON each), so an interrupted run resumes and the section is rebuilt
 from the caches. The goal: the default is never worse than the better of the other two by more than 1 pair sd
-(both models' seed sds together), at any size; its cost is the epochs it trains.
+(both models' seed sds together), at any size; its cost is the epochs it trains, in FTE (2 epochs).
 """
 
 from __future__ import annotations
@@ -107,12 +110,14 @@ def report(results: dict, command: str) -> str:
              "evaluations without improvement (what `ctrnas train` allowed before); `default`: the early-stop "
              "protocol (up to 20 epochs, patience 2; the LR constant after its warm-up, cut 10x at each evaluation "
              "without improvement, which also returns to the best weights). Goal: `default` within 1 pair sd of "
-             "the better of `nasrec` and `cosine-10`.", ""]
+             "the better of `nasrec` and `cosine-10`; its cost in FTE (one FTE: the 2 epochs of `nasrec`), the "
+             "better other's beside it.", ""]
     ok, n = 0, 0
     for data, by_model in results.items():
-        names = sorted({p for runs in by_model.values() for p in runs if not is_optimizer(p)})
-        lines += [f"**{data}**", "", "| model | " + " | ".join(names) + " | default vs best other (pair sd) |",
-                  "|---|" + "---|" * (len(names) + 1)]
+        names = sorted({p for runs in by_model.values() for p in runs if not is_optimizer(p)}, key=column_order)
+        lines += [f"**{data}**", "", "| model | " + " | ".join(names) + " | default vs best other (pair sd) | "
+                  "FTE: default (best other) |", "|---|" + "---|" * (len(names) + 2)]
+        block_ok, block_n, ftes = 0, 0, []
         for model, runs in by_model.items():
             cells, stats = [], {}
             for p in names:
@@ -125,21 +130,23 @@ def report(results: dict, command: str) -> str:
                     cells.append(f"diverged at {sum(x is None for x in t)} of {len(t)} seeds")
                     continue
                 mean, sd = statistics.fmean(t), statistics.stdev(t) if len(t) > 1 else math.nan
-                stats[p] = (mean, sd)
                 ep = statistics.fmean(r["epochs"] for r in rs)
+                stats[p] = (mean, sd, ep)
                 best = statistics.fmean(r["best_epoch"] for r in rs)
                 cells.append(f"{mean:.5f} ({sd:.5f}) [{ep:.1f} ({best:.1f})]")
-            verdict = "-"
-            others = [p for p in ("nasrec", "cosine-10") if p in stats]
-            if "default" in stats and others:
-                o = min(others, key=lambda p: stats[p][0])
-                pair = math.hypot(stats["default"][1], stats[o][1])
-                z = (stats["default"][0] - stats[o][0]) / pair if pair > 0 else math.nan
-                good = math.isfinite(z) and z <= 1.0
-                ok, n = ok + good, n + 1
-                verdict = f"{z:+.1f} vs {o} ({'met' if good else 'not met'})"
-            lines.append(f"| {model} | " + " | ".join(cells) + f" | {verdict} |")
+            v = verdict(stats)
+            if v is None:
+                lines.append(f"| {model} | " + " | ".join(cells) + " | - | - |")
+                continue
+            ok, n, block_ok, block_n = ok + v["met"], n + 1, block_ok + v["met"], block_n + 1
+            ftes.append((v["fte"], v["other_fte"]))
+            lines.append(f"| {model} | " + " | ".join(cells) + f" | {v['z']:+.1f} vs {v['other']} "
+                         f"({'met' if v['met'] else 'not met'}) | {v['fte']:.2f} ({v['other_fte']:.2f}) |")
         lines.append("")
+        if block_n:
+            lines += [f"Goal met for {block_ok} of {block_n} models; the default trains "
+                      f"{statistics.fmean(f for f, _ in ftes):.2f} FTE on average, the better other "
+                      f"{statistics.fmean(f for _, f in ftes):.2f}.", ""]
         grid = [p for p in names if p == "default" or p.startswith("default@")]
         if len(grid) > 1:
             lines += [f"A learning rate per model from {{{', '.join(p.partition('@')[2] or '1' for p in grid)}}} x 0.12, "
@@ -167,6 +174,27 @@ def report(results: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def column_order(protocol: str) -> tuple:
+    """The protocol table's columns: the fixed protocol, the old early stopping, the default, then the rest."""
+    base = protocol.partition("@")[0]
+    return ({"nasrec": 0, "cosine-10": 1, "default": 2}.get(base, 3), protocol)
+
+
+def verdict(stats: dict) -> dict | None:
+    """The default against the better (by mean) of `nasrec` and `cosine-10`: its margin in pair sd (both seed sds
+    together; negative: the default better), whether that meets the goal (at most +1), and both FTEs (one FTE: 2
+    epochs, the fixed protocol's length). `stats`: protocol -> (mean, sd, epochs). None without the default or
+    another."""
+    others = [p for p in ("nasrec", "cosine-10") if p in stats]
+    if "default" not in stats or not others:
+        return None
+    o = min(others, key=lambda p: stats[p][0])
+    pair = math.hypot(stats["default"][1], stats[o][1])
+    z = (stats["default"][0] - stats[o][0]) / pair if pair > 0 else math.nan
+    return {"other": o, "z": z, "met": math.isfinite(z) and z <= 1.0,
+            "fte": stats["default"][2] / 2, "other_fte": stats[o][2] / 2}
+
+
 def is_optimizer(protocol: str) -> bool:
     """A protocol of the optimizer table ("adam", "adam@3"), not of the protocol table."""
     return protocol.partition("@")[0] == "adam"
@@ -182,6 +210,10 @@ def optimizer_report(results: dict) -> list[str]:
              "lost."]
     better, worse, n = 0, 0, 0
     for data, by_model in results.items():
+        # only the models trained with Adam too: the protocol table alone shows the rest
+        by_model = {m: runs for m, runs in by_model.items() if any(is_optimizer(q) for q in runs)}
+        if not by_model:
+            continue
         lines += ["", f"**{data}, optimizers**", "",
                   "| model | optimizer | lr | test per seed | mean (sd) | vs Adagrad (pair sd) | epochs | FTE |",
                   "|---|---|---|---|---|---|---|---|"]
@@ -234,6 +266,8 @@ def main(argv=None) -> int:
         models, _, protos = rest.partition(":")
         for model in (models or args.models).split(","):
             for p in (protos or args.protocols).split(","):
+                if p in results.get(data, {}).get(model, {}):  # named by an earlier --data: its seeds are in
+                    continue
                 for seed in range(args.seeds):
                     cache = Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json"
                     r = train_one(Path(data), model, p, seed, cache)
