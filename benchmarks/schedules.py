@@ -1,0 +1,269 @@
+"""Learning-rate schedules for the early-stop protocol: variants of the default (`ctrnas.train.config.early_stopping`:
+the "plateau" schedule, evaluations at each epoch end, patience 2) that need no training length in advance, against
+the default and NASRec's 2-epoch cosine (the caches of benchmarks/protocol.py).
+
+    python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm --variants evals4,anneal
+
+A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (the default: once), "pN" stops
+after N evaluations without improvement (default 2), "xF" multiplies the rate by F at each of them (default 0.1),
+"anneal" ends with one more pass from the best weights at a rate decaying from the full rate to 0 by a cosine, kept
+only if val improves ("anneal@best": from the rate the best evaluation was reached at). "default", "nasrec" and
+"cosine-10" are benchmarks/protocol.py's, read from (or written to) its caches.
+
+Every training is cached under --out (one JSON each, with its val history), so an interrupted run resumes and the
+section is rebuilt from the caches. The goal: within 1 pair sd (both models' seed sds together) of the better of
+`nasrec` and `cosine-10`, at any size; the cost is the epochs trained, in FTE (2 epochs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _results import notes_marker, publish, save  # noqa: E402
+from protocol import train_one as protocol_run  # noqa: E402
+
+MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
+PROTOCOL = ("nasrec", "cosine-10", "default")  # trained and cached by benchmarks/protocol.py
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    evals: int = 1           # evaluations per epoch
+    patience: int = 2
+    factor: float = 0.1      # the rate's factor at each evaluation without improvement
+    anneal: str | None = None  # None, "full" or "best": the final pass's starting rate
+
+
+def parse(name: str) -> Variant:
+    """The Variant a name spells ("evals4-p4-x0.5-anneal"); a clear error for a part it does not know."""
+    v = Variant()
+    for part in name.split("-"):
+        if part.startswith("evals") and part[5:].isdigit() and int(part[5:]) >= 1:
+            v = dataclasses.replace(v, evals=int(part[5:]))
+        elif part.startswith("p") and part[1:].isdigit() and int(part[1:]) >= 1:
+            v = dataclasses.replace(v, patience=int(part[1:]))
+        elif part.startswith("x") and _positive(part[1:]) and float(part[1:]) <= 1:
+            v = dataclasses.replace(v, factor=float(part[1:]))
+        elif part in ("anneal", "anneal@best"):
+            v = dataclasses.replace(v, anneal="best" if part.endswith("@best") else "full")
+        else:
+            raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, anneal, anneal@best)")
+    return v
+
+
+def _positive(s: str) -> bool:
+    try:
+        return float(s) > 0
+    except ValueError:
+        return False
+
+
+def config(v: Variant, per_epoch: int, seed: int):
+    """The TrainConfig of a variant on data of `per_epoch` training steps: the default protocol, evaluated every
+    ceil(per_epoch / evals) steps (the trainer cuts the epoch into that many equal parts)."""
+    from ctrnas.train.config import TrainConfig, early_stopping
+
+    base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed))
+    return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor,
+                               eval_every=math.ceil(per_epoch / v.evals))
+
+
+def annealing_trainer():
+    """The trainer with a final anneal: after early stopping (on the best weights), one more epoch at a rate
+    falling from `start` to 0 by a cosine, then one evaluation; its weights are kept only if val improved."""
+    from ctrnas.train.trainer import Trainer
+
+    class AnnealingTrainer(Trainer):
+        anneal: str | None = None  # set before fit: the final pass's first rate, "full" or "best"; None: no pass
+        cuts_at_best = 0           # the rate's cuts before the best evaluation
+
+        def _select(self):
+            stop = super()._select()
+            if self.best is not None and self.best["step"] == self.step:
+                self.cuts_at_best = self.cuts
+            return stop
+
+        def fit(self, train, val=None, resume=False, max_steps=None):
+            s = super().fit(train, val, resume=resume, max_steps=max_steps)
+            if self.anneal is None or self.diverged or self.best is None:
+                return s
+            start = self.cfg.lr * (self.cfg.plateau_factor ** self.cuts_at_best if self.anneal == "best" else 1)
+            cfg, per_epoch, done = self.cfg, len(train), self.step
+            # lr_at's cosine over exactly one epoch, counted from 0: the trainer's own step function runs it
+            self.cfg = dataclasses.replace(cfg, schedule="cosine", warmup_ratio=0.0, lr=start, min_lr=0.0)
+            self.step = 0
+            try:
+                for batch in train.batches(0, done // per_epoch):
+                    loss = self.train_step(batch, per_epoch)
+                    if not math.isfinite(loss):
+                        break
+                    if self.step >= per_epoch:
+                        break
+            finally:
+                self.cfg, self.step = cfg, done + self.step
+            r = self.evaluate(val)
+            self.history.append({"step": self.step, "epoch": done // per_epoch, "anneal": True, **r.to_dict()})
+            if math.isfinite(r.logloss) and r.logloss < self.best["logloss"]:
+                self.best = {"step": self.step, "logloss": r.logloss}
+            else:
+                self._load_weights(self._best_weights)
+            return self.summary()
+
+    return AnnealingTrainer
+
+
+def train_one(data: Path, model: str, variant: str, seed: int, out: Path) -> dict:
+    """One training's test log loss, length and val history (from the cache when it is there)."""
+    if variant in PROTOCOL:
+        return protocol_run(data, model, variant, seed, HERE / "out" / "protocol" / data.name /
+                            f"{model}-{variant}-{seed}.json")
+    from _results import load
+
+    cache = out / data.name
+    hit = load(cache, f"{model}-{variant}-{seed}")
+    if hit is not None:
+        return hit
+    from ctrnas.data.dataset import load_schema
+    from ctrnas.train.baselines import build_baseline
+    from ctrnas.train.config import TrainConfig
+    from ctrnas.train.run import split_batches
+
+    v = parse(variant)
+    _, train, val, test = split_batches(data, TrainConfig(seed=seed, eval_batch_size=8192))
+    per_epoch = len(train)
+    cfg = config(v, per_epoch, seed)
+    net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
+    trainer = annealing_trainer()(net, cfg)
+    trainer.anneal = v.anneal
+    s = trainer.fit(train, val)
+    r = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
+         "val": (s["best"] or {}).get("logloss"),
+         "epochs": s["steps"] / per_epoch,
+         "best_epoch": (s["best"] or {}).get("step", s["steps"]) / per_epoch,
+         "seconds": s["seconds"],
+         "val_history": [{"epoch": h["step"] / per_epoch, "logloss": h["logloss"], **({"anneal": True} if
+                          h.get("anneal") else {})} for h in s["val_history"]]}
+    save(cache, f"{model}-{variant}-{seed}", r)
+    return r
+
+
+def stats(runs: list[dict]) -> tuple[float, float, float] | None:
+    """(mean test log loss, its sd over seeds, mean epochs) of a protocol's runs; None if one diverged."""
+    t = [r["test"] for r in runs]
+    if not t or any(x is None for x in t):
+        return None
+    return statistics.fmean(t), statistics.stdev(t) if len(t) > 1 else math.nan, statistics.fmean(r["epochs"] for r in runs)
+
+
+def margin(a: tuple, b: tuple) -> float:
+    """a's mean minus b's in pair sd (both seed sds together); negative: a better."""
+    pair = math.hypot(a[1], b[1])
+    return (a[0] - b[0]) / pair if pair > 0 else math.nan
+
+
+def report(results: dict, variants: list[str], command: str) -> str:
+    lines = ["## Learning-rate schedules", "",
+             f"Command: `python benchmarks/schedules.py {command}`", "",
+             "Variants of the default protocol that need no training length in advance, against it and the better "
+             "(by mean) of `nasrec` and `cosine-10` (benchmarks/protocol.py's caches). `evalsK`: val evaluated K "
+             "times per epoch (the default: at each epoch end), so patience and each cut count those evaluations; "
+             "`pN`: stop after N evaluations without improvement (default 2); `xF`: the rate times F at each of them "
+             "(default 0.1; each returns to the best weights); `anneal`: after the stop, one more epoch from the best "
+             "weights at a rate falling from 0.12 to 0 by a cosine, kept only if val improves (`anneal@best`: from "
+             "the rate the best evaluation was reached at). Test log loss, mean over training seeds (sd), and the "
+             "FTE trained (one FTE: 2 epochs); then each one's margin in pair sd (negative: better).", ""]
+    met_all = {p: [0, 0] for p in ["default", *variants]}
+    for data, by_model in results.items():
+        shown = [p for p in PROTOCOL if any(p in runs for runs in by_model.values())]
+        cols = shown + [p for p in variants if any(p in runs for runs in by_model.values())]
+        lines += [f"**{data}**", "", "| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+        margins = []
+        for model, runs in by_model.items():
+            st = {p: stats(runs[p]) for p in cols if p in runs}
+            cells = []
+            for p in cols:
+                if p not in runs:
+                    cells.append("-")
+                elif st[p] is None:
+                    cells.append("diverged")
+                else:
+                    m, sd, ep = st[p]
+                    cells.append(f"{m:.5f} ({sd:.5f}) {ep / 2:.2f}")
+            lines.append(f"| {model} | " + " | ".join(cells) + " |")
+            others = [p for p in ("nasrec", "cosine-10") if st.get(p)]
+            if not others:
+                continue
+            o = min(others, key=lambda p: st[p][0])
+            row = []
+            for p in ["default", *variants]:
+                if not st.get(p):
+                    row.append("-")
+                    continue
+                z = margin(st[p], st[o])
+                met = math.isfinite(z) and z <= 1.0
+                met_all.setdefault(p, [0, 0])
+                met_all[p][0] += met
+                met_all[p][1] += 1
+                vs = "" if p == "default" or not st.get("default") else f"; {margin(st[p], st['default']):+.1f} vs default"
+                row.append(f"{z:+.1f}{'' if met else ' (not met)'}{vs}")
+            margins.append(f"| {model} | {o} | " + " | ".join(row) + " |")
+        present = ["default", *[p for p in variants if p in cols]]
+        lines += ["", "| model | better other | " + " | ".join(f"{p} vs it" for p in present) + " |",
+                  "|---|---|" + "---|" * len(present)]
+        lines += margins
+        lines.append("")
+    counted = [p for p, (_, n) in met_all.items() if n]
+    lines.append("Goal (within 1 pair sd of the better other) met: " + "; ".join(
+        f"`{p}` {met_all[p][0]} of {met_all[p][1]}" for p in counted) + " model-and-data pairs.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", action="append", required=True,
+                    help="prepared dataset folder, optionally with its own models and variants: "
+                         "PATH[:MODEL,..[:VARIANT,..]] (repeatable)")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--variants", default="evals4,anneal")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--out", default=str(HERE / "out" / "schedules"))
+    ap.add_argument("--section", default=str(HERE / "sections" / "schedules.md"))
+    args = ap.parse_args(argv)
+    for spec in args.data:  # every name checked before the first training
+        for p in (spec.split(":") + ["", ""])[2].split(",") if spec.count(":") >= 2 else args.variants.split(","):
+            if p and p not in PROTOCOL:
+                parse(p)
+    import torch
+
+    torch.set_num_threads(1)
+    results: dict = {}
+    variants: list[str] = []
+    for spec in args.data:
+        data, _, rest = spec.partition(":")
+        models, _, names = rest.partition(":")
+        names = (names or args.variants).split(",")
+        variants += [p for p in names if p not in variants and p not in PROTOCOL]
+        for model in (models or args.models).split(","):
+            for p in [*PROTOCOL, *names]:
+                if p in results.get(data, {}).get(model, {}):
+                    continue
+                for seed in range(args.seeds):
+                    r = train_one(Path(data), model, p, seed, Path(args.out))
+                    results.setdefault(data, {}).setdefault(model, {}).setdefault(p, []).append(r)
+                    test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
+                    print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, {r['epochs']:.2f} epochs",
+                          file=sys.stderr, flush=True)
+    command = " ".join(f"--data {d}" for d in args.data) + f" --variants {args.variants} --seeds {args.seeds}"
+    publish(report(results, variants, command), Path(args.section), notes_marker("schedules.py"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
