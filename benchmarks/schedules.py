@@ -23,6 +23,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -33,8 +34,7 @@ MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 PROTOCOL = ("nasrec", "cosine-10", "default")  # trained and cached by benchmarks/protocol.py
 
 
-@dataclasses.dataclass(frozen=True)
-class Variant:
+class Variant(NamedTuple):
     evals: int = 1           # evaluations per epoch
     patience: int = 2
     factor: float = 0.1      # the rate's factor at each evaluation without improvement
@@ -46,13 +46,13 @@ def parse(name: str) -> Variant:
     v = Variant()
     for part in name.split("-"):
         if part.startswith("evals") and part[5:].isdigit() and int(part[5:]) >= 1:
-            v = dataclasses.replace(v, evals=int(part[5:]))
+            v = v._replace(evals=int(part[5:]))
         elif part.startswith("p") and part[1:].isdigit() and int(part[1:]) >= 1:
-            v = dataclasses.replace(v, patience=int(part[1:]))
+            v = v._replace(patience=int(part[1:]))
         elif part.startswith("x") and _positive(part[1:]) and float(part[1:]) <= 1:
-            v = dataclasses.replace(v, factor=float(part[1:]))
+            v = v._replace(factor=float(part[1:]))
         elif part in ("anneal", "anneal@best"):
-            v = dataclasses.replace(v, anneal="best" if part.endswith("@best") else "full")
+            v = v._replace(anneal="best" if part.endswith("@best") else "full")
         else:
             raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, anneal, anneal@best)")
     return v
@@ -119,11 +119,11 @@ def annealing_trainer():
     return AnnealingTrainer
 
 
-def train_one(data: Path, model: str, variant: str, seed: int, out: Path) -> dict:
-    """One training's test log loss, length and val history (from the cache when it is there)."""
+def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protocol_out: Path) -> dict:
+    """One training's test log loss, length and val history (from the cache when it is there; "default",
+    "nasrec" and "cosine-10" from benchmarks/protocol.py's caches under `protocol_out`)."""
     if variant in PROTOCOL:
-        return protocol_run(data, model, variant, seed, HERE / "out" / "protocol" / data.name /
-                            f"{model}-{variant}-{seed}.json")
+        return protocol_run(data, model, variant, seed, protocol_out / data.name / f"{model}-{variant}-{seed}.json")
     from _results import load
 
     cache = out / data.name
@@ -234,6 +234,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="evals4,anneal")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "out" / "schedules"))
+    ap.add_argument("--protocol-out", default=str(HERE / "out" / "protocol"),
+                    help="benchmarks/protocol.py's caches, for the default, nasrec and cosine-10")
     ap.add_argument("--section", default=str(HERE / "sections" / "schedules.md"))
     args = ap.parse_args(argv)
     for spec in args.data:  # every name checked before the first training
@@ -255,7 +257,7 @@ def main(argv=None) -> int:
                 if p in results.get(data, {}).get(model, {}):
                     continue
                 for seed in range(args.seeds):
-                    r = train_one(Path(data), model, p, seed, Path(args.out))
+                    r = train_one(Path(data), model, p, seed, Path(args.out), Path(args.protocol_out))
                     results.setdefault(data, {}).setdefault(model, {}).setdefault(p, []).append(r)
                     test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
                     print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, {r['epochs']:.2f} epochs",

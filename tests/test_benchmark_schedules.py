@@ -1,0 +1,115 @@
+"""benchmarks/schedules.py: variant names, evaluations per epoch, the final anneal and the report's margins."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+
+def _schedules():
+    from tests.helpers.bench_scripts import load_script
+
+    return load_script("schedules")
+
+
+def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
+    s = _schedules()
+    assert s.parse("evals4-p4-x0.5-anneal") == s.Variant(evals=4, patience=4, factor=0.5, anneal="full")
+    assert s.parse("anneal@best") == s.Variant(anneal="best")
+    assert s.parse("evals1") == s.Variant()  # the default protocol's settings
+    for bad in ("evals0", "x2", "p0", "warm"):
+        with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
+            s.parse(f"evals2-{bad}")
+
+
+@pytest.mark.parametrize("per_epoch", [110, 469, 1563, 7])
+@pytest.mark.parametrize("evals", [1, 2, 4])
+def test_evals_cut_each_epoch_into_that_many_evaluations(per_epoch, evals):
+    from ctrnas.train.trainer import eval_interval
+
+    cfg = _schedules().config(_schedules().parse(f"evals{evals}"), per_epoch, seed=0)
+    interval = eval_interval(per_epoch, cfg.eval_every)
+    # the trainer evaluates where the step within the epoch is a multiple of the interval, and at its end
+    points = {k for k in range(1, per_epoch + 1) if k % interval == 0 or k == per_epoch}
+    assert len(points) == min(evals, per_epoch)
+    assert cfg.schedule == "plateau" and cfg.restore_best and cfg.early_stop_patience == 2
+
+
+def _tiny(anneal: str, lr: float):
+    from ctrnas.train.batches import TensorBatches
+    from ctrnas.train.config import TrainConfig, early_stopping
+    from tests.train.conftest import make_learnable
+    from tests.train.test_trainer import _model
+
+    schema, dense, ids, y, _ = make_learnable(3000)
+    names = schema.sparse_names
+    train = TensorBatches(dense[:2000], ids[:2000], y[:2000], names, 100, shuffle_seed=0)
+    val = TensorBatches(dense[2000:], ids[2000:], y[2000:], names, 1000)
+    cfg = early_stopping(TrainConfig(lr=lr, batch_size=100, progress=False, eval_batch_size=1000))
+    t = _schedules().annealing_trainer()(_model(schema), cfg)
+    t.anneal = anneal
+    rates = []
+    step = t.train_step
+
+    def recording(batch, total):  # the rate each step of the run used
+        loss = step(batch, total)
+        rates.append(t.optimizers[0].param_groups[0]["lr"])
+        return loss
+
+    t.train_step = recording
+    return t, train, val, rates
+
+
+@pytest.mark.parametrize("anneal,lr", [("full", 3.0), ("best", 0.5)])
+def test_the_final_pass_anneals_by_a_cosine_and_is_kept_only_if_val_improves(anneal, lr):
+    t, train, val, rates = _tiny(anneal, lr)
+    t.fit(train, val)
+    n = len(train)
+    *selection, last = t.history
+    assert last.get("anneal") and last["step"] == len(rates) == t.step and t.step % n == 0
+    start = lr * (0.1 ** t.cuts_at_best if anneal == "best" else 1)
+    assert rates[-n:] == pytest.approx([start * 0.5 * (1 + math.cos(math.pi * k / n)) for k in range(n)])
+    before = min(h["logloss"] for h in selection)
+    # the weights it ends on: the final pass's if it lowered val log loss, else the best evaluation's
+    assert t.evaluate(val).logloss == pytest.approx(min(before, last["logloss"]), abs=1e-6)
+    assert t.best["logloss"] == pytest.approx(min(before, last["logloss"]))
+
+
+def test_without_an_anneal_it_trains_as_the_plain_trainer():
+    from ctrnas.train.trainer import Trainer
+    from tests.train.test_trainer import _model
+
+    t, train, val, _ = _tiny(None, 3.0)
+    t.fit(train, val)
+    plain = Trainer(_model(t.model.stem.schema), t.cfg)
+    plain.fit(train, val)
+    assert t.history == plain.history and t.step == plain.step
+    assert t.evaluate(val).logloss == plain.evaluate(val).logloss
+
+
+def _runs(tests, epochs):
+    return [{"test": x, "val": None, "epochs": e, "best_epoch": e} for x, e in zip(tests, epochs)]
+
+
+def test_report_reads_each_variant_against_the_better_other_and_the_default(tmp_path):
+    s = _schedules()
+    proto, out = tmp_path / "protocol", tmp_path / "schedules"
+    caches = {proto: {"nasrec": (0.300, 0.302), "cosine-10": (0.305, 0.305), "default": (0.306, 0.308)},
+              out: {"evals4": (0.301, 0.303)}}
+    for folder, runs in caches.items():
+        (folder / "d-70k").mkdir(parents=True)
+        for p, tests in runs.items():
+            for seed, x in enumerate(tests):
+                (folder / "d-70k" / f"dlrm-{p}-{seed}.json").write_text(json.dumps(_runs([x], [4])[0]))
+    section = tmp_path / "schedules.md"
+    s.main(["--data", "x/d-70k:dlrm:evals4", "--out", str(out), "--protocol-out", str(proto),
+            "--section", str(section)])
+    text = section.read_text()
+    # every sd 0.00141: pair sd 0.002; evals4 +0.5 from nasrec, -2.5 from the default; the default +3.0
+    row = "| dlrm | 0.30100 (0.00141) 2.00 | 0.30500 (0.00000) 2.00 | 0.30700 (0.00141) 2.00 | 0.30200 (0.00141) 2.00 |"
+    assert row in text  # columns: nasrec, cosine-10, default, evals4; FTE: 4 epochs / 2
+    assert "| dlrm | nasrec | +3.0 (not met) | +0.5; -2.5 vs default |" in text
+    assert "`default` 0 of 1; `evals4` 1 of 1" in text
