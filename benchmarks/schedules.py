@@ -168,6 +168,50 @@ def margin(a: tuple, b: tuple) -> float:
     return (a[0] - b[0]) / pair if pair > 0 else math.nan
 
 
+def better_other(st: dict) -> str | None:
+    """The better (by mean) of `nasrec` and `cosine-10` among a model's stats, None if neither is there."""
+    others = [p for p in ("nasrec", "cosine-10") if st.get(p)]
+    return min(others, key=lambda p: st[p][0]) if others else None
+
+
+def _order(model: str) -> tuple:
+    return (MODELS.index(model) if model in MODELS else len(MODELS), model)
+
+
+def cell(st: tuple | None) -> str:
+    """"mean (sd) FTE" of a protocol's stats."""
+    return "diverged" if st is None else f"{st[0]:.5f} ({st[1]:.5f}) {st[2] / 2:.2f}"
+
+
+def screening(results: dict, main: list[str]) -> list[str]:
+    """The variants tried on fewer models (those not in `main`): per model a row per variant, per data its
+    test log loss, FTE and margin from the better other (and from the default)."""
+    models = [m for by_model in results.values() for m, runs in by_model.items()
+              if any(p not in main and p not in PROTOCOL for p in runs)]
+    if not models:
+        return []
+    datas = [d for d, by_model in results.items()
+             if any(p not in main and p not in PROTOCOL for runs in by_model.values() for p in runs)]
+    lines = ["**Candidates**", "", "| model | variant | " + " | ".join(
+        f"{Path(d).name} | vs better other; vs default" for d in datas) + " |", "|---|---|" + "---|---|" * len(datas)]
+    for model in dict.fromkeys(models):
+        names = ["default", *dict.fromkeys(p for d in datas for p in results[d].get(model, {})
+                                             if p not in PROTOCOL)]
+        for p in names:
+            row = []
+            for d in datas:
+                runs = results[d].get(model, {})
+                st = {q: stats(r) for q, r in runs.items()}
+                o = better_other(st)
+                if p not in runs or not st[p] or o is None:
+                    row += ["-" if p not in runs else cell(st[p]), "-"]
+                    continue
+                vs = "" if p == "default" or not st.get("default") else f"; {margin(st[p], st['default']):+.1f}"
+                row += [cell(st[p]), f"{margin(st[p], st[o]):+.1f} vs {o}{vs}"]
+            lines.append(f"| {model} | {p} | " + " | ".join(row) + " |")
+    return lines + [""]
+
+
 def report(results: dict, variants: list[str], command: str) -> str:
     lines = ["## Learning-rate schedules", "",
              f"Command: `python benchmarks/schedules.py {command}`", "",
@@ -177,51 +221,43 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "`pN`: stop after N evaluations without improvement (default 2); `xF`: the rate times F at each of them "
              "(default 0.1; each returns to the best weights); `anneal`: after the stop, one more epoch from the best "
              "weights at a rate falling from 0.12 to 0 by a cosine, kept only if val improves (`anneal@best`: from "
-             "the rate the best evaluation was reached at). Test log loss, mean over training seeds (sd), and the "
-             "FTE trained (one FTE: 2 epochs); then each one's margin in pair sd (negative: better).", ""]
-    met_all = {p: [0, 0] for p in ["default", *variants]}
+             "the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
+             "the FTE trained (one FTE: 2 epochs; evaluations not counted); margins in pair sd (both seed sds "
+             "together; negative: better). Goal: within 1 pair sd of the better other.", ""]
+    lines += screening(results, variants)
+    met_all: dict = {}
     for data, by_model in results.items():
         shown = [p for p in PROTOCOL if any(p in runs for runs in by_model.values())]
-        cols = shown + [p for p in variants if any(p in runs for runs in by_model.values())]
-        lines += [f"**{data}**", "", "| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-        margins = []
-        for model, runs in by_model.items():
-            st = {p: stats(runs[p]) for p in cols if p in runs}
-            cells = []
-            for p in cols:
-                if p not in runs:
-                    cells.append("-")
-                elif st[p] is None:
-                    cells.append("diverged")
-                else:
-                    m, sd, ep = st[p]
-                    cells.append(f"{m:.5f} ({sd:.5f}) {ep / 2:.2f}")
-            lines.append(f"| {model} | " + " | ".join(cells) + " |")
-            others = [p for p in ("nasrec", "cosine-10") if st.get(p)]
-            if not others:
+        present = [p for p in variants if any(p in runs for runs in by_model.values())]
+        if not present:
+            continue
+        cols = shown + present
+        lines += [f"**{data}**", "", "| model | " + " | ".join(cols) + " | better other | " +
+                  " | ".join(f"{p} vs it" for p in ["default", *present]) + " |",
+                  "|---|" + "---|" * (len(cols) + 2 + len(present))]
+        ftes: dict = {}
+        for model, runs in sorted(by_model.items(), key=lambda kv: _order(kv[0])):
+            if not any(p in runs for p in present):
                 continue
-            o = min(others, key=lambda p: st[p][0])
-            row = []
-            for p in ["default", *variants]:
-                if not st.get(p):
+            st = {p: stats(runs[p]) for p in cols if p in runs}
+            o = better_other(st)
+            row = [cell(st[p]) if p in runs else "-" for p in cols] + [o or "-"]
+            for p in ["default", *present]:
+                if not st.get(p) or o is None:
                     row.append("-")
                     continue
                 z = margin(st[p], st[o])
                 met = math.isfinite(z) and z <= 1.0
-                met_all.setdefault(p, [0, 0])
-                met_all[p][0] += met
-                met_all[p][1] += 1
+                n = met_all.setdefault(p, [0, 0])
+                n[0], n[1] = n[0] + met, n[1] + 1
+                ftes.setdefault(p, []).append(st[p][2] / 2)
                 vs = "" if p == "default" or not st.get("default") else f"; {margin(st[p], st['default']):+.1f} vs default"
                 row.append(f"{z:+.1f}{'' if met else ' (not met)'}{vs}")
-            margins.append(f"| {model} | {o} | " + " | ".join(row) + " |")
-        present = ["default", *[p for p in variants if p in cols]]
-        lines += ["", "| model | better other | " + " | ".join(f"{p} vs it" for p in present) + " |",
-                  "|---|---|" + "---|" * len(present)]
-        lines += margins
-        lines.append("")
-    counted = [p for p, (_, n) in met_all.items() if n]
-    lines.append("Goal (within 1 pair sd of the better other) met: " + "; ".join(
-        f"`{p}` {met_all[p][0]} of {met_all[p][1]}" for p in counted) + " model-and-data pairs.")
+            lines.append(f"| {model} | " + " | ".join(row) + " |")
+        lines += ["", "Mean FTE: " + ", ".join(f"`{p}` {statistics.fmean(f):.2f}" for p, f in ftes.items()) + ".", ""]
+    if met_all:
+        lines.append("Goal met: " + "; ".join(f"`{p}` {k} of {n}" for p, (k, n) in met_all.items()) +
+                     " model-and-data pairs.")
     return "\n".join(lines) + "\n"
 
 
@@ -246,12 +282,10 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     results: dict = {}
-    variants: list[str] = []
     for spec in args.data:
         data, _, rest = spec.partition(":")
         models, _, names = rest.partition(":")
         names = (names or args.variants).split(",")
-        variants += [p for p in names if p not in variants and p not in PROTOCOL]
         for model in (models or args.models).split(","):
             for p in [*PROTOCOL, *names]:
                 if p in results.get(data, {}).get(model, {}):
@@ -262,7 +296,9 @@ def main(argv=None) -> int:
                     test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
                     print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, {r['epochs']:.2f} epochs",
                           file=sys.stderr, flush=True)
-    command = " ".join(f"--data {d}" for d in args.data) + f" --variants {args.variants} --seeds {args.seeds}"
+    models = "" if args.models == ",".join(MODELS) else f" --models {args.models}"
+    command = " ".join(f"--data {d}" for d in args.data) + f"{models} --variants {args.variants} --seeds {args.seeds}"
+    variants = [p for p in args.variants.split(",") if p not in PROTOCOL]
     publish(report(results, variants, command), Path(args.section), notes_marker("schedules.py"))
     return 0
 
