@@ -2,7 +2,11 @@
 the "plateau" schedule, evaluations at each epoch end, patience 2) that need no training length in advance, against
 the default and NASRec's 2-epoch cosine (the caches of benchmarks/protocol.py).
 
-    python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm --variants evals4,anneal
+    python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm:evals4,anneal \
+        --data runs/data/avazu-pairwise-70k --variants evals4-p4-x0.5
+
+Variants named in a --data (tried on a few models) go to a candidates table; those of --variants get a table per
+data with every model, and count toward the goal.
 
 A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (the default: once), "pN" stops
 after N evaluations without improvement (default 2), "xF" multiplies the rate by F at each of them (default 0.1),
@@ -267,7 +271,7 @@ def main(argv=None) -> int:
                     help="prepared dataset folder, optionally with its own models and variants: "
                          "PATH[:MODEL,..[:VARIANT,..]] (repeatable)")
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--variants", default="evals4,anneal")
+    ap.add_argument("--variants", default="evals4-p4-x0.5,evals4-anneal")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "out" / "schedules"))
     ap.add_argument("--protocol-out", default=str(HERE / "out" / "protocol"),
