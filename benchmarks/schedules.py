@@ -74,7 +74,9 @@ def config(v: Variant, per_epoch: int, seed: int):
     ceil(per_epoch / evals) steps (the trainer cuts the epoch into that many equal parts)."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
-    base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed))
+    # sparse tables, as benchmarks/protocol.py's runs (fused gives the same to float rounding)
+    base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
+                                      embedding_update="sparse"))
     return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor,
                                eval_every=math.ceil(per_epoch / v.evals))
 
