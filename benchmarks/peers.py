@@ -152,12 +152,13 @@ def fuxictr_class(zoo: Path, name: str):
 
 def fuxictr_map(schema, dim: int, folder: str):
     """A FuxiCTR FeatureMap of the schema: numeric dense fields, categorical sparse ones (vocab = cardinality,
-    the ids as they are), one binary label."""
+    the ids as they are), one binary label. FuxiCTR embeds a numeric field as Linear(1, width): width 1 makes
+    DCN-v2's input [scaled dense values | embeddings], as wide as ctrnas's (13 + 26 x 16, not 39 x 16)."""
     from fuxictr.features import FeatureMap
 
     fm = FeatureMap("peers", folder)
     fm.labels, fm.default_emb_dim = ["label"], dim
-    fm.features = OrderedDict([(n, {"source": "", "type": "numeric"}) for n in schema.dense] +
+    fm.features = OrderedDict([(n, {"source": "", "type": "numeric", "embedding_dim": 1}) for n in schema.dense] +
                               [(f.name, {"source": "", "type": "categorical", "vocab_size": f.cardinality})
                                for f in schema.sparse])
     fm.num_fields = fm.get_num_fields()
