@@ -301,6 +301,27 @@ def markdown(res: dict) -> str:
     if "dlrm" in {r["model"] for r in runs}:
         lines += ["", "DeepCTR-Torch has no DLRM (its model list has DCN, DCN-Mix, DeepFM, xDeepFM, AutoInt and "
                   "others, no DLRM), so it appears for DCN-v2 only."]
+    lines += ["", "The contenders, matched as far as each library allows (embedding dim 16; DCN-v2: "
+              f"{DCN_CROSS} full-rank cross layers beside an MLP {'-'.join(map(str, DCN_HIDDEN))} on "
+              "[dense | embeddings], parallel; DLRM: bottom MLP "
+              f"{'-'.join(map(str, DLRM_BOTTOM))}-16, dot interaction, top MLP {'-'.join(map(str, DLRM_TOP))}-1; "
+              "Adagrad eps 1e-2 at the lr of the row):", "",
+              "- bare PyTorch loop and ctrnas trainer: `step_profile.Bare` / `step_profile.make` (torchrec tables "
+              "with row-sparse gradients, or one FBGEMM TBE with Adagrad fused into the backward; warm-up then "
+              "cosine schedule; clipping of the dense part at norm 5; the model outputs a logit, BCE with logits).",
+              "- DeepCTR-Torch: `DCN(cross_parameterization=\"matrix\")` (DCN-M = DCN-v2's cross "
+              "x0 * (W x + b) + x), the linear (wide) part, L2 terms and dropout off, dense fields as `DenseFeat` "
+              "(the input is 13 + 26 x 16 wide, as ctrnas's); trained by its `fit` (its DataLoader over the rows "
+              "in the epoch's order, shuffle off) with `torch.optim.Adagrad` passed to `compile`. Its loop: "
+              "dense gradients for the tables (`nn.Embedding`), the loss summed over the batch, no clipping, no "
+              "schedule.",
+              "- FuxiCTR: the model zoo's `DCNv2` (`model_structure=\"parallel\"`) and `DLRM`, trained by "
+              "`BaseModel.train_step` per batch (what `train_epoch` runs, without its end-of-epoch validation "
+              "and checkpoint). FuxiCTR builds its optimizer by name with the lr alone, so the Adagrad is "
+              "replaced by one with eps 1e-2; `max_gradient_norm` 5 (`fit`'s argument), applied to all "
+              "parameters, tables included. Numeric fields are embedded FuxiCTR's way, `Linear(1, width)`, with "
+              "width 1 so DCN-v2's input is as wide as ctrnas's. Tables with dense gradients, sigmoid output "
+              "and BCE, constant lr, Xavier-normal init of the linear layers."]
     return "\n".join(lines) + "\n"
 
 
