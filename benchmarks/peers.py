@@ -170,7 +170,8 @@ def fuxictr_batches(batches, schema) -> list[dict]:
     out = []
     for b in batches:
         dense, ids, labels = columns(b, schema)
-        d = {n: torch.from_numpy(dense[:, i:i + 1].copy()) for i, n in enumerate(schema.dense)}  # [B, 1]: as DLRM concatenates them
+        # numeric fields [B, 1], as FuxiCTR's DLRM concatenates them
+        d = {n: torch.from_numpy(dense[:, i:i + 1].copy()) for i, n in enumerate(schema.dense)}
         d.update({f.name: torch.from_numpy(ids[:, i].copy()) for i, f in enumerate(schema.sparse)})
         d["label"] = torch.from_numpy(labels.copy())
         out.append(d)
@@ -235,8 +236,8 @@ def run_seed(data: Path, models: list[str], contenders: list[str], base: TrainCo
                 raise SystemExit(f"unknown contender {c!r}")
             r = {"model": kind, "contender": c, "lr": cfg.lr, "seed": cfg.seed, "rows": rows, "cpu_s": cpu,
                  "rows_per_cpu_s": rows / cpu, "test_logloss": ll}
-            print(f"  {kind} {c} lr {cfg.lr:g} seed {cfg.seed}: {rows:,} rows, {cpu:.1f} CPU-s, {r['rows_per_cpu_s']:,.0f} "
-                  f"rows/CPU-s, test log loss {ll:.5f}", flush=True)
+            print(f"  {kind} {c} lr {cfg.lr:g} seed {cfg.seed}: {rows:,} rows, {cpu:.1f} CPU-s, "
+                  f"{r['rows_per_cpu_s']:,.0f} rows/CPU-s, test log loss {ll:.5f}", flush=True)
             keep(r)
 
 
@@ -285,9 +286,11 @@ def markdown(res: dict) -> str:
         lines.append(f"| {r['model']} | {NAMES.get(r['contender'], r['contender'])} | {r['lr']:g} | {r['seed']} | "
                      f"{r['rows']:,} | {r['cpu_s']:.1f} | {r['rows_per_cpu_s']:,.0f} | {ratio} | "
                      f"{r['test_logloss']:.5f} |")
-    lines += ["", "Over the seeds (means; ratios are means of the per-seed ratios):", "",
-              "| model | contender | lr | seeds | rows/CPU-s | vs bare | vs ctrnas (fused) | test log loss |",
-              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "Over the seeds (means; ratios are means of the per-seed ratios; vs ctrnas (fused) = the "
+              "contender's rows/CPU-s / the fused trainer's; a run whose test log loss is above ln 2, worse than "
+              "predicting 0.5 for every row, diverged: it is counted, and left out of the mean log loss):", "",
+              "| model | contender | lr | seeds | rows/CPU-s | vs bare | vs ctrnas (fused) | test log loss | "
+              "diverged |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     groups: dict[tuple, list] = {}
     for r in runs:
         groups.setdefault((r["model"], r["contender"], r["lr"]), []).append(r)
@@ -296,8 +299,11 @@ def markdown(res: dict) -> str:
             refs = [(r, g) for r in rs for g in runs if g["contender"] == name and g["model"] == m
                     and g["seed"] == r["seed"] and g["lr"] == a["lr"]]
             return f"{np.mean([r['rows_per_cpu_s'] / g['rows_per_cpu_s'] for r, g in refs]):.2f}x" if refs else "-"
-        lines.append(f"| {m} | {NAMES.get(c, c)} | {lr:g} | {len(rs)} | {np.mean([r['rows_per_cpu_s'] for r in rs]):,.0f} | "
-                     f"{vs('bare')} | {vs('fused')} | {np.mean([r['test_logloss'] for r in rs]):.5f} |")
+        trained = [r["test_logloss"] for r in rs if r["test_logloss"] <= math.log(2)]
+        ll = f"{np.mean(trained):.5f}" if trained else "-"
+        lines.append(f"| {m} | {NAMES.get(c, c)} | {lr:g} | {len(rs)} | "
+                     f"{np.mean([r['rows_per_cpu_s'] for r in rs]):,.0f} | {vs('bare')} | {vs('fused')} | {ll} | "
+                     f"{len(rs) - len(trained)} |")
     if "dlrm" in {r["model"] for r in runs}:
         lines += ["", "DeepCTR-Torch has no DLRM (its model list has DCN, DCN-Mix, DeepFM, xDeepFM, AutoInt and "
                   "others, no DLRM), so it appears for DCN-v2 only."]
@@ -342,8 +348,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "sections" / "peers.md"))
     args = ap.parse_args(argv)
     command = shlex.join(["python", "benchmarks/peers.py", *(sys.argv[1:] if argv is None else argv)])
-    if args.render:
+    if args.render:  # the commands that measured, then this one
         res = json.loads(Path(args.render).read_text())
+        res["args"]["command"] = "; ".join(res["commands"] + [command])
     else:
         torch.set_num_threads(1)
         data = Path(args.data)

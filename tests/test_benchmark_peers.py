@@ -50,4 +50,6 @@ def test_report_ratios_are_per_seed_ratios_to_the_bare_loop_and_the_fused_traine
     # seed 0: deepctr 50 / bare 100 = 0.50x; over the seeds: mean(0.5, 1.0) = 0.75x against bare,
     # mean(50/150, 200/200) = 0.67x against the fused trainer
     assert "| dcnv2 | DeepCTR-Torch `DCN` (matrix) | 0.01 | 0 | 800 | 16.0 | 50 | 0.50x | 0.50000 |" in text
-    assert "| dcnv2 | DeepCTR-Torch `DCN` (matrix) | 0.01 | 2 | 125 | 0.75x | 0.67x | 0.50000 |" in text
+    assert "| dcnv2 | DeepCTR-Torch `DCN` (matrix) | 0.01 | 2 | 125 | 0.75x | 0.67x | 0.50000 | 0 |" in text
+    runs[2]["test_logloss"] = 4.1  # diverged: counted, out of the mean
+    assert "| 0.01 | 2 | 125 | 0.75x | 0.67x | 0.50000 | 1 |" in peers.markdown(res)
