@@ -263,9 +263,10 @@ NAMES = {"bare": "bare PyTorch loop", "trainer": "ctrnas trainer (sparse tables)
 
 def markdown(res: dict) -> str:
     a, meta, v = res["args"], res["meta"], res["versions"]
+    source = " ".join(filter(None, [meta["source"].get("kind"), meta["source"].get("profile")]))  # synthetic criteo
     lines = ["## ctrnas against a bare loop and the peer libraries (`benchmarks/peers.py`)", "",
              f"Command: `{a['command']}`", "",
-             f"Data: {meta['source'].get('profile', meta['source'].get('kind'))} profile, "
+             f"Data: {source} profile, "
              f"{meta['source']['rows']:,} rows, train {meta['splits']['train']['rows']:,} / test "
              f"{meta['splits']['test']['rows']:,}; one epoch over the training split"
              + (f" (its first {a['limit']:,} rows)" if a.get("limit") else "")
