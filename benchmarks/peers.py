@@ -361,7 +361,8 @@ def main(argv=None) -> int:
         res["commands"].append(command)
         res["args"] = {**{k: x for k, x in vars(args).items() if k not in ("render", "append")},
                        "command": "; ".join(res["commands"])}
-        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=0, progress=False, threads=1)
+        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=0, progress=False, threads=1,
+                          embedding_update="sparse")  # "trainer": sparse tables; "fused" is its own contender
         zoo = Path(args.fuxictr_zoo) if args.fuxictr_zoo else None
 
         def keep(r):  # a rerun of a (model, contender, seed) replaces its result
