@@ -275,6 +275,10 @@ def main(argv=None) -> int:
                     test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
                     print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, "
                           f"{r['epochs']:.1f} epochs", file=sys.stderr, flush=True)
+    # a data folder's models in the usual order, however many --data entries named them
+    order = {m: i for i, m in enumerate(MODELS)}
+    results = {d: dict(sorted(by_model.items(), key=lambda kv: order.get(kv[0], len(order))))
+               for d, by_model in results.items()}
     command = " ".join(f"--data {d}" for d in args.data) + f" --protocols {args.protocols} --seeds {args.seeds}"
     publish(report(results, command), Path(args.section), notes_marker("protocol.py"))
     return 0
