@@ -38,7 +38,8 @@ def protocols(name: str):
     at Adam's usual rate and eps (FuxiCTR's and BARS's 1e-3 and 1e-8), "adam@3" at 3x that rate."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
-    base = TrainConfig(progress=False, threads=1, eval_batch_size=8192)
+    # sparse tables, as every cached run was trained (fused gives the same to float rounding)
+    base = TrainConfig(progress=False, threads=1, eval_batch_size=8192, embedding_update="sparse")
     name, _, scale = name.partition("@")
     cfg = {
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
