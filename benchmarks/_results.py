@@ -19,8 +19,8 @@ HERE = Path(__file__).resolve().parent
 # protocol), the search against the baselines (the structure suite, the pipeline's verdicts, planted
 # profiles), the embedding search, numerical safety, using the found model and the commands' start-up,
 # vision, scale-out
-SECTIONS = ("prep", "loader", "train", "step-profile", "protocol", "schedules", "supernet", "proxies", "ranking",
-            "suite", "verdicts", "planted",
+SECTIONS = ("prep", "loader", "train", "step-profile", "peers", "protocol", "schedules", "supernet", "proxies",
+            "ranking", "suite", "verdicts", "planted",
             "embedding", "numerics", "predict", "startup", "nb201", "scale")
 
 

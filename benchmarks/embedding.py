@@ -242,7 +242,8 @@ def throughput(args) -> dict:
         space = {**space_cfg, "table_dims": [w for w in space_cfg["table_dims"] if w <= dim]}
         model = export(build_supernet(schema, space, 0, dim, None), arch, init="fresh", seed=0,
                        compact=label != PADDED)
-        trainer = Trainer(model, TrainConfig(batch_size=512, threads=1, progress=False, embedding_dim=dim))
+        trainer = Trainer(model, TrainConfig(batch_size=512, threads=1, progress=False, embedding_dim=dim,
+                                              embedding_update="sparse"))
         for b in batches[:5]:  # warm-up: first-call allocations and the optimizer state
             trainer.train_step(b, 10 ** 6)
         models[label] = {"trainer": trainer, "embedding_bytes": model.stem.embedding_bytes(), "dim": dim,

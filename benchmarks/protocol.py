@@ -38,7 +38,8 @@ def protocols(name: str):
     at Adam's usual rate and eps (FuxiCTR's and BARS's 1e-3 and 1e-8), "adam@3" at 3x that rate."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
-    base = TrainConfig(progress=False, threads=1, eval_batch_size=8192)
+    # sparse tables, as every cached run was trained (fused gives the same to float rounding)
+    base = TrainConfig(progress=False, threads=1, eval_batch_size=8192, embedding_update="sparse")
     name, _, scale = name.partition("@")
     cfg = {
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
@@ -275,6 +276,10 @@ def main(argv=None) -> int:
                     test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
                     print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, "
                           f"{r['epochs']:.1f} epochs", file=sys.stderr, flush=True)
+    # a data folder's models in the usual order, however many --data entries named them
+    order = {m: i for i, m in enumerate(MODELS)}
+    results = {d: dict(sorted(by_model.items(), key=lambda kv: order.get(kv[0], len(order))))
+               for d, by_model in results.items()}
     command = " ".join(f"--data {d}" for d in args.data) + f" --protocols {args.protocols} --seeds {args.seeds}"
     publish(report(results, command), Path(args.section), notes_marker("protocol.py"))
     return 0

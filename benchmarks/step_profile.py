@@ -558,7 +558,8 @@ def main(argv=None) -> int:
         command = shlex.join(["python", "benchmarks/step_profile.py", *(sys.argv[1:] if argv is None else argv)])
         data = Path(args.data)
         meta = ensure_data(data, args.rows, 0)
-        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=0, progress=False, threads=1)
+        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=0, progress=False, threads=1,
+                          embedding_update="sparse")  # "trainer": sparse Adagrad; "fused" is a lever
         models = args.models.split(",")
         prev = Path(args.json)
         res = json.loads(prev.read_text()) if args.append and prev.exists() else \

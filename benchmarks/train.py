@@ -22,7 +22,6 @@ import dataclasses
 import json
 import math
 import shlex
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -48,8 +47,9 @@ def ensure_data(path: Path, rows: int, seed: int) -> dict:
         old = read_meta(path)
         want = {**dataclasses.asdict(make_settings()), "split": list(make_settings().split)}
         if (old["source"].get("rows"), old["source"].get("seed"), old.get("settings")) != (rows, seed, want):
-            print(f"{path}: stale dataset (other rows, seed or generator settings), regenerating", flush=True)
-            shutil.rmtree(path)
+            # never removed here: the folder may be a dataset someone else generated (or a link to one)
+            raise SystemExit(f"{path}: holds a dataset with other rows, seed or generator settings than "
+                             f"--rows {rows} --seed {seed}; name another --data folder")
     if not (path / "meta.json").exists():
 
         t = time.perf_counter()
@@ -252,7 +252,8 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
         data = Path(args.data)
         meta = ensure_data(data, args.rows, args.seed)
-        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=args.train_seed, progress=False)
+        cfg = TrainConfig(lr=args.lr, batch_size=args.batch_size, seed=args.train_seed, progress=False,
+                          embedding_update="sparse")  # the tables as this section measured them
         names = [n for n in args.baselines.split(",") if n]
         base = bench_baselines(data, names, cfg) if names else []
         emb = bench_embedding_paths(data, cfg, args.emb_steps) if args.emb_steps else {}

@@ -78,3 +78,20 @@ def test_main_reads_the_caches_and_counts_a_repeated_protocol_once(tmp_path):
     text = section.read_text()
     # two seeds each (a repeat would make the default's four): 0.300 (0.00141) against 0.301 (0.00141)
     assert "| 0.30100 (0.00141) [2.0 (2.0)] | 0.30000 (0.00141) [2.0 (2.0)] | -0.5 vs nasrec (met) |" in text
+
+
+def test_main_lists_a_folders_models_in_the_usual_order_across_entries(tmp_path):
+    import json
+
+    protocol = _protocol()
+    out = tmp_path / "out" / "d-1m"
+    out.mkdir(parents=True)
+    for model in ("lr", "dcnv2", "fm"):
+        for p in ("nasrec", "default"):
+            for seed, t in enumerate((0.300, 0.302)):
+                (out / f"{model}-{p}-{seed}.json").write_text(json.dumps(_runs([t], [2])[0]))
+    section = tmp_path / "protocol.md"
+    protocol.main(["--data", "x/d-1m:lr", "--data", "x/d-1m:dcnv2", "--data", "x/d-1m:fm",
+                   "--protocols", "nasrec,default", "--out", str(tmp_path / "out"), "--section", str(section)])
+    rows = [x.split(" | ")[0] for x in section.read_text().splitlines() if x.startswith("| ") and "model" not in x]
+    assert rows == ["| lr", "| fm", "| dcnv2"]  # as in MODELS, not as the entries named them

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -9,7 +12,7 @@ import pytest
 from ctrnas.data.dataset import split_files
 from ctrnas.data.prepare import prepare
 from ctrnas.data.prepare_config import PrepareConfig, TableColumns
-from ctrnas.data.preprocess import Preprocess, copy_preprocess
+from ctrnas.data.preprocess import TRANSFORM_FILE, VOCAB_FILE, Preprocess, copy_preprocess
 
 IN_ORDER = dict(split="order", split_ratios=(1.0, 0.0, 0.0), progress=False)  # train = the file, in order
 
@@ -83,6 +86,15 @@ def test_generated_table_with_bad_rows_reencodes_and_survives_export_copy(tmp_pa
     assert copy_preprocess(tmp_path / "ds", model_dir)
     (labels, dense, ids), _ = reencoded(model_dir, [str(path)])  # from the copy beside a model
     np.testing.assert_array_equal(ids, prepared_rows(tmp_path / "ds", Preprocess.load(model_dir).schema)[2])
+    # copying it beside an exported model (every `train` and final stage does) loads no pyarrow compute kernels
+    code = ("import sys; from ctrnas.data.preprocess import copy_preprocess; "
+            f"print(copy_preprocess({str(tmp_path / 'ds')!r}, {str(tmp_path / 'copy')!r}), "
+            "'pyarrow.compute' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False"]
+    for name in (TRANSFORM_FILE, VOCAB_FILE):  # the dataset's own files, byte for byte
+        assert (tmp_path / "copy" / name).read_bytes() == (tmp_path / "ds" / name).read_bytes()
 
 
 @pytest.mark.parametrize("expand", [False, True])

@@ -27,7 +27,7 @@ def _model(schema, seed=0):
 
 def _adam(**kw):
     base = dict(lr=0.01, eps=1e-8, batch_size=100, progress=False, eval_batch_size=1000,
-                schedule="constant", clip_norm=None)
+                schedule="constant", clip_norm=None, embedding_update="sparse")  # lazy Adam needs sparse rows
     return TrainConfig(**{**base, **kw})
 
 

@@ -23,7 +23,9 @@ from ctrnas.supernet.fused import FusedAdagrad  # noqa: E402
 
 
 def _cfg(**kw):
-    return TrainConfig(**{**dict(lr=0.1, batch_size=100, progress=False, eval_batch_size=1000), **kw})
+    """Sparse Adagrad on the tables, the reference; `_fused` or `embedding_update="fused"` makes the other side."""
+    return TrainConfig(**{**dict(lr=0.1, batch_size=100, progress=False, eval_batch_size=1000,
+                                 embedding_update="sparse"), **kw})
 
 
 def _fused(trainer: Trainer) -> FusedAdagrad:
