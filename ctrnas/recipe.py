@@ -504,7 +504,7 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
     data = dict(data)
     if isinstance(data.get("space"), str):
         data["space"] = {"base": data["space"]}  # so 'space.num_blocks=3' can override a preset by name
-    data = _sparse_for_inherit(_resolve_space(apply_overrides(data, overrides), source))
+    data = _resolve_space(apply_overrides(data, overrides), source)
     final = data.get("final")
     if isinstance(final, dict) and isinstance(final.get("train"), dict) and isinstance(data.get("train"), dict):
         # final.train lists what differs from the train section (epochs, lr...); the rest is inherited
@@ -519,24 +519,6 @@ def recipe_from_dict(data: dict, source: str = "<dict>", overrides: tuple[str, .
             if e.key == key or e.key.startswith(key + ".") or key.startswith(e.key + "."):
                 raise RecipeError(f"{source}, override '{text}'", e.key, e.reason) from None
         raise
-
-
-def _sparse_for_inherit(data: dict) -> dict:
-    """Tables trained with sparse Adagrad where an inherit rung grafts each table's Adagrad sums by name (the
-    fused kernel keeps them inside itself) and the recipe names no `embedding_update`: the same numbers to
-    float rounding, and the final stage continues the rungs' checkpoints with the same optimizer."""
-    search = data.get("search")
-    mf = search.get("multifidelity") if isinstance(search, dict) else None
-    rungs = mf.get("rungs") if isinstance(mf, dict) else None
-    if not isinstance(rungs, list) or not any(isinstance(r, dict) and r.get("fitness") == "inherit" for r in rungs):
-        return data
-    train = data.get("train")
-    final = data.get("final")
-    given = (isinstance(train, dict) and "embedding_update" in train) or \
-        (isinstance(final, dict) and isinstance(final.get("train"), dict) and "embedding_update" in final["train"])
-    if given or (train is not None and not isinstance(train, dict)):
-        return data
-    return {**data, "train": {**(train or {}), "embedding_update": "sparse"}}
 
 
 # the search sections with a direction (`maximize`), which the fitness sets

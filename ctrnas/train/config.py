@@ -47,13 +47,14 @@ class TrainConfig:
     plateau_factor: float = 0.1          # "plateau": the LR's factor at each evaluation without improvement
     min_lr: float = 1e-8
     clip_norm: float | None = 5.0        # on the dense (non-embedding) parameters; None = no clipping
-    # How embedding tables get their updates: "fused" (default) = all tables in one FBGEMM TBE with exact
-    # Adagrad applied inside the backward (ctrnas.supernet.fused) where its CPU kernel takes the model's tables
-    # (on the CPU, widths multiples of 4), "sparse" elsewhere: the same numbers as "sparse" to float rounding,
-    # 1.1-1.5x faster steps (benchmarks/step_profile.py); "sparse" = row-sparse gradients + torch's sparse
-    # Adagrad (exact Adagrad, 5-10x faster than dense gradients on CPU, docs/cpu.md; what a rung that grafts
-    # Adagrad sums by name and the GPU use); "dense" = dense gradients over whole tables (the slow reference).
-    embedding_update: Literal["fused", "sparse", "dense"] = "fused"
+    # How embedding tables get their updates: "sparse" = row-sparse gradients + torch's sparse Adagrad
+    # (default; exact Adagrad, 5-10x faster than dense grads on CPU, docs/cpu.md; measured on par with
+    # torchrec's FusedEmbeddingBagCollection + EXACT_ADAGRAD here, and checkpointable with plain
+    # state_dicts); "dense" = dense gradients over whole tables (the slow reference path); "fused" = all
+    # tables in one FBGEMM TBE with exact Adagrad applied inside the backward (ctrnas.supernet.fused; the same
+    # numbers as "sparse" to float rounding, 1.1-1.5x faster steps, benchmarks/step_profile.py) where its CPU
+    # kernel takes the model's tables (on the CPU, widths multiples of 4), "sparse" elsewhere.
+    embedding_update: Literal["sparse", "dense", "fused"] = "sparse"
     # "bfloat16": matrix products and their backward in bfloat16 while training (CPU autocast; weights,
     # lookups, optimizer and evaluation stay float32; ctrnas.train.precision). 2-2.7x faster on cores with
     # AVX-512 BF16 or AMX; test log loss within seed noise on the mean of three seeds for DLRM and DCN-v2,

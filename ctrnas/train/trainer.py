@@ -1,12 +1,12 @@
 """The one trainer used by supernet warm-up, from-scratch training of an architecture, and baselines.
 
-Optimisation follows NASRec (docs/nasrec.md): Adagrad on every parameter, LR from `lr_at`
-(linear warm-up then cosine), gradient-norm clipping. Embedding tables (every `EmbeddingStem` in the
-model) get exact Adagrad on the rows a batch looks up (rows not looked up have zero gradient, so neither
-their accumulator nor their value changes): by default inside the backward of FBGEMM's batched kernel
-(`embedding_update: fused`, ctrnas.supernet.fused), else from row-sparse gradients with torch's sparse
-Adagrad, both at a fraction of the cost of dense gradients over the whole table (docs/cpu.md). Clipping acts on the dense parameters only: sparse
-Adagrad already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
+Optimisation follows NASRec (docs/nasrec.md): Adagrad on every parameter, LR from `lr_at` (linear warm-up then
+cosine), gradient-norm clipping. Embedding tables (every `EmbeddingStem` in the model) get exact Adagrad on
+the rows a batch looks up (rows not looked up have zero gradient, so neither their accumulator nor their value
+changes): by default from row-sparse gradients with torch's sparse Adagrad, or inside the backward of FBGEMM's
+batched kernel (`embedding_update: fused`, ctrnas.supernet.fused), both at a fraction of the cost of dense
+gradients over the whole table (docs/cpu.md). Clipping acts on the dense parameters only: sparse Adagrad
+already normalises each coordinate, and NASRec's clip mostly guards the MLP/attention weights.
 Adam (FuxiCTR's and BARS's optimizer) was measured against Adagrad on six baseline families and trained none of
 them better, level within noise at best (benchmarks/RESULTS.md, "Training protocol"): Adagrad is the only optimizer.
 
