@@ -36,10 +36,18 @@ def _pack(obj) -> bytes:
 
 
 def _unpack(blob: bytes):
+    """The template model `_pack` made (a whole module, so not weights-only)."""
     import torch
 
     # pickle-ok: bytes made by `_pack` in this run's own processes and passed in memory, never read from a file
     return torch.load(io.BytesIO(blob), weights_only=False)
+
+
+def _unpack_state(blob: bytes) -> dict:
+    """A trained model's state_dict that a worker sent back: tensors only, loaded weights-only."""
+    import torch
+
+    return torch.load(io.BytesIO(blob), weights_only=True)
 
 
 def train_job(context: tuple, job: tuple) -> dict:
@@ -184,4 +192,4 @@ def _state(result: dict, folder):
     needed); asked for only for the final choice, whose weights an earlier run kept."""
     if result["state"] is None:
         folder.need_checkpoint()  # raises, naming the folder
-    return _unpack(result["state"])
+    return _unpack_state(result["state"])
