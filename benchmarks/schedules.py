@@ -1,15 +1,16 @@
 """Learning-rate schedules for the early-stop protocol: variants of the default (`ctrnas.train.config.early_stopping`:
-the "plateau" schedule, evaluations at each epoch end, patience 2) that need no training length in advance, against
-the default and NASRec's 2-epoch cosine (the caches of benchmarks/protocol.py).
+the "plateau" schedule, val four times an epoch, patience 4, the rate halved at each evaluation without improvement)
+that need no training length in advance, against the default and NASRec's 2-epoch cosine (the caches of
+benchmarks/protocol.py).
 
-    python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm:evals4,anneal \
-        --data runs/data/avazu-pairwise-70k --variants evals4-p4-x0.5
+    python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm:evals2,anneal \
+        --data runs/data/avazu-pairwise-70k --variants evals1-p2-x0.1
 
 Variants named in a --data (tried on a few models) go to a candidates table; those of --variants get a table per
 data with every model, and count toward the goal.
 
-A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (the default: once), "pN" stops
-after N evaluations without improvement (default 2), "xF" multiplies the rate by F at each of them (default 0.1),
+A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (default 4), "pN" stops after N
+evaluations without improvement (default 4), "xF" multiplies the rate by F at each of them (default 0.5),
 "anneal" ends with one more pass from the best weights at a rate decaying from the full rate to 0 by a cosine, kept
 only if val improves ("anneal@best": from the rate the best evaluation was reached at). "default", "nasrec" and
 "cosine-10" are benchmarks/protocol.py's, read from (or written to) its caches.
@@ -32,16 +33,18 @@ from typing import NamedTuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _results import notes_marker, publish, save  # noqa: E402
-from protocol import train_one as protocol_run  # noqa: E402
+from protocol import settings, train_one as protocol_run  # noqa: E402
 
 MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 PROTOCOL = ("nasrec", "cosine-10", "default")  # trained and cached by benchmarks/protocol.py
 
 
 class Variant(NamedTuple):
-    evals: int = 1           # evaluations per epoch
-    patience: int = 2
-    factor: float = 0.1      # the rate's factor at each evaluation without improvement
+    # a part not named keeps the default protocol's setting (ctrnas.train.config: EVALS_PER_EPOCH, PATIENCE,
+    # PLATEAU_FACTOR)
+    evals: int = 4           # evaluations per epoch
+    patience: int = 4
+    factor: float = 0.5      # the rate's factor at each evaluation without improvement
     anneal: str | None = None  # None, "full" or "best": the final pass's starting rate
 
 
@@ -69,16 +72,15 @@ def _positive(s: str) -> bool:
         return False
 
 
-def config(v: Variant, per_epoch: int, seed: int):
-    """The TrainConfig of a variant on data of `per_epoch` training steps: the default protocol, evaluated every
-    ceil(per_epoch / evals) steps (the trainer cuts the epoch into that many equal parts)."""
+def config(v: Variant, seed: int):
+    """The TrainConfig of a variant: the default protocol with the variant's evaluations per epoch (the trainer cuts
+    the epoch into that many equal parts), patience and factor."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     # sparse tables, as benchmarks/protocol.py's runs (fused gives the same to float rounding)
     base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
                                       embedding_update="sparse"))
-    return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor,
-                               eval_every=math.ceil(per_epoch / v.evals))
+    return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals)
 
 
 def annealing_trainer():
@@ -132,19 +134,18 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
         return protocol_run(data, model, variant, seed, protocol_out / data.name / f"{model}-{variant}-{seed}.json")
     from _results import load
 
-    cache = out / data.name
+    v = parse(variant)
+    cfg = config(v, seed)
+    cache, recorded = out / data.name, {**settings(cfg), "anneal": v.anneal}
     hit = load(cache, f"{model}-{variant}-{seed}")
-    if hit is not None:
+    if hit is not None and hit.get("settings") == recorded:  # trained with the variant's settings of today
         return hit
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
-    from ctrnas.train.config import TrainConfig
     from ctrnas.train.run import split_batches
 
-    v = parse(variant)
-    _, train, val, test = split_batches(data, TrainConfig(seed=seed, eval_batch_size=8192))
+    _, train, val, test = split_batches(data, cfg)
     per_epoch = len(train)
-    cfg = config(v, per_epoch, seed)
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
     trainer = annealing_trainer()(net, cfg)
     trainer.anneal = v.anneal
@@ -155,7 +156,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
          "best_epoch": (s["best"] or {}).get("step", s["steps"]) / per_epoch,
          "seconds": s["seconds"],
          "val_history": [{"epoch": h["step"] / per_epoch, "logloss": h["logloss"], **({"anneal": True} if
-                          h.get("anneal") else {})} for h in s["val_history"]]}
+                          h.get("anneal") else {})} for h in s["val_history"]], "settings": recorded}
     save(cache, f"{model}-{variant}-{seed}", r)
     return r
 
@@ -223,9 +224,9 @@ def report(results: dict, variants: list[str], command: str) -> str:
              f"Command: `python benchmarks/schedules.py {command}`", "",
              "Variants of the default protocol that need no training length in advance, against it and the better "
              "(by mean) of `nasrec` and `cosine-10` (benchmarks/protocol.py's caches). `evalsK`: val evaluated K "
-             "times per epoch (the default: at each epoch end), so patience and each cut count those evaluations; "
-             "`pN`: stop after N evaluations without improvement (default 2); `xF`: the rate times F at each of them "
-             "(default 0.1; each returns to the best weights); `anneal`: after the stop, one more epoch from the best "
+             "times per epoch (default 4), so patience and each cut count those evaluations; "
+             "`pN`: stop after N evaluations without improvement (default 4); `xF`: the rate times F at each of them "
+             "(default 0.5; each returns to the best weights); `anneal`: after the stop, one more epoch from the best "
              "weights at a rate falling from 0.12 to 0 by a cosine, kept only if val improves (`anneal@best`: from "
              "the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
              "the FTE trained (one FTE: 2 epochs; evaluations not counted); margins in pair sd (both seed sds "
@@ -273,10 +274,10 @@ def main(argv=None) -> int:
                     help="prepared dataset folder, optionally with its own models and variants: "
                          "PATH[:MODEL,..[:VARIANT,..]] (repeatable)")
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--variants", default="evals4-p4-x0.5,evals4-anneal")
+    ap.add_argument("--variants", default="evals1-p2-x0.1")
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--out", default=str(HERE / "out" / "schedules"))
-    ap.add_argument("--protocol-out", default=str(HERE / "out" / "protocol"),
+    ap.add_argument("--out", default=str(HERE / "results" / "schedules"))
+    ap.add_argument("--protocol-out", default=str(HERE / "results" / "protocol"),
                     help="benchmarks/protocol.py's caches, for the default, nasrec and cosine-10")
     ap.add_argument("--section", default=str(HERE / "sections" / "schedules.md"))
     args = ap.parse_args(argv)

@@ -15,6 +15,15 @@ def _runs(tests, epochs):
     return [{"test": t, "val": None, "epochs": e, "best_epoch": e, "first_val": None} for t, e in zip(tests, epochs)]
 
 
+def _cached(protocol, name: str, seed: int, test: float) -> str:
+    """A cache file's text: one training of `name` at `seed`, with the settings it would train with today."""
+    import dataclasses
+    import json
+
+    cfg = dataclasses.replace(protocol.protocols(name), seed=seed)
+    return json.dumps({**_runs([test], [2])[0], "settings": protocol.settings(cfg)})
+
+
 def test_verdict_reads_the_better_other_by_mean_and_the_pair_sd():
     v = _protocol().verdict({"nasrec": (0.300, 0.003, 2.0), "cosine-10": (0.302, 0.001, 6.0),
                              "default": (0.304, 0.004, 9.0)})
@@ -71,7 +80,7 @@ def test_main_reads_the_caches_and_counts_a_repeated_protocol_once(tmp_path):
     for p, tests in {"nasrec": (0.300, 0.302), "default": (0.299, 0.301)}.items():
         for seed, t in enumerate(tests):
             (out / "d-70k").mkdir(parents=True, exist_ok=True)
-            (out / "d-70k" / f"fm-{p}-{seed}.json").write_text(json.dumps(_runs([t], [2])[0]))
+            (out / "d-70k" / f"fm-{p}-{seed}.json").write_text(_cached(protocol, p, seed, t))
     section = tmp_path / "protocol.md"
     protocol.main(["--data", "x/d-70k:fm:nasrec,default", "--data", "x/d-70k:fm:default", "--out", str(out),
                    "--section", str(section)])
@@ -89,7 +98,7 @@ def test_main_lists_a_folders_models_in_the_usual_order_across_entries(tmp_path)
     for model in ("lr", "dcnv2", "fm"):
         for p in ("nasrec", "default"):
             for seed, t in enumerate((0.300, 0.302)):
-                (out / f"{model}-{p}-{seed}.json").write_text(json.dumps(_runs([t], [2])[0]))
+                (out / f"{model}-{p}-{seed}.json").write_text(_cached(protocol, p, seed, t))
     section = tmp_path / "protocol.md"
     protocol.main(["--data", "x/d-1m:lr", "--data", "x/d-1m:dcnv2", "--data", "x/d-1m:fm",
                    "--protocols", "nasrec,default", "--out", str(tmp_path / "out"), "--section", str(section)])

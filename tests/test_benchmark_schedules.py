@@ -19,7 +19,8 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
     s = _schedules()
     assert s.parse("evals4-p4-x0.5-anneal") == s.Variant(evals=4, patience=4, factor=0.5, anneal="full")
     assert s.parse("anneal@best") == s.Variant(anneal="best")
-    assert s.parse("evals1") == s.Variant()  # the default protocol's settings
+    assert s.parse("evals4") == s.Variant()  # the default protocol's settings
+    assert s.parse("evals1-p2-x0.1") == s.Variant(evals=1, patience=2, factor=0.1)
     for bad in ("evals0", "x2", "p0", "warm"):
         with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
             s.parse(f"evals2-{bad}")
@@ -30,12 +31,13 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
 def test_evals_cut_each_epoch_into_that_many_evaluations(per_epoch, evals):
     from ctrnas.train.trainer import eval_interval
 
-    cfg = _schedules().config(_schedules().parse(f"evals{evals}"), per_epoch, seed=0)
-    interval = eval_interval(per_epoch, cfg.eval_every)
+    cfg = _schedules().config(_schedules().parse(f"evals{evals}"), seed=0)
+    interval = eval_interval(per_epoch, cfg.eval_every, cfg.evals_per_epoch)
     # the trainer evaluates where the step within the epoch is a multiple of the interval, and at its end
     points = {k for k in range(1, per_epoch + 1) if k % interval == 0 or k == per_epoch}
     assert len(points) == min(evals, per_epoch)
-    assert cfg.schedule == "plateau" and cfg.restore_best and cfg.early_stop_patience == 2
+    # the parts not named keep the default protocol's
+    assert cfg.schedule == "plateau" and cfg.restore_best and (cfg.early_stop_patience, cfg.plateau_factor) == (4, 0.5)
 
 
 def _tiny(anneal: str, lr: float):
@@ -48,7 +50,9 @@ def _tiny(anneal: str, lr: float):
     names = schema.sparse_names
     train = TensorBatches(dense[:2000], ids[:2000], y[:2000], names, 100, shuffle_seed=0)
     val = TensorBatches(dense[2000:], ids[2000:], y[2000:], names, 1000)
-    cfg = early_stopping(TrainConfig(lr=lr, batch_size=100, progress=False, eval_batch_size=1000))
+    # one evaluation an epoch, patience 2, cuts of 0.1: the settings the parameters below were found with
+    cfg = dataclasses.replace(early_stopping(TrainConfig(lr=lr, batch_size=100, progress=False, eval_batch_size=1000)),
+                              evals_per_epoch=1, early_stop_patience=2, plateau_factor=0.1)
     t = _schedules().annealing_trainer()(_model(schema), cfg)
     t.anneal = anneal
     rates = []
@@ -97,23 +101,31 @@ def _runs(tests, epochs):
 
 
 def test_report_reads_each_variant_against_the_better_other_and_the_default(tmp_path):
+    from tests.helpers.bench_scripts import load_script
+
     s = _schedules()
     proto, out = tmp_path / "protocol", tmp_path / "schedules"
     caches = {proto: {"nasrec": (0.300, 0.302), "cosine-10": (0.305, 0.305), "default": (0.306, 0.308)},
-              out: {"evals4": (0.301, 0.303), "evals2": (0.309, 0.311)}}
+              out: {"evals1": (0.301, 0.303), "evals2": (0.309, 0.311)}}
     for folder, runs in caches.items():
         (folder / "d-70k").mkdir(parents=True)
         for p, tests in runs.items():
             for seed, x in enumerate(tests):
-                (folder / "d-70k" / f"dlrm-{p}-{seed}.json").write_text(json.dumps(_runs([x], [4])[0]))
+                # the settings each would train with today: a cache without them trains again
+                if folder == proto:
+                    recorded = s.settings(dataclasses.replace(load_script("protocol").protocols(p), seed=seed))
+                else:
+                    recorded = {**s.settings(s.config(s.parse(p), seed)), "anneal": None}
+                run = {**_runs([x], [4])[0], "settings": recorded}
+                (folder / "d-70k" / f"dlrm-{p}-{seed}.json").write_text(json.dumps(run))
     section = tmp_path / "schedules.md"
-    s.main(["--data", "x/d-70k:dlrm:evals2", "--data", "x/d-70k:dlrm", "--variants", "evals4", "--out", str(out),
+    s.main(["--data", "x/d-70k:dlrm:evals2", "--data", "x/d-70k:dlrm", "--variants", "evals1", "--out", str(out),
             "--protocol-out", str(proto), "--section", str(section)])
     text = section.read_text()
-    # every sd 0.00141, so pair sd 0.002: evals4 +0.5 from nasrec (the lower mean), -2.5 from the default;
+    # every sd 0.00141, so pair sd 0.002: evals1 +0.5 from nasrec (the lower mean), -2.5 from the default;
     # the default +3.0; FTE 4 epochs / 2
     assert ("| dlrm | 0.30100 (0.00141) 2.00 | 0.30500 (0.00000) 2.00 | 0.30700 (0.00141) 2.00 | "
             "0.30200 (0.00141) 2.00 | nasrec | +3.0 (not met) | +0.5; -2.5 vs default |") in text
-    assert "Goal met: `default` 0 of 1; `evals4` 1 of 1 model-and-data pairs." in text
+    assert "Goal met: `default` 0 of 1; `evals1` 1 of 1 model-and-data pairs." in text
     # a variant tried on a data and model alone goes to the candidates table, not the main one's goal count
     assert "| dlrm | evals2 | 0.31000 (0.00141) 2.00 | +4.5 vs nasrec; +1.5 |" in text

@@ -49,8 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train", help="train a baseline or an architecture from scratch; log loss and AUC on val and test",
         description="Train from scratch (Adagrad, linear LR warm-up, grad clip) until val log loss stops "
-                    "improving (evaluated every epoch; the LR cut 10x at each evaluation without improvement, "
-                    "stop after 2, end on the best weights), then test; write metrics.json. --protocol nasrec: "
+                    "improving (evaluated four times an epoch; the LR halved at each evaluation without "
+                    "improvement, stop after 4, end on the best weights), then test; write metrics.json. "
+                    "--protocol nasrec: "
                     "NASRec's fixed --epochs on a cosine schedule.")
     train_args(p)
     what = p.add_mutually_exclusive_group(required=True)
@@ -64,9 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how long to train: until val stops improving (early-stop, the default), or NASRec's fixed "
                         "--epochs on a cosine schedule (nasrec); default: the --recipe run's final.protocol")
     p.add_argument("--train-fraction", type=float, help="train on the first fraction of the train split only")
-    p.add_argument("--eval-every", type=int, help="evaluate on val every N steps (default: at the end)")
+    p.add_argument("--eval-every", type=int,
+                   help="evaluate on val every N steps at most (default: 2000 under early-stop, else at the end)")
     p.add_argument("--restore-best", action="store_true",
-                   help="evaluate on val at every epoch end and end on the best epoch's weights")
+                   help="evaluate on val during training and end on the best evaluation's weights")
     p.add_argument("--early-stop-patience", type=int,
                    help="stop after N evaluations without a lower val log loss")
     p.add_argument("--layernorm", choices=("off", "space", "on", "auto"),

@@ -64,9 +64,11 @@ class TrainConfig:
     row_cap: int | None = None
     seed: int = 0
     # steps between val evaluations; 0 = only at the end. With model selection (restore_best or
-    # early_stop_patience) every epoch end is evaluated, and an epoch longer than `eval_every` steps is cut into
-    # the fewest equal parts of at most that many, each ended by an evaluation (one-epoch data stops early too)
+    # early_stop_patience) every epoch is cut into `evals_per_epoch` equal parts, or into the fewest equal parts
+    # of at most `eval_every` steps when that makes more, each ended by an evaluation (one-epoch data stops
+    # early too)
     eval_every: int = 0
+    evals_per_epoch: int = 1
     eval_rows: int | None = None         # cap on val rows per evaluation (None = the whole split)
     # FuxiCTR-style model selection over epochs: evaluate on val at every epoch end, stop after
     # `early_stop_patience` evaluations without a lower val log loss, and end on the best evaluation's
@@ -98,6 +100,7 @@ class TrainConfig:
             ("embedding_dim", self.embedding_dim > 0, "must be > 0"),
             ("row_cap", self.row_cap is None or self.row_cap > 0, "must be > 0 or null"),
             ("eval_every", self.eval_every >= 0, "must be >= 0"),
+            ("evals_per_epoch", self.evals_per_epoch >= 1, "must be >= 1"),
             ("early_stop_patience", self.early_stop_patience is None or self.early_stop_patience >= 1,
              "must be >= 1 or null"),
             ("checkpoint_every", self.checkpoint_every >= 0, "must be >= 0"),
@@ -158,19 +161,21 @@ def lr_at(cfg: TrainConfig, step: int, total_steps: int, epoch_steps: int | None
 
 def early_stopping(cfg: TrainConfig, given: "set[str] | frozenset[str]" = frozenset()) -> TrainConfig:
     """`cfg` under the early-stop protocol, for every key not in `given` (the keys a recipe or a flag set):
-    at most MAX_EPOCHS epochs, val evaluated at every epoch end (and every EVAL_EVERY steps within a longer
-    epoch), stop after PATIENCE evaluations without a lower log loss, end on the best one's weights, and the
-    "plateau" schedule (warm-up, then constant, cut at each evaluation without improvement)."""
+    at most MAX_EPOCHS epochs, val evaluated EVALS_PER_EPOCH times an epoch (every EVAL_EVERY steps at most),
+    stop after PATIENCE evaluations without a lower log loss, end on the best one's weights, and the "plateau"
+    schedule (warm-up, then constant, times PLATEAU_FACTOR at each evaluation without improvement)."""
     import dataclasses
 
     preset = {"epochs": MAX_EPOCHS, "schedule": "plateau", "restore_best": True, "early_stop_patience": PATIENCE,
-              "eval_every": EVAL_EVERY}
+              "eval_every": EVAL_EVERY, "evals_per_epoch": EVALS_PER_EPOCH, "plateau_factor": PLATEAU_FACTOR}
     return dataclasses.replace(cfg, **{k: v for k, v in preset.items() if k not in given})
 
 
-# the early-stop protocol's bounds: CTR models peak after 1-6 epochs (benchmarks/RESULTS.md, "Training
-# protocol"); 2000 steps of 512 rows bound the work between two evaluations on long epochs
-MAX_EPOCHS, PATIENCE, EVAL_EVERY = 20, 2, 2000
+# the early-stop protocol's settings: CTR models peak after 1-6 epochs, and val every quarter epoch with a
+# patience of 4 (about an epoch) and the rate halved at each evaluation without improvement met the goal for
+# every model and size measured (benchmarks/RESULTS.md, "Training protocol"; docs/protocol.md); 2000 steps of
+# 512 rows bound the work between two evaluations on long epochs
+MAX_EPOCHS, PATIENCE, EVAL_EVERY, EVALS_PER_EPOCH, PLATEAU_FACTOR = 20, 4, 2000, 4, 0.5
 
 # the protocols a training can follow: the length follows the data, or NASRec's fixed number of epochs
 PROTOCOLS = ("early-stop", "nasrec")

@@ -57,12 +57,11 @@ def default_forward(model: nn.Module, batch: Batch, step: int) -> torch.Tensor:
     return model(batch.dense_features, batch.sparse_features)
 
 
-def eval_interval(per_epoch: int, most: int) -> int:
-    """Steps between the evaluations of a training with model selection: an epoch, or the fewest equal parts
-    of an epoch of at most `most` steps each (0: an epoch)."""
-    if not most or per_epoch <= most:
-        return per_epoch
-    return math.ceil(per_epoch / math.ceil(per_epoch / most))
+def eval_interval(per_epoch: int, most: int, parts: int = 1) -> int:
+    """Steps between the evaluations of a training with model selection: an epoch cut into `parts` equal
+    parts, or into the fewest equal parts of at most `most` steps each when that makes more (0: no bound)."""
+    n = max(parts, math.ceil(per_epoch / most) if most else 1)
+    return max(1, math.ceil(per_epoch / n))
 
 
 def split_parameters(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
@@ -216,7 +215,7 @@ class Trainer:
         total = per_epoch * cfg.epochs
         stop = total if max_steps is None else min(total, max_steps)
         selecting = val is not None and (cfg.restore_best or cfg.early_stop_patience is not None)
-        interval = eval_interval(per_epoch, cfg.eval_every) if selecting else cfg.eval_every
+        interval = eval_interval(per_epoch, cfg.eval_every, cfg.evals_per_epoch) if selecting else cfg.eval_every
         if self.stopped_early or self.diverged:
             stop = self.step
         self.model.train()
@@ -251,8 +250,9 @@ class Trainer:
                         self.train_seconds += time.perf_counter() - t0  # evaluation is not training time
                         if want_eval:
                             self._record_eval(val, epoch)
-                            if selecting and self._select() and self.step < stop:
-                                self.stopped_early, stop, want_ckpt = True, self.step, True
+                            # recorded also where max_steps stops it at the same step: a resumed run ends here
+                            if selecting and self._select():
+                                self.stopped_early, stop, want_ckpt = self.step < total, self.step, True
                         if want_ckpt:
                             self.save()
                         t0 = time.perf_counter()

@@ -32,8 +32,13 @@ def test_train_baseline_writes_metrics_that_match_an_independent_evaluation(ctrn
     meta = read_meta(synthetic_dir)
     assert m["bayes_logloss"] == meta["bayes_logloss"]
     half = -(-meta["splits"]["train"]["rows"] // 2)
-    # the early-stop protocol by default: whole epochs over the half, evaluated at each, ending on the best
-    assert m["train_rows_used"] == half and m["train"]["rows"] % half == 0
+    # the early-stop protocol by default: over the half, evaluated four times an epoch, ending on the best
+    from ctrnas.train.trainer import eval_interval
+
+    per_epoch = -(-half // 256)
+    interval, steps = eval_interval(per_epoch, 2000, 4), m["train"]["steps"]
+    assert m["train_rows_used"] == half and (steps % per_epoch) % interval == 0
+    assert m["train"]["rows"] == (steps // per_epoch) * half + (steps % per_epoch) * 256
     assert m["config"]["schedule"] == "plateau" and m["config"]["restore_best"]
     assert m["val"]["step"] == m["train"]["best"]["step"]
     # re-evaluate the saved weights on the test split with scikit-learn
@@ -102,7 +107,7 @@ def test_train_arch_from_json(ctrnas, synthetic_dir, tmp_path):
     assert rc == 0
     m2 = json.loads((tmp_path / "ln" / "metrics.json").read_text())
     assert m2["layernorm"] is True and m2["params"]["dense"] > m["params"]["dense"]
-    assert len(m2["val_history"]) == 2 and m2["config"]["restore_best"]
+    assert len(m2["val_history"]) == 2 * 4 and m2["config"]["restore_best"]  # the early-stop protocol: 4 an epoch
     assert m2["val"]["logloss"] == min(h["logloss"] for h in m2["val_history"])
 
 

@@ -43,6 +43,10 @@ def test_long_epochs_are_cut_into_equal_evaluation_intervals():
     assert eval_interval(70_000, 2000) == 2000       # 35 equal parts
     assert eval_interval(5000, 2000) == 1667         # ceil(5000 / 3): three parts, the last at the epoch end
     assert eval_interval(300, 0) == 300
+    # at least `parts` evaluations an epoch, more where the cap on the steps between two asks for more
+    assert eval_interval(110, 2000, 4) == 28         # ceil(110 / 4): at 28, 56, 84 and the epoch end
+    assert eval_interval(70_000, 2000, 4) == 2000
+    assert eval_interval(3, 2000, 4) == 1            # an epoch shorter than the parts: every step
 
 
 def test_early_stopping_ends_on_the_best_evaluation(learnable):
@@ -62,7 +66,7 @@ def test_early_stopping_ends_on_the_best_evaluation(learnable):
 
 def test_each_evaluation_without_improvement_cuts_the_learning_rate(learnable):
     schema, train, val = _sources(learnable)
-    cfg = _cfg(lr=3.0, plateau_factor=0.1, epochs=30)
+    cfg = _cfg(lr=3.0, epochs=30)
     t = Trainer(_model(schema), cfg)
     t.fit(train, val)
     losses = [h["logloss"] for h in t.history]
@@ -71,7 +75,7 @@ def test_each_evaluation_without_improvement_cuts_the_learning_rate(learnable):
     # the last step ran before the last evaluation, with every earlier evaluation's cut applied
     before_last = sum(1 for i, x in enumerate(losses[:-1]) if i and x >= min(losses[:i]))
     seen = [g["lr"] for o in t.optimizers for g in o.param_groups]
-    assert seen and all(x == pytest.approx(3.0 * 0.1 ** before_last) for x in seen)
+    assert seen and all(x == pytest.approx(3.0 * cfg.plateau_factor ** before_last) for x in seen)
 
 
 def test_a_cut_returns_to_the_best_weights(learnable):
@@ -84,17 +88,22 @@ def test_a_cut_returns_to_the_best_weights(learnable):
     assert first_bad < len(losses) - 1  # it trained on after its first cut
     part = Trainer(_model(schema), cfg)
     part.fit(train, val, max_steps=whole.history[first_bad]["step"])
-    # right after the bad evaluation: the best evaluation's weights, at a tenth of the rate
+    # right after the bad evaluation: the best evaluation's weights, at plateau_factor times the rate
     assert part.cuts == 1 and part.evaluate(val).logloss == pytest.approx(min(losses[:first_bad]), abs=1e-6)
 
 
-def test_an_interrupted_early_stopped_training_resumes_to_the_same_numbers(learnable, tmp_path):
+# interrupted one evaluation after the best, and an epoch after it: there the patience runs out at the same
+# step, so the resumed run must end at once
+@pytest.mark.parametrize("after", ["evaluation", "epoch"])
+def test_an_interrupted_early_stopped_training_resumes_to_the_same_numbers(learnable, tmp_path, after):
     schema, train, val = _sources(learnable)
     cfg = dataclasses.replace(_cfg(lr=3.0, epochs=30), checkpoint_every=len(train))
     whole = Trainer(_model(schema), cfg, tmp_path / "whole")
     ref = whole.fit(train, val)
     part = Trainer(_model(schema), cfg, tmp_path / "part")
-    part.fit(train, val, max_steps=ref["best"]["step"] + len(train))  # stopped after the best, before the end
+    gap = len(train) if after == "epoch" else eval_interval(len(train), cfg.eval_every, cfg.evals_per_epoch)
+    assert ref["best"]["step"] + gap <= ref["steps"]  # stopped after the best, not after the end
+    part.fit(train, val, max_steps=ref["best"]["step"] + gap)
     again = Trainer(_model(schema), cfg, tmp_path / "part")
     res = again.fit(train, val)
     assert res["steps"] == ref["steps"] and res["best"] == ref["best"] and again.cuts == whole.cuts
@@ -105,4 +114,4 @@ def test_an_interrupted_early_stopped_training_resumes_to_the_same_numbers(learn
 
 def test_the_preset_keeps_the_keys_a_recipe_gave():
     cfg = early_stopping(TrainConfig(epochs=3, schedule="cosine"), frozenset({"epochs"}))
-    assert (cfg.epochs, cfg.schedule, cfg.restore_best, cfg.early_stop_patience) == (3, "plateau", True, 2)
+    assert (cfg.epochs, cfg.schedule, cfg.restore_best, cfg.early_stop_patience) == (3, "plateau", True, 4)
