@@ -270,7 +270,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "results" / "protocol"),
                     help="the trainings' results, one JSON each (committed: the section is rebuilt from them)")
-    ap.add_argument("--section", default=str(HERE / "sections" / "protocol.md"))
+    ap.add_argument("--section", default=None,
+                    help="markdown section (default benchmarks/sections/protocol.md; a run that lacks part of it "
+                         "writes <out>/section.md instead)")
     args = ap.parse_args(argv)
     import torch
 
@@ -295,7 +297,9 @@ def main(argv=None) -> int:
     results = {d: dict(sorted(by_model.items(), key=lambda kv: order.get(kv[0], len(order))))
                for d, by_model in results.items()}
     command = " ".join(f"--data {d}" for d in args.data) + f" --protocols {args.protocols} --seeds {args.seeds}"
-    publish(report(results, command), Path(args.section), notes_marker("protocol.py"))
+    publish(report(results, command),
+            Path(args.section or HERE / "sections" / "protocol.md"), notes_marker("protocol.py"),
+            fallback=None if args.section else Path(args.out) / "section.md")
     return 0
 
 

@@ -10,7 +10,8 @@ Variants named in a --data (tried on a few models) go to a candidates table; tho
 data with every model, and count toward the goal.
 
 A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (default 4), "pN" stops after N
-evaluations without improvement (default 4), "xF" multiplies the rate by F at each of them (default 0.5),
+evaluations without improvement (default 4), "xF" multiplies the rate by F at each of them (default 0.5), "tF"
+counts an evaluation as an improvement only below the best val log loss x (1 - F) (default 1e-4; "t0": any),
 "anneal" ends with one more pass from the best weights at a rate decaying from the full rate to 0 by a cosine, kept
 only if val improves ("anneal@best": from the rate the best evaluation was reached at). "default", "nasrec" and
 "cosine-10" are benchmarks/protocol.py's, read from (or written to) its caches.
@@ -46,6 +47,7 @@ class Variant(NamedTuple):
     patience: int = 4
     factor: float = 0.5      # the rate's factor at each evaluation without improvement
     anneal: str | None = None  # None, "full" or "best": the final pass's starting rate
+    threshold: float = 1e-4  # the least relative improvement an evaluation counts as one (min_improvement)
 
 
 def parse(name: str) -> Variant:
@@ -58,10 +60,12 @@ def parse(name: str) -> Variant:
             v = v._replace(patience=int(part[1:]))
         elif part.startswith("x") and _positive(part[1:]) and float(part[1:]) <= 1:
             v = v._replace(factor=float(part[1:]))
+        elif part.startswith("t") and (part[1:] == "0" or _positive(part[1:])) and float(part[1:]) < 1:
+            v = v._replace(threshold=float(part[1:]))
         elif part in ("anneal", "anneal@best"):
             v = v._replace(anneal="best" if part.endswith("@best") else "full")
         else:
-            raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, anneal, anneal@best)")
+            raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, tF, anneal, anneal@best)")
     return v
 
 
@@ -80,7 +84,8 @@ def config(v: Variant, seed: int):
     # sparse tables, as benchmarks/protocol.py's runs (fused gives the same to float rounding)
     base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
                                       embedding_update="sparse"))
-    return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals)
+    return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals,
+                               min_improvement=v.threshold)
 
 
 def annealing_trainer():
@@ -226,7 +231,8 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "(by mean) of `nasrec` and `cosine-10` (benchmarks/protocol.py's caches). `evalsK`: val evaluated K "
              "times per epoch (default 4), so patience and each cut count those evaluations; "
              "`pN`: stop after N evaluations without improvement (default 4); `xF`: the rate times F at each of them "
-             "(default 0.5; each returns to the best weights); `anneal`: after the stop, one more epoch from the best "
+             "(default 0.5; each returns to the best weights); `tF`: an evaluation improves only below the best "
+             "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `anneal`: after the stop, one more epoch from the best "
              "weights at a rate falling from 0.12 to 0 by a cosine, kept only if val improves (`anneal@best`: from "
              "the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
              "the FTE trained (one FTE: 2 epochs; evaluations not counted); margins in pair sd (both seed sds "
@@ -279,7 +285,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "schedules"))
     ap.add_argument("--protocol-out", default=str(HERE / "results" / "protocol"),
                     help="benchmarks/protocol.py's caches, for the default, nasrec and cosine-10")
-    ap.add_argument("--section", default=str(HERE / "sections" / "schedules.md"))
+    ap.add_argument("--section", default=None,
+                    help="markdown section (default benchmarks/sections/schedules.md; a run that lacks part of it "
+                         "writes <out>/section.md instead)")
     args = ap.parse_args(argv)
     for spec in args.data:  # every name checked before the first training
         for p in (spec.split(":") + ["", ""])[2].split(",") if spec.count(":") >= 2 else args.variants.split(","):
@@ -306,7 +314,9 @@ def main(argv=None) -> int:
     models = "" if args.models == ",".join(MODELS) else f" --models {args.models}"
     command = " ".join(f"--data {d}" for d in args.data) + f"{models} --variants {args.variants} --seeds {args.seeds}"
     variants = [p for p in args.variants.split(",") if p not in PROTOCOL]
-    publish(report(results, variants, command), Path(args.section), notes_marker("schedules.py"))
+    publish(report(results, variants, command),
+            Path(args.section or HERE / "sections" / "schedules.md"), notes_marker("schedules.py"),
+            fallback=None if args.section else Path(args.out) / "section.md")
     return 0
 
 

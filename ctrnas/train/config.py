@@ -70,12 +70,16 @@ class TrainConfig:
     eval_every: int = 0
     evals_per_epoch: int = 1
     eval_rows: int | None = None         # cap on val rows per evaluation (None = the whole split)
-    # FuxiCTR-style model selection over epochs: evaluate on val at every epoch end, stop after
+    # FuxiCTR-style model selection: evaluate on val during training (above), stop after
     # `early_stop_patience` evaluations without a lower val log loss, and end on the best evaluation's
     # weights. CTR models overfit after 1-2 epochs (the embeddings memorise), so the last epoch is often
     # not the best one. Off by default: NASRec trains exactly `epochs` and keeps the last weights.
     restore_best: bool = False
     early_stop_patience: int | None = None
+    # an evaluation improves only with a val log loss below best x (1 - min_improvement): torch's
+    # ReduceLROnPlateau threshold (relative). Gains below it (a slow creep after the rate's cuts) count as
+    # evaluations without improvement
+    min_improvement: float = 0.0
     checkpoint_every: int = 0            # steps between checkpoints; 0 = only at the end
     # Stop a training whose mean loss over 20 steps exceeds this x ln 2 (the most a constant predictor
     # loses), or at once on a NaN/inf loss, and mark it diverged (ctrnas.train.divergence); null: only NaN/inf.
@@ -101,6 +105,7 @@ class TrainConfig:
             ("row_cap", self.row_cap is None or self.row_cap > 0, "must be > 0 or null"),
             ("eval_every", self.eval_every >= 0, "must be >= 0"),
             ("evals_per_epoch", self.evals_per_epoch >= 1, "must be >= 1"),
+            ("min_improvement", 0.0 <= self.min_improvement < 1.0, "must be in [0, 1)"),
             ("early_stop_patience", self.early_stop_patience is None or self.early_stop_patience >= 1,
              "must be >= 1 or null"),
             ("checkpoint_every", self.checkpoint_every >= 0, "must be >= 0"),
@@ -167,7 +172,8 @@ def early_stopping(cfg: TrainConfig, given: "set[str] | frozenset[str]" = frozen
     import dataclasses
 
     preset = {"epochs": MAX_EPOCHS, "schedule": "plateau", "restore_best": True, "early_stop_patience": PATIENCE,
-              "eval_every": EVAL_EVERY, "evals_per_epoch": EVALS_PER_EPOCH, "plateau_factor": PLATEAU_FACTOR}
+              "eval_every": EVAL_EVERY, "evals_per_epoch": EVALS_PER_EPOCH, "plateau_factor": PLATEAU_FACTOR,
+              "min_improvement": MIN_IMPROVEMENT}
     return dataclasses.replace(cfg, **{k: v for k, v in preset.items() if k not in given})
 
 
@@ -175,7 +181,7 @@ def early_stopping(cfg: TrainConfig, given: "set[str] | frozenset[str]" = frozen
 # patience of 4 (about an epoch) and the rate halved at each evaluation without improvement met the goal for
 # every model and size measured (benchmarks/RESULTS.md, "Training protocol"; docs/protocol.md); 2000 steps of
 # 512 rows bound the work between two evaluations on long epochs
-MAX_EPOCHS, PATIENCE, EVAL_EVERY, EVALS_PER_EPOCH, PLATEAU_FACTOR = 20, 4, 2000, 4, 0.5
+MAX_EPOCHS, PATIENCE, EVAL_EVERY, EVALS_PER_EPOCH, PLATEAU_FACTOR, MIN_IMPROVEMENT = 20, 4, 2000, 4, 0.5, 1e-4
 
 # the protocols a training can follow: the length follows the data, or NASRec's fixed number of epochs
 PROTOCOLS = ("early-stop", "nasrec")

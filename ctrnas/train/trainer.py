@@ -273,7 +273,8 @@ class Trainer:
     def _select(self) -> bool:
         """Track the lowest val log loss after an evaluation; True when early stopping should stop now."""
         cur, p = self.history[-1], self.cfg.early_stop_patience
-        if math.isfinite(cur["logloss"]) and (self.best is None or cur["logloss"] < self.best["logloss"]):
+        if math.isfinite(cur["logloss"]) and (
+                self.best is None or cur["logloss"] < self.best["logloss"] * (1 - self.cfg.min_improvement)):
             self.best, self.bad_evals = {"step": cur["step"], "logloss": cur["logloss"]}, 0
             if self.cfg.restore_best:
                 self._best_weights = None  # the old copy goes first: one copy at a time, not two

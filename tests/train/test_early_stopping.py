@@ -49,6 +49,15 @@ def test_long_epochs_are_cut_into_equal_evaluation_intervals():
     assert eval_interval(3, 2000, 4) == 1            # an epoch shorter than the parts: every step
 
 
+def _counted_best(losses: list[float], threshold: float) -> int:
+    """The index of the best evaluation, each counted as one only below the best before it x (1 - threshold)."""
+    best = 0
+    for i, x in enumerate(losses):
+        if x < losses[best] * (1 - threshold):
+            best = i
+    return best
+
+
 def test_early_stopping_ends_on_the_best_evaluation(learnable):
     schema, train, val = _sources(learnable)
     # a learning rate high enough that val log loss turns up within a few epochs
@@ -57,7 +66,7 @@ def test_early_stopping_ends_on_the_best_evaluation(learnable):
     s = t.fit(train, val)
     losses = [h["logloss"] for h in t.history]
     assert s["stopped_early"] and t.step < 30 * len(train)
-    best = min(range(len(losses)), key=losses.__getitem__)
+    best = _counted_best(losses, cfg.min_improvement)
     # stopped exactly `patience` evaluations after the best one, and the weights are the best evaluation's
     assert len(losses) - 1 - best == cfg.early_stop_patience
     assert t.best["step"] == t.history[best]["step"]
@@ -66,7 +75,7 @@ def test_early_stopping_ends_on_the_best_evaluation(learnable):
 
 def test_each_evaluation_without_improvement_cuts_the_learning_rate(learnable):
     schema, train, val = _sources(learnable)
-    cfg = _cfg(lr=3.0, epochs=30)
+    cfg = _cfg(lr=3.0, epochs=30, min_improvement=0.0)  # any lower val log loss an improvement
     t = Trainer(_model(schema), cfg)
     t.fit(train, val)
     losses = [h["logloss"] for h in t.history]
@@ -80,7 +89,7 @@ def test_each_evaluation_without_improvement_cuts_the_learning_rate(learnable):
 
 def test_a_cut_returns_to_the_best_weights(learnable):
     schema, train, val = _sources(learnable)
-    cfg = _cfg(lr=3.0, epochs=30, early_stop_patience=5)
+    cfg = _cfg(lr=3.0, epochs=30, early_stop_patience=5, min_improvement=0.0)  # any lower val log loss counts
     whole = Trainer(_model(schema), cfg)
     whole.fit(train, val)
     losses = [h["logloss"] for h in whole.history]
@@ -115,3 +124,20 @@ def test_an_interrupted_early_stopped_training_resumes_to_the_same_numbers(learn
 def test_the_preset_keeps_the_keys_a_recipe_gave():
     cfg = early_stopping(TrainConfig(epochs=3, schedule="cosine"), frozenset({"epochs"}))
     assert (cfg.epochs, cfg.schedule, cfg.restore_best, cfg.early_stop_patience) == (3, "plateau", True, 4)
+
+
+def test_a_gain_below_min_improvement_counts_as_an_evaluation_without_improvement(learnable):
+    schema, _, _ = _sources(learnable)
+    cfg = TrainConfig(restore_best=True, early_stop_patience=2, min_improvement=0.01, schedule="constant")
+    t = Trainer(_model(schema), cfg)
+
+    def evaluated(step, logloss):
+        t.history.append({"step": step, "logloss": logloss})
+        return t._select()
+
+    assert not evaluated(1, 1.0) and t.best == {"step": 1, "logloss": 1.0}
+    # 0.995 is lower, but not below 1.0 x (1 - 0.01) = 0.99: the best stays, one evaluation without improvement
+    assert not evaluated(2, 0.995) and t.best["step"] == 1 and t.bad_evals == 1
+    assert not evaluated(3, 0.985) and t.best == {"step": 3, "logloss": 0.985} and t.bad_evals == 0
+    assert not evaluated(4, 0.984) and evaluated(5, 0.983)  # two gains below 0.985 x 0.99: patience runs out
+    assert t.best["step"] == 3
