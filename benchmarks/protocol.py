@@ -80,7 +80,8 @@ def adam_trainer():
 
 
 def settings(cfg) -> dict:
-    """The settings that decide a training's numbers, as a cache records them (JSON types)."""
+    """The settings that decide a training's numbers, as a cache records them (JSON types); of a recorded dict,
+    with the keys added to TrainConfig since at their defaults (what it trained with then)."""
     from ctrnas.train.config import numeric_settings
 
     return json.loads(json.dumps(numeric_settings(cfg)))
@@ -93,7 +94,7 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
 
     cfg = dataclasses.replace(protocols(protocol), seed=seed)
     hit = load(cache.parent, cache.stem)
-    if hit is not None and hit.get("settings") == settings(cfg):
+    if hit is not None and isinstance(hit.get("settings"), dict) and settings(hit["settings"]) == settings(cfg):
         return hit
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline

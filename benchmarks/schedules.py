@@ -143,7 +143,9 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     cfg = config(v, seed)
     cache, recorded = out / data.name, {**settings(cfg), "anneal": v.anneal}
     hit = load(cache, f"{model}-{variant}-{seed}")
-    if hit is not None and hit.get("settings") == recorded:  # trained with the variant's settings of today
+    was = hit.get("settings") if hit is not None else None
+    if isinstance(was, dict) and {**settings({k: v for k, v in was.items() if k != "anneal"}),
+                                  "anneal": was.get("anneal")} == recorded:  # the variant's settings of today
         return hit
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
