@@ -87,14 +87,25 @@ def settings(cfg) -> dict:
     return json.loads(json.dumps(numeric_settings(cfg)))
 
 
-def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> dict:
-    """One training's test log loss and length (read from `cache` when it is there and was trained with the
-    protocol's settings of today: a protocol whose settings changed trains again)."""
+def cached(cache: Path, cfg, **extra) -> dict | None:
+    """The result cached at `cache` if it was trained with `cfg`'s settings (and the `extra` ones a script adds),
+    else None: a training whose settings changed trains again."""
     from _results import load
 
-    cfg = dataclasses.replace(protocols(protocol), seed=seed)
     hit = load(cache.parent, cache.stem)
-    if hit is not None and isinstance(hit.get("settings"), dict) and settings(hit["settings"]) == settings(cfg):
+    was = hit.get("settings") if hit is not None else None
+    if not isinstance(was, dict):
+        return None
+    recorded = {**settings({k: x for k, x in was.items() if k not in extra}), **{k: was.get(k) for k in extra}}
+    return hit if recorded == {**settings(cfg), **extra} else None
+
+
+def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> dict:
+    """One training's test log loss and length (read from `cache` when it was trained with the protocol's
+    settings of today)."""
+    cfg = dataclasses.replace(protocols(protocol), seed=seed)
+    hit = cached(cache, cfg)
+    if hit is not None:
         return hit
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline

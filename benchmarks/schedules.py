@@ -4,7 +4,7 @@ that need no training length in advance, against the default and NASRec's 2-epoc
 benchmarks/protocol.py).
 
     python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm:evals2,anneal \
-        --data runs/data/avazu-pairwise-70k --variants evals1-p2-x0.1
+        --data runs/data/avazu-pairwise-70k --variants evals4-p4-x0.5-t0
 
 Variants named in a --data (tried on a few models) go to a candidates table; those of --variants get a table per
 data with every model, and count toward the goal.
@@ -34,7 +34,7 @@ from typing import NamedTuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _results import notes_marker, publish, save  # noqa: E402
-from protocol import settings, train_one as protocol_run  # noqa: E402
+from protocol import cached, settings, train_one as protocol_run  # noqa: E402
 
 MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 PROTOCOL = ("nasrec", "cosine-10", "default")  # trained and cached by benchmarks/protocol.py
@@ -137,15 +137,11 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     "nasrec" and "cosine-10" from benchmarks/protocol.py's caches under `protocol_out`)."""
     if variant in PROTOCOL:
         return protocol_run(data, model, variant, seed, protocol_out / data.name / f"{model}-{variant}-{seed}.json")
-    from _results import load
-
     v = parse(variant)
     cfg = config(v, seed)
-    cache, recorded = out / data.name, {**settings(cfg), "anneal": v.anneal}
-    hit = load(cache, f"{model}-{variant}-{seed}")
-    was = hit.get("settings") if hit is not None else None
-    if isinstance(was, dict) and {**settings({k: v for k, v in was.items() if k != "anneal"}),
-                                  "anneal": was.get("anneal")} == recorded:  # the variant's settings of today
+    cache = out / data.name
+    hit = cached(cache / f"{model}-{variant}-{seed}.json", cfg, anneal=v.anneal)  # the variant's settings of today
+    if hit is not None:
         return hit
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
@@ -163,7 +159,8 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
          "best_epoch": (s["best"] or {}).get("step", s["steps"]) / per_epoch,
          "seconds": s["seconds"],
          "val_history": [{"epoch": h["step"] / per_epoch, "logloss": h["logloss"], **({"anneal": True} if
-                          h.get("anneal") else {})} for h in s["val_history"]], "settings": recorded}
+                          h.get("anneal") else {})} for h in s["val_history"]],
+         "settings": {**settings(cfg), "anneal": v.anneal}}
     save(cache, f"{model}-{variant}-{seed}", r)
     return r
 
@@ -282,7 +279,7 @@ def main(argv=None) -> int:
                     help="prepared dataset folder, optionally with its own models and variants: "
                          "PATH[:MODEL,..[:VARIANT,..]] (repeatable)")
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--variants", default="evals1-p2-x0.1")
+    ap.add_argument("--variants", default="evals4-p4-x0.5-t0")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "results" / "schedules"))
     ap.add_argument("--protocol-out", default=str(HERE / "results" / "protocol"),
