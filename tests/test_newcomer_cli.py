@@ -41,7 +41,7 @@ def test_demo_help_and_train_print_no_torch_warning(tmp_path):
     assert main(["prepare", "criteo", "--input", str(criteo_sample()), "--out", str(data), "--hash-buckets", "100",
                  "--no-progress"]) == 0
     done = _ctrnas("train", "--data", str(data), "--arch", "dcnv2-like", "--out", str(tmp_path / "T"),
-                   "--no-progress", "--batch-size", "32")
+                   "--no-progress", "--batch-size", "32", "--protocol", "nasrec", "--epochs", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "test logloss" in done.stdout
     assert f"writing {tmp_path / 'T' / 'model.pt2'} (torch.export) ..." in done.stderr  # before the export's wait

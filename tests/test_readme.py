@@ -57,7 +57,7 @@ def test_demo_model_snippet_runs(tmp_path, monkeypatch, capsys):
     assert main(["prepare", "synthetic", "--profile", "criteo", "--rows", "2000", "--out",
                  "runs/data/synthetic-criteo-300k"]) == 0
     assert main(["train", "--data", "runs/data/synthetic-criteo-300k", "--arch", "dcnv2-like", "--out",
-                 "runs/demo/model", "--no-progress", "--batch-size", "256"]) == 0
+                 "runs/demo/model", "--no-progress", "--batch-size", "256", "--protocol", "nasrec", "--epochs", "1"]) == 0
     done = run_block("demo-model", tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "predicted" in done.stdout and "tensor([" in done.stdout

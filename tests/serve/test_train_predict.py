@@ -15,7 +15,8 @@ from ctrnas.cli import main
 from ctrnas.data.dataset import load_schema, split_files
 from tests.helpers.samples import criteo_sample
 
-FAST = ["--no-progress", "--batch-size", "32", "--seed", "1"]
+# one epoch of NASRec's fixed protocol: these tests are about the model folder, not the training's length
+FAST = ["--no-progress", "--batch-size", "32", "--seed", "1", "--protocol", "nasrec", "--epochs", "1"]
 LOAD = """
 import sys
 sys.modules["ctrnas"] = None  # importing ctrnas fails here

@@ -94,7 +94,8 @@ def test_train_arch_from_json(ctrnas, synthetic_dir, tmp_path):
     path.write_text(json.dumps(arch.to_json()))
     out = tmp_path / "run"
     rc = ctrnas(["train", "--data", str(synthetic_dir), "--arch", str(path), "--space", "nasrec-small",
-                 "--out", str(out), "--no-progress", "--train-fraction", "0.1", "--batch-size", "256"])
+                 "--out", str(out), "--no-progress", "--train-fraction", "0.1", "--batch-size", "256", "--protocol", "nasrec",
+                 "--epochs", "1"])
     assert rc == 0
     m = json.loads((out / "metrics.json").read_text())
     assert m["arch"] == arch.to_json() and m["model"] == f"arch-{arch.key()}"
