@@ -6,6 +6,8 @@ early-stop protocol (`final.protocol: early-stop`, the default), and the proxies
 
 Each study keeps its trainings under --out/<data>-<protocol>/study (`trained.json`), so an interrupted run
 resumes, and the section is rebuilt from the studies' `correlations.json` and `trained.json`.
+The section's studies keep those files (and `scores.csv`) under benchmarks/results/ranking/: `--render --out
+benchmarks/results/ranking` rebuilds the section from them.
 """
 
 from __future__ import annotations
