@@ -274,21 +274,35 @@ def test_workers_and_the_memory_limit_leave_a_resumed_final_stage_its_finished_t
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS read from /proc (Linux)")
-def test_a_starting_worker_holds_the_shipped_template_twice_as_the_estimate_counts():
+def test_a_worker_builds_the_template_from_its_shape_within_the_estimate():
+    """The template reaches a worker as its shape (space, width, row cap), never as pickled bytes: the worker
+    builds it, the same structure as the stage's, within the two copies the estimate counts."""
     from ctrnas.execution.processes import ProcessExecutor
-    from ctrnas.pipeline.final.workers import _pack, _setup_training
+    from ctrnas.pipeline.final.workers import _rebuild, _setup_training, _shape
     from tests.helpers.final_jobs import peak_rss_mib
 
-    def peak(template) -> int:
-        with ProcessExecutor(peak_rss_mib, (None, None, _pack(template)), workers=1, setup=_setup_training) as ex:
+    def template(rows: int):
+        data = DataResult(Path("x"), make_schema(n_dense=2, cards=(rows, 5)), {})
+        recipe = recipe_from_dict({"name": "t", "data": {"path": "x"}, "space": SPACE})
+        return data, final_template(recipe, data, None)
+
+    def peak(rows: int) -> int:
+        data, t = template(rows)
+        with ProcessExecutor(peak_rss_mib, (None, data, _shape(t)), workers=1, setup=_setup_training) as ex:
             return ex.map([0])[0]
 
-    size = 128  # MiB
-    extra = peak(torch.ones(size * MIB // 4)) - peak(torch.ones(1))
-    assert 1.8 * size <= extra <= 2.4 * size  # the bytes received, then the tensors unpacked (RSS: allocator slack)
-    # so a worker counts two templates even with a model smaller than one (1 GiB template, 0.25 GiB model:
-    # 0.5 + 1 + 1 GiB), and this process its packed template and the message that ships it (2 GiB)
-    g = GIB
+    data, t = template(100)
+    built = _rebuild(data, _shape(t))
+    for k in t:  # final.layernorm auto: both LayerNorm settings, one embedding stem between them
+        assert {n: v.shape for n, v in built[k].state_dict().items()} == {n: v.shape for n, v in t[k].state_dict().items()}
+    assert built[False].stem is built[True].stem
+
+    size = 128  # MiB of one 16-wide float32 table (the first-order tables add 1/16)
+    extra = peak(size * MIB // 64) - peak(100)
+    # the estimate's two templates per worker: both LayerNorm settings are built, each with its own tables until
+    # the second's are swapped for the first's (as the stage's own final_template does)
+    assert 0.9 * size <= extra <= 2.2 * size
+    g = GIB  # the estimate (unchanged): a 1 GiB template and a 0.25 GiB model need 0.5 + 1 + 1 GiB per worker
     assert fit_workers(1, g // 4, g // 8, g, WORKER_BYTES + 4 * g, False) == (1, None)
     with pytest.raises(NotEnoughMemory, match="~4.5 GiB"):
         fit_workers(1, g // 4, g // 8, g, WORKER_BYTES + 4 * g - 1, False)

@@ -3,10 +3,11 @@
 A training worker holds the final template (the supernet the top-k are exported from, its tables included) and
 one model in training: its embedding tables with one Adagrad sum per weight (Adagrad is the trainer's only
 optimizer), the gradient rows of one batch, the dense weights with their gradients and Adagrad sums, and the
-activations of one batch. The stage's own process holds the packed template it ships to the workers and the
-weights of the best model so far. The template travels as bytes, so while a worker starts it holds two copies
-(the bytes received, then the tensors unpacked from them) and the stage's process one more (the message it
-sends; `tests/pipeline/test_final_memory.py` measures the worker's). What depends on the model is counted on the model itself, built on a copy
+activations of one batch. The stage's own process holds the template and the weights of the best model so far.
+A worker builds the template from its shape (`ctrnas.pipeline.final.workers`): with `final.layernorm: auto`
+both settings are built, each with its own tables until they share the first's, so while a worker starts it
+may hold two copies; the estimate counts two per worker, and one more in the stage's process
+(`tests/pipeline/test_final_memory.py` measures the worker's). What depends on the model is counted on the model itself, built on a copy
 of the schema whose tables have one or two rows (exported from the template with its stem swapped for a tiny
 one), so no full-size table, and no second template, is allocated to estimate it. Archs with their own
 embedding width export from a dense part of the template's space at that width, built beside the template
@@ -197,7 +198,7 @@ def cgroup_room(folder, limit_file: str, usage_file: str, cache_key: str) -> int
 
 def worker_bytes(model: int, template: int) -> int:
     """One training worker: imports, the template, and the larger of a model in training and the template's
-    second copy while the worker starts (the bytes received, then the tensors unpacked from them)."""
+    second copy while the worker starts (both LayerNorm settings' tables, before they share one)."""
     return WORKER_BYTES + template + max(model, template)
 
 
@@ -205,8 +206,8 @@ def fit_workers(requested: int, model: int, weights: int, template: int, availab
                 may_run_here: bool) -> tuple[int, str | None]:
     """(workers to start, a one-line note when fewer than `requested`) for `requested` training workers, each
     needing `WORKER_BYTES + template + max(model, template)` bytes (a model in training, or the second copy of
-    the template while it starts), beside this process's packed template and the larger of the message that
-    ships it and two models' `weights` (one arriving, the best so far). 0 workers: train in this process
+    the template while it starts), beside this process's template and the larger of its second copy (built
+    for both LayerNorm settings) and two models' `weights` (one arriving, the best so far). 0 workers: train in this process
     (allowed when `may_run_here`), which needs `model + weights` more. Raises NotEnoughMemory when not even
     that fits."""
     per_worker = worker_bytes(model, template)

@@ -21,8 +21,35 @@ from ctrnas.recipe import Recipe
 
 def _setup_training(state: tuple) -> tuple:
     """A training worker's context (recipe, data, template), built once per worker from the shipped state."""
-    recipe, data, template = state
-    return recipe, data, _unpack(template)
+    recipe, data, shape = state
+    return recipe, data, _rebuild(data, shape)
+
+
+def _shape(template):
+    """What a worker needs to build `template` again: its space, table width and row cap (per LayerNorm setting
+    for a dict). Its weights are not shipped: every final model re-draws them from the training seed
+    (`ctrnas.pipeline.fitness.scratch.final_template`), so the worker loads no module or tensor bytes."""
+    if template is None:  # baselines only
+        return None
+    if isinstance(template, dict):
+        return {k: _shape(m) for k, m in template.items()}
+    return template.space.config, template.emb_dim, template.row_cap
+
+
+def _rebuild(data: DataResult, shape):
+    """The template `_shape` describes, with its weights drawn afresh (they are never used)."""
+    from ctrnas.supernet.io import build_supernet
+
+    if shape is None:
+        return None
+    if isinstance(shape, dict):
+        built = {k: _rebuild(data, s) for k, s in shape.items()}
+        first, *rest = built.values()
+        for m in rest:  # one embedding stem for both, as final_template shares it
+            m.stem, m.first_order = first.stem, first.first_order
+        return built
+    config, emb, row_cap = shape
+    return build_supernet(data.schema, config, None, emb, row_cap)
 
 
 def _pack(obj) -> bytes:
@@ -33,14 +60,6 @@ def _pack(obj) -> bytes:
     buf = io.BytesIO()
     torch.save(obj, buf)
     return buf.getvalue()
-
-
-def _unpack(blob: bytes):
-    """The template model `_pack` made (a whole module, so not weights-only)."""
-    import torch
-
-    # pickle-ok: bytes made by `_pack` in this run's own processes and passed in memory, never read from a file
-    return torch.load(io.BytesIO(blob), weights_only=False)
 
 
 def _unpack_state(blob: bytes) -> dict:
@@ -83,7 +102,7 @@ def training_executor(recipe: Recipe, data: DataResult, template, workers: int, 
 
     backend, n = recipe.execution.resolve(workers)
     config = dataclasses.replace(recipe.execution, backend=backend, workers=min(n, jobs or n))
-    return make_executor(config, train_job, (recipe, data, _pack(template)), setup=_setup_training,
+    return make_executor(config, train_job, (recipe, data, _shape(template)), setup=_setup_training,
                          threads=recipe.threads or 1, describe=describe_training, name="training worker")
 
 
