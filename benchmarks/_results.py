@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 # profiles), the embedding search, numerical safety, using the found model and the commands' start-up,
 # vision, scale-out
 SECTIONS = ("prep", "loader", "train", "step-profile", "peers", "protocol", "schedules", "supernet", "proxies",
-            "ranking", "suite", "verdicts", "planted",
+            "ranking", "subnet-schedules", "suite", "verdicts", "planted",
             "embedding", "numerics", "predict", "startup", "nb201", "scale")
 
 

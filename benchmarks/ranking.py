@@ -32,13 +32,19 @@ def study_folder(out: Path, data: str, protocol: str) -> Path:
     return out / f"{Path(data).name}-{protocol}"
 
 
-def run_study(data: str, protocol: str, args) -> None:
-    from ctrnas.pipeline.study import ranking_study
+def study_recipe(recipe: str, data: str, protocol: str, out: Path, sets: list[str]):
+    """The recipe of the study on `data` whose subnets train by `protocol`."""
     from ctrnas.recipe import load_recipe
 
-    sets = [f"data.path={data}", "data.synthetic=null", f"output={study_folder(Path(args.out), data, protocol)}",
-            "final.workers=1", *SPACE, *PROTOCOLS[protocol], *args.set]
-    recipe = load_recipe(args.recipe, sets)
+    return load_recipe(recipe, [f"data.path={data}", "data.synthetic=null",
+                                f"output={study_folder(out, data, protocol)}", "final.workers=1", *SPACE,
+                                *PROTOCOLS[protocol], *sets])
+
+
+def run_study(data: str, protocol: str, args) -> None:
+    from ctrnas.pipeline.study import ranking_study
+
+    recipe = study_recipe(args.recipe, data, protocol, Path(args.out), args.set)
     ranking_study(recipe, n_archs=args.archs, fractions=[float(f) for f in args.fractions.split(",")],
                   proxies=args.proxies.split(","), progress=False, echo=None, workers=args.workers)
 
