@@ -14,6 +14,7 @@ from ctrnas import api
 from ctrnas.cli import main
 from ctrnas.data.dataset import read_meta
 from ctrnas.errors import PathError
+from tests.helpers.samples import SOURCES, sample
 from tests.helpers.serve import prepared_and_exported, training_path_probabilities
 
 
@@ -89,8 +90,10 @@ def test_dataframe_call_is_aligned_with_its_rows_and_agrees_with_the_file(tmp_pa
     assert np.isnan(got["probability"][5])
 
 
-def test_cli_predict_prints_counts_and_metrics(tmp_path, criteo_sample, capsys):
-    _, model = prepared_and_exported(tmp_path, "criteo", [str(criteo_sample)], hash_buckets=500)
+@pytest.mark.parametrize("source", SOURCES)
+def test_cli_predict_prints_counts_and_metrics(tmp_path, criteo_exported, source, capsys):
+    criteo_sample = sample("criteo", source)
+    _, model = criteo_exported(source)
     assert main(["predict", "--model", str(model), "--input", str(criteo_sample), "--out",
                  str(tmp_path / "p.parquet"), "--no-progress"]) == 0
     out = capsys.readouterr().out

@@ -4,6 +4,7 @@ the model rebuilt from model.pt, and where model.pt2 cannot serve, the rebuilt m
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,6 @@ import pytest
 
 from ctrnas.serving.predict import predict_file
 from tests.helpers.samples import sample
-from tests.helpers.serve import prepared_and_exported
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,9 +26,9 @@ def _both_paths(model: Path, inputs, tmp: Path, **kw) -> tuple[dict, dict, pq.Pa
 
 
 @pytest.mark.parametrize("arch,row_cap", [("dlrm-like", None), ("dcnv2-like", 40)])
-def test_predict_through_model_pt2_equals_the_rebuilt_model(tmp_path, arch, row_cap):
+def test_predict_through_model_pt2_equals_the_rebuilt_model(tmp_path, criteo_exported, arch, row_cap):
     raw = sample("criteo")
-    data, model = prepared_and_exported(tmp_path, "criteo", [str(raw)], arch=arch, hash_buckets=500, row_cap=row_cap)
+    data, model = criteo_exported(arch=arch, row_cap=row_cap)
     a, b, ta, tb = _both_paths(model, [str(raw)], tmp_path)
     assert a["scored_with"] == "model.pt2 (torch alone)"
     assert b["scored_with"].startswith("model.pt rebuilt with TorchRec")
@@ -41,13 +41,13 @@ def test_predict_through_model_pt2_equals_the_rebuilt_model(tmp_path, arch, row_
     assert a["rows"] == b["rows"]
 
 
-def test_a_capped_baseline_folder_scores_the_same_through_model_pt2(tmp_path):
+def test_a_capped_baseline_folder_scores_the_same_through_model_pt2(tmp_path, criteo_exported):
     """Several stems folded by one row cap (the LR term and the embeddings), on a prepared folder's rows."""
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
     from ctrnas.train.baselines.folder import save_baseline
 
-    data, _ = prepared_and_exported(tmp_path, "criteo", [str(sample("criteo"))], hash_buckets=500)
+    data, _ = criteo_exported()
     schema = load_schema(data)
     model = build_baseline("deepfm", schema, dim=4, row_cap=40, seed=2).eval()
     save_baseline(model, tmp_path / "deepfm", "deepfm", {}, schema, build={"dim": 4, "row_cap": 40})
@@ -125,9 +125,10 @@ def _predict_in_a_child(model: Path, raw: Path, out: Path) -> tuple[str, str, st
     return done.stdout, done.stderr, loaded
 
 
-def test_predict_of_a_folder_with_model_pt2_imports_no_torchrec(tmp_path):
+def test_predict_of_a_folder_with_model_pt2_imports_no_torchrec(tmp_path, criteo_exported):
     raw = sample("criteo")
-    _, model = prepared_and_exported(tmp_path, "criteo", [str(raw)], hash_buckets=500)
+    model = tmp_path / "criteo-model"
+    shutil.copytree(criteo_exported()[1], model)  # a copy: model.pt2 is removed below
     out, err, loaded = _predict_in_a_child(model, raw, tmp_path / "p.parquet")
     assert loaded == "[]", err  # neither TorchRec, FBGEMM, TorchDynamo nor scikit-learn
     assert out.startswith("predicted 100 rows into") and "scored with" not in err

@@ -16,7 +16,8 @@ from ctrnas.serving.predict import kjt_of
 from ctrnas.supernet.serving import save_serving
 from ctrnas.supernet.testing import make_schema
 from ctrnas.train.baselines import build_baseline
-from tests.helpers.serve import prepared_and_exported, training_path_probabilities
+from tests.helpers.samples import SOURCES
+from tests.helpers.serve import training_path_probabilities
 
 LOAD = """
 import sys
@@ -31,8 +32,9 @@ print(sorted(m for m in ("torchrec", "fbgemm_gpu", "ctrnas") if sys.modules.get(
 """
 
 
-def test_artifact_loads_with_torch_alone_and_matches_the_model(tmp_path, criteo_sample):
-    data, model = prepared_and_exported(tmp_path, "criteo", [str(criteo_sample)], hash_buckets=500, row_cap=40)
+@pytest.mark.parametrize("source", SOURCES)
+def test_artifact_loads_with_torch_alone_and_matches_the_model(tmp_path, criteo_exported, source):
+    data, model = criteo_exported(source, row_cap=40)
     schema = load_schema(data)
     t = pq.read_table(split_files(data, "train")[0])
     np.savez(tmp_path / "rows.npz", dense=np.stack([t.column(c).to_numpy() for c in schema.dense], 1),
