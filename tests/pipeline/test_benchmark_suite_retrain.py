@@ -10,7 +10,8 @@ def test_retrain_reproduces_the_final_stage(tests_recipe_path, data_dir, tests_d
     from tests.helpers.bench_scripts import load_script
 
     run = tmp_path / "run"
-    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={run}", "final.baselines=[]")
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={run}", "final.baselines=[]",
+                             "final.export=false")  # the retraining reads the run's recipe and arch, not model/
     api.run(recipe, progress=False, echo=lambda *a, **k: None)
     best = json.loads((run / "metrics.json").read_text())["best"]
     arch = next(r["arch"] for r in json.loads((run / "search" / "history.json").read_text())

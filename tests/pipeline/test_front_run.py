@@ -117,7 +117,8 @@ def test_archs_choosing_their_common_width_export_from_the_front(tests_recipe_pa
         tests_recipe_path, f"data.path={data_dir}", f"output={out}", *SETTINGS[:2], "space.emb_dims=[8, 16]",
         "final.baselines=[dlrm]", "final.emb_dims=[]", "search.strategy=multifidelity",
         "search.multifidelity.rungs=[{fitness: short, budget: 1024, keep: 0.5}, {fitness: short, budget: 2048}]",
-        "search.predictor.pool=3", "search.predictor.min_train=4", "search.predictor.proxies=[naswot]")
+        "search.predictor.pool=3", "search.predictor.min_train=4", "search.predictor.proxies=[naswot]",
+        "final.export=false")  # `ctrnas export --pick` writes the model this test reads
     api.run(recipe, progress=False, echo=lambda *a, **k: None)
     # the predictor read each field's width (and a proxy scored on the supernet at the run's width)
     importances = json.loads((out / "metrics.json").read_text())["search"]["predictor"]["importances"]
@@ -148,7 +149,7 @@ def test_a_widths_only_search_keeps_the_seeds_blocks(tests_recipe_path, data_dir
     out = tmp_path / "run"
     recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", f"output={out}", *SETTINGS[:2],
                              "final.baselines=[]", f"search.seeds=[{tmp_path / 'seed.json'}]",
-                             "search.evolution.widths_only=true")
+                             "search.evolution.widths_only=true", "final.export=false")  # the models' list is read
     api.run(recipe, progress=False, echo=lambda *a, **k: None)
     archs = [Arch.from_json(r["arch"]) for r in json.loads((out / "search" / "history.json").read_text())]
     assert len(archs) == 6 + 2 * 3

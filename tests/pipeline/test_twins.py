@@ -32,7 +32,8 @@ def test_the_stage_trains_the_seeded_dlrm_like_once_as_the_dlrm_baseline(tests_d
     recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}", *SPACE, "final.top_k=2",
                                              "final.baselines=[dlrm]", "final.choose_from=all",
                                              "final.layernorm=false",  # one template to build
-                                             "train.embedding_update=fused"])  # as the demo trains
+                                             "train.embedding_update=fused",  # as the demo trains
+                                             "final.export=false"])  # the trainings are checked, not the model
     chain = chain_arch("fc", 7, tokens=16, fm=False)  # a cheap arch that is no baseline
     search = search_of([baseline_arch("dlrm-like"), chain])
     final = final_stage(recipe, tests_data, search, None, tmp_path, progress=False)
