@@ -38,6 +38,22 @@ def prepared(tmp_path_factory):
     return data
 
 
+@pytest.fixture(scope="module")
+def trained(prepared, tmp_path_factory):
+    """`trained(what)`: the folder `ctrnas train --data <prepared> <what> --out T` wrote, trained once for the
+    module's tests (they only read it)."""
+    folders = {}
+
+    def get(what: list[str]):
+        if tuple(what) not in folders:
+            out = tmp_path_factory.mktemp("trained") / "T"
+            assert main(["train", "--data", str(prepared), *what, "--out", str(out), *FAST]) == 0
+            folders[tuple(what)] = out
+        return folders[tuple(what)]
+
+    return get
+
+
 def _predict(model, inputs, out, *more) -> dict:
     summary = out.with_suffix(".json")
     assert main(["predict", "--model", str(model), "--input", *map(str, inputs), "--out", str(out),
@@ -46,11 +62,10 @@ def _predict(model, inputs, out, *more) -> dict:
 
 
 @pytest.mark.parametrize("what", [["--baseline", "lr"], ["--arch", "dcnv2-like"]])
-def test_prepare_train_predict(tmp_path, prepared, what, capsys):
+def test_prepare_train_predict(tmp_path, prepared, trained, what, capsys):
     """`ctrnas train --out T` writes a model folder: `predict --model T` scores raw rows, and the prepared test
     split to the log loss `train` reported (the same weights)."""
-    out = tmp_path / "T"
-    assert main(["train", "--data", str(prepared), *what, "--out", str(out), *FAST]) == 0  # dcnv2-like: no --space
+    out = trained(what)  # dcnv2-like: no --space
     metrics = json.loads((out / "metrics.json").read_text())
     card = json.loads((out / "model_card.json").read_text())
     assert (out / "transform.json").is_file() and (out / "model.pt2").is_file()
@@ -121,9 +136,8 @@ def test_export_of_a_folder_that_is_no_trained_model_is_one_short_line(tmp_path,
     assert "no such file or folder" in capsys.readouterr().err  # checked before torch is imported
 
 
-def test_export_of_a_trained_file_as_a_supernet_points_to_trained(tmp_path, prepared, capsys):
-    out = tmp_path / "T"
-    assert main(["train", "--data", str(prepared), "--baseline", "lr", "--out", str(out), *FAST]) == 0
+def test_export_of_a_trained_file_as_a_supernet_points_to_trained(tmp_path, trained, capsys):
+    out = trained(["--baseline", "lr"])
     capsys.readouterr()
     assert main(["export", "--arch", "dlrm-like", "--supernet", str(out / "model.pt"), "--out",
                  str(tmp_path / "M")]) == 1
