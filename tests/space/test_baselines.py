@@ -2,6 +2,7 @@
 the baseline modules' for the same data, and the initial population they give a search."""
 
 import dataclasses
+import functools
 import json
 
 import pytest
@@ -16,6 +17,14 @@ from ctrnas.train.baselines import build_baseline
 
 def _n_params(model) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+@functools.cache
+def _small_supernet():
+    """(schema, ctrnas-small supernet without LayerNorm) on 5 dense and 4 sparse fields, built once for the
+    module (a few seconds each): the tests export fresh archs from it and never change it."""
+    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
+    return schema, Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False))
 
 
 @pytest.mark.parametrize("space", ["ctrnas-small", "ctrnas-full"])
@@ -67,10 +76,8 @@ def test_dlrm_like_computes_dlrm_on_the_same_weights():
 
     from ctrnas.supernet.testing import make_batch
 
-    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
-    torch.manual_seed(0)
-    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
-                   baseline_arch("dlrm-like"), init="fresh", seed=3)
+    schema, net = _small_supernet()
+    model = export(net, baseline_arch("dlrm-like"), init="fresh", seed=3)
     base = build_baseline("dlrm", schema)
     b = model.net.blocks
     mine = [b[0].dense_op.lin, b[1].dense_op.lin, b[2].dense_op.lin, b[3].dense_op.lin, model.net.head]
@@ -91,9 +98,8 @@ def test_dcnv2_like_computes_dcnv2_on_the_same_weights():
 
     from ctrnas.supernet.testing import make_batch
 
-    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
-    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
-                   baseline_arch("dcnv2-like"), init="fresh", seed=3)
+    schema, net = _small_supernet()
+    model = export(net, baseline_arch("dcnv2-like"), init="fresh", seed=3)
     base = build_baseline("dcnv2", schema)
     b = model.net.blocks
     cross = b[0].dense_op.cross
@@ -128,9 +134,8 @@ def test_dcnv2_stacked_computes_the_stacked_dcnv2():
 
     from ctrnas.supernet.testing import make_batch
 
-    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
-    model = export(Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False)),
-                   baseline_arch("dcnv2-stacked"), init="fresh", seed=3)
+    schema, net = _small_supernet()
+    model = export(net, baseline_arch("dcnv2-stacked"), init="fresh", seed=3)
     b = model.net.blocks
     n = 5 + 4 * 16
     cross = CrossNet(n, 3)
@@ -155,8 +160,7 @@ def test_dcnv2_like_and_the_baseline_start_from_the_same_weights_under_one_init(
 
     from ctrnas.supernet.export import reinit
 
-    schema = make_schema(n_dense=5, cards=(20, 30, 7, 11))
-    net = Supernet(schema, dataclasses.replace(PRESETS["ctrnas-small"], layernorm=False))
+    schema, net = _small_supernet()
     for dense_init in ("nasrec", "torchrec"):
         model = export(net, baseline_arch("dcnv2-like"), init="fresh", seed=4, embedding_init="torchrec",
                        dense_init=dense_init)
