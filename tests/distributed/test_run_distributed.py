@@ -25,8 +25,19 @@ def _close(a, b, rel=1e-4, abs_=1e-6):
     return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
 
 
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, once) -> Path:
+    """The test recipe's prepared data, made once for the whole test run: the folder the pipeline tests read
+    (tests/pipeline/conftest.py builds it under the same name), read only here too."""
+    from ctrnas.pipeline.data import prepare_data
+    from ctrnas.recipe import load_recipe
+
+    return once(tmp_path_factory, "synthetic-criteo-20k",
+                lambda folder: prepare_data(load_recipe(RECIPE, [f"data.path={folder}"])))
+
+
 @pytest.mark.slow
-def test_distributed_final_stage_equals_one_process_run(tmp_path):
+def test_distributed_final_stage_equals_one_process_run(data_dir, tmp_path):
     from ctrnas import api
     from ctrnas.distributed.launch import spawn
     from tests.helpers.distributed_run import run_recipe_ranks
@@ -36,7 +47,7 @@ def test_distributed_final_stage_equals_one_process_run(tmp_path):
     # rows (val AUC ~0.56), which turns float-rounding differences between 1 and 2 ranks into 1e-4 of AUC
     # LayerNorm off as NASRec: with it on (final.layernorm auto) these 8-step trainings of the top-k end
     # worse than the constant predictor and the run falls back to the baseline, which leaves no arch to compare
-    common = [f"data.path={tmp_path / 'data'}", "final.train.lr=0.04", "final.layernorm=false"]
+    common = [f"data.path={data_dir}", "final.train.lr=0.04", "final.layernorm=false"]
     one = api.run(api.load_recipe(RECIPE, *common, f"output={tmp_path / 'one'}"), progress=False, echo=None)
     # a fresh output folder: rank 0 redoes warm-up and search (reusing the data), then 2 ranks train
     spawn(run_recipe_ranks, 2, str(RECIPE), [*common, f"output={tmp_path / 'dist'}"], None)
