@@ -3,6 +3,7 @@ narrower tables (ctrnas.supernet.compact) resumes in that layout; a new one buil
 
 import dataclasses
 
+import pytest
 import torch
 
 from ctrnas.pipeline.fitness.scratch import arch_model, arch_model_for, final_template, job_model
@@ -12,10 +13,17 @@ from ctrnas.train.checkpoint import FILE, save_checkpoint
 from tests.helpers.security import as_ctrnas_wrote
 
 
-def test_a_job_resumes_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_path, data_dir, tmp_path):
+@pytest.fixture(scope="module")
+def widths_template(tests_data, tests_recipe_path, data_dir):
+    """(recipe with per-table widths, its final template): built once for the tests that only export from it
+    (two ctrnas-small supernets on the data's 26 fields take seconds)."""
     recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}",
                                              "space={base: ctrnas-small, table_dims: [0, 4, 8, 16]}"])
-    template = final_template(recipe, tests_data, None)
+    return recipe, final_template(recipe, tests_data, None)
+
+
+def test_a_job_resumes_in_the_layout_of_its_checkpoint(tests_data, widths_template, tmp_path):
+    recipe, template = widths_template
     names = list(tests_data.schema.sparse_names)
     arch = dataclasses.replace(baseline_arch("dcnv2-like"), table_dims=((names[0], 4), (names[1], 0)))
     job = ("arch", arch)
@@ -33,10 +41,8 @@ def test_a_job_resumes_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_
                                                   job_model(recipe, tests_data, template, job).state_dict().values()))
 
 
-def test_the_final_choice_is_rebuilt_in_the_layout_of_its_trained_weights(tests_data, tests_recipe_path, data_dir):
-    recipe = load_recipe(tests_recipe_path, [f"data.path={data_dir}",
-                                             "space={base: ctrnas-small, table_dims: [0, 4, 8, 16]}"])
-    template = final_template(recipe, tests_data, None)
+def test_the_final_choice_is_rebuilt_in_the_layout_of_its_trained_weights(tests_data, widths_template):
+    recipe, template = widths_template
     names = list(tests_data.schema.sparse_names)
     arch = dataclasses.replace(baseline_arch("dcnv2-like"), table_dims=((names[0], 4),))
     for compact in (True, False):
@@ -47,7 +53,7 @@ def test_the_final_choice_is_rebuilt_in_the_layout_of_its_trained_weights(tests_
 
 
 def test_ctrnas_train_resumes_an_arch_in_the_layout_of_its_checkpoint(tests_data, tests_recipe_path, data_dir,
-                                                                        tmp_path):
+                                                                        widths_template, tmp_path):
     """`ctrnas train --arch ... --out OUT` over a checkpoint written before the compaction continues it."""
     import json
 
@@ -61,7 +67,9 @@ def test_ctrnas_train_resumes_an_arch_in_the_layout_of_its_checkpoint(tests_data
     arch = dataclasses.replace(baseline_arch("dcnv2-like"), table_dims=((names[0], 4), (names[1], 0)))
     (tmp_path / "arch.json").write_text(json.dumps(arch.to_json()))
     cfg = api.train_config(tests_recipe_path, final=True, epochs=1, progress=False, threads=1)
-    padded = arch_model(recipe, final_template(recipe, tests_data, None), arch, compact=False)
+    # the template of this recipe is the fixture's: the final sizes set here do not enter it (space, LayerNorm
+    # setting, width and row cap do)
+    padded = arch_model(recipe, widths_template[1], arch, compact=False)
     out = tmp_path / "t"
     Trainer(padded, cfg, out).save()  # a checkpoint at step 0 in the padded layout
     as_ctrnas_wrote(out, "checkpoint.pt")  # as a ctrnas version before the compaction left it
