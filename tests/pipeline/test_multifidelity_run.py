@@ -96,17 +96,29 @@ def test_warmup_rows_reads_exactly_that_many_rows(tests_recipe_path, data_dir, t
                           tests_data).warmup.fraction == recipe.warmup.fraction
 
 
+SEEDING = ("space=ctrnas-small", "warmup.fraction=0", "proxy.name=params", "search.evolution.generations=0")
+
+
+@pytest.fixture(scope="module")
+def unwarmed_ctrnas_small(tests_recipe_path, data_dir, tests_data):
+    """The warm-up stage of SEEDING (no warm-up rows: the ctrnas-small supernet as built), made once for the
+    seeding tests: the parameter-count proxy only reads it, and the seed settings do not enter it."""
+    from ctrnas.pipeline.stages import warmup_stage
+
+    return warmup_stage(api.load_recipe(tests_recipe_path, f"data.path={data_dir}", *SEEDING), tests_data)
+
+
 @pytest.mark.parametrize("seeded", [True, False, "listed"])
-def test_search_starts_from_the_space_baselines(tests_recipe_path, data_dir, tests_data, seeded):
-    from ctrnas.pipeline.stages import search_stage, warmup_stage
+def test_search_starts_from_the_space_baselines(tests_recipe_path, data_dir, tests_data, unwarmed_ctrnas_small,
+                                                seeded):
+    from ctrnas.pipeline.stages import search_stage
     from ctrnas.space.baselines import BASELINE_ARCHS, baseline_arch
 
     names = ("deepfm-like", "dlrm-like") if seeded == "listed" else BASELINE_ARCHS
-    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", "space=ctrnas-small", "warmup.fraction=0",
-                             "proxy.name=params", "search.evolution.generations=0",
+    recipe = api.load_recipe(tests_recipe_path, f"data.path={data_dir}", *SEEDING,
                              f"search.seed_population={str(bool(seeded)).lower()}",
                              *([f"search.seeds=[{', '.join(names)}]"] if seeded == "listed" else []))
-    search = search_stage(recipe, tests_data, warmup_stage(recipe, tests_data), progress=False)
+    search = search_stage(recipe, tests_data, unwarmed_ctrnas_small, progress=False)
     keys = [r.key for r in search.history]
     baselines = [baseline_arch(n).key() for n in names]
     assert len(keys) == recipe.search.evolution.population_size
