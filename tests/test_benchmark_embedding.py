@@ -127,8 +127,22 @@ def test_embedding_rejects_unknown_parts_and_profiles(tmp_path, capsys):
         assert "unknown" in err and value.split(",")[-1] in err
 
 
-def test_throughput_variants_have_the_bytes_they_claim(tmp_path):
+def test_throughput_variants_have_the_bytes_they_claim(tmp_path, monkeypatch):
+    import ctrnas.supernet.io
+
     bench = _bench()
+    # the variants export from supernets of two shapes (common width 16 or 32, seed 0), and the export
+    # re-draws every weight (init "fresh") from a copy of the stem: each shape is built once here, not once
+    # per variant (a ctrnas-small supernet takes seconds to build); every variant still gets its own model
+    built, build = {}, ctrnas.supernet.io.build_supernet
+
+    def build_once(*args, **kw):
+        key = repr((args, sorted(kw.items())))
+        if key not in built:
+            built[key] = build(*args, **kw)
+        return built[key]
+
+    monkeypatch.setattr(ctrnas.supernet.io, "build_supernet", build_once)
     section = tmp_path / "s.md"
     assert bench.main(["--parts", "throughput", "--tp-rows", "3000", "--steps", "2", "--reps", "2",
                        "--out", str(tmp_path), "--section", str(section)]) == 0
