@@ -1,7 +1,8 @@
 """Suite-wide settings: one intra-op thread for every test (tiny tensors run ~10-100x slower with 2 threads
 on a busy 2-core box, where OpenMP workers spin); reset before each test, since commands under test may
 set their own thread count. The order in which `make test` hands out the test files, and `built_once`, which
-makes an expensive read-only fixture folder once for all the run's worker processes."""
+makes an expensive read-only fixture folder once for all the run's worker processes (`criteo_exported`: the
+criteo sample's exported models several test files read)."""
 
 import fcntl
 import os
@@ -94,6 +95,27 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> 
 def once():
     """`once(tmp_path_factory, name, build)`: see `built_once` (conftest is not importable in importlib mode)."""
     return built_once
+
+
+@pytest.fixture(scope="session")
+def criteo_exported(once, tmp_path_factory):
+    """`criteo_exported(source="generated", arch="dlrm-like", row_cap=None)` -> (dataset folder, model folder):
+    `tests.helpers.serve.prepared_and_exported` of the criteo sample from `source` (tests.helpers.samples) at
+    500 hash buckets, made once for the whole test run. Read only: a test that changes a folder copies it."""
+
+    def get(source: str = "generated", arch: str = "dlrm-like", row_cap: int | None = None) -> tuple[Path, Path]:
+        from tests.helpers.samples import sample
+        from tests.helpers.serve import prepared_and_exported
+
+        def build(folder: Path):
+            folder.mkdir(parents=True)
+            prepared_and_exported(folder, "criteo", [str(sample("criteo", source))], arch=arch, row_cap=row_cap,
+                                  hash_buckets=500)
+
+        folder = built_once(tmp_path_factory, f"criteo-{source}-{arch}-{row_cap}", build)
+        return folder / "criteo-data", folder / "criteo-model"
+
+    return get
 
 
 @pytest.fixture(autouse=True)

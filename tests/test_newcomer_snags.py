@@ -53,11 +53,10 @@ def test_prepare_table_without_label_names_the_flag(tmp_path, capsys):
     assert main([*argv, "-o", str(tmp_path / "o"), "--label", "y"]) == 0  # the flag it named is the fix
 
 
-def test_a_stripped_criteo_copy_names_pad_missing_trailing_in_prepare_and_predict(tmp_path, capsys):
+def test_a_stripped_criteo_copy_names_pad_missing_trailing_in_prepare_and_predict(tmp_path, criteo_exported, capsys):
     import pyarrow.parquet as pq
 
     from tests.helpers.samples import CRITEO_SHORT, criteo_lines
-    from tests.helpers.serve import prepared_and_exported
 
     full, stripped = tmp_path / "full.txt", tmp_path / "stripped.txt"
     full.write_text("\n".join(criteo_lines()) + "\n")
@@ -67,7 +66,7 @@ def test_a_stripped_criteo_copy_names_pad_missing_trailing_in_prepare_and_predic
     err = capsys.readouterr().err
     assert f"line {first_short}: expected 40 fields, found " in err and "--pad-missing-trailing" in err
 
-    _, model = prepared_and_exported(tmp_path, "criteo", [str(full)], hash_buckets=500)
+    _, model = criteo_exported()  # prepared from the generated sample: these very lines (criteo_lines())
     predict = ["predict", "--model", str(model), "--no-progress", "--input"]
     assert main([*predict, str(full), "--out", str(tmp_path / "full.parquet")]) == 0
     assert main([*predict, str(stripped), "--out", str(tmp_path / "dropped.parquet")]) == 0
