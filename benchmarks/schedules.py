@@ -12,8 +12,9 @@ data with every model, and count toward the goal.
 A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (default 4), "pN" stops after N
 evaluations without improvement (default 4), "xF" multiplies the rate by F at each of them (default 0.5), "tF"
 counts an evaluation as an improvement only below the best val log loss x (1 - F) (default 1e-4; "t0": any),
-"anneal" ends with one more pass from the best weights at a rate decaying from the full rate to 0 by a cosine, kept
-only if val improves ("anneal@best": from the rate the best evaluation was reached at). "default", "nasrec" and
+"anneal" ends with the trainer's final anneal (`TrainConfig.anneal`: from the best weights, "pN"'s N evaluation
+intervals, at most an epoch, at a rate falling from the full rate to 0 by a cosine, kept only if val improves;
+"anneal@best": from the rate the best evaluation was reached at); a name without it has none. "default", "nasrec" and
 "cosine-10" are benchmarks/protocol.py's, read from (or written to) its caches.
 
 Every training is cached under --out (one JSON each, with its val history), so an interrupted run resumes and the
@@ -78,24 +79,25 @@ def _positive(s: str) -> bool:
 
 def config(v: Variant, seed: int):
     """The TrainConfig of a variant: the default protocol with the variant's evaluations per epoch (the trainer cuts
-    the epoch into that many equal parts), patience and factor."""
+    the epoch into that many equal parts), patience, factor, threshold and final anneal."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     # sparse tables, as benchmarks/protocol.py's runs (fused gives the same to float rounding)
     base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
                                       embedding_update="sparse"))
     return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals,
-                               min_improvement=v.threshold)
+                               min_improvement=v.threshold, anneal=v.anneal is not None)
 
 
 def annealing_trainer():
-    """The trainer with a final anneal: after early stopping (on the best weights), one more epoch at a rate
-    falling from `start` to 0 by a cosine, then one evaluation; its weights are kept only if val improved."""
+    """The trainer, whose final anneal (`TrainConfig.anneal`) starts at the full rate, or with `from_best` at the
+    rate the best evaluation was reached at ("anneal@best")."""
+    from ctrnas.train.config import lr_at
     from ctrnas.train.trainer import Trainer
 
     class AnnealingTrainer(Trainer):
-        anneal: str | None = None  # set before fit: the final pass's first rate, "full" or "best"; None: no pass
-        cuts_at_best = 0           # the rate's cuts before the best evaluation
+        from_best = False  # set before fit
+        cuts_at_best = 0   # the rate's cuts before the best evaluation
 
         def _select(self):
             stop = super()._select()
@@ -103,31 +105,13 @@ def annealing_trainer():
                 self.cuts_at_best = self.cuts
             return stop
 
-        def fit(self, train, val=None, resume=False, max_steps=None):
-            s = super().fit(train, val, resume=resume, max_steps=max_steps)
-            if self.anneal is None or self.diverged or self.best is None:
-                return s
-            start = self.cfg.lr * (self.cfg.plateau_factor ** self.cuts_at_best if self.anneal == "best" else 1)
-            cfg, per_epoch, done = self.cfg, len(train), self.step
-            # lr_at's cosine over exactly one epoch, counted from 0: the trainer's own step function runs it
-            self.cfg = dataclasses.replace(cfg, schedule="cosine", warmup_ratio=0.0, lr=start, min_lr=0.0)
-            self.step = 0
-            try:
-                for batch in train.batches(0, done // per_epoch):
-                    loss = self.train_step(batch, per_epoch)
-                    if not math.isfinite(loss):
-                        break
-                    if self.step >= per_epoch:
-                        break
-            finally:
-                self.cfg, self.step = cfg, done + self.step
-            r = self.evaluate(val)
-            self.history.append({"step": self.step, "epoch": done // per_epoch, "anneal": True, **r.to_dict()})
-            if math.isfinite(r.logloss) and r.logloss < self.best["logloss"]:
-                self.best = {"step": self.step, "logloss": r.logloss}
-            else:
-                self._load_weights(self._best_weights)
-            return self.summary()
+        def current_lr(self, total_steps):
+            if self._annealing is None or not self.from_best:
+                return super().current_lr(total_steps)
+            start, steps = self._annealing
+            cosine = dataclasses.replace(self.cfg, schedule="cosine", warmup_ratio=0.0, min_lr=0.0,
+                                         lr=self.cfg.lr * self.cfg.plateau_factor ** self.cuts_at_best)
+            return lr_at(cosine, self.step - start, steps)
 
     return AnnealingTrainer
 
@@ -151,7 +135,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     per_epoch = len(train)
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
     trainer = annealing_trainer()(net, cfg)
-    trainer.anneal = v.anneal
+    trainer.from_best = v.anneal == "best"
     s = trainer.fit(train, val)
     r = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
          "val": (s["best"] or {}).get("logloss"),
@@ -231,9 +215,9 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "times per epoch (default 4), so patience and each cut count those evaluations; "
              "`pN`: stop after N evaluations without improvement (default 4); `xF`: the rate times F at each of them "
              "(default 0.5; each returns to the best weights); `tF`: an evaluation improves only below the best "
-             "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `anneal`: after the stop, one more epoch from the best "
-             "weights at a rate falling from 0.12 to 0 by a cosine, kept only if val improves (`anneal@best`: from "
-             "the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
+             "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `anneal`: the final anneal, after the stop "
+             "patience evaluation intervals (one epoch here) from the best weights at a rate falling from 0.12 to 0 "
+             "by a cosine, kept only if val improves (`anneal@best`: from the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
              "the FTE trained (one FTE: 2 epochs; evaluations not counted); margins in pair sd (both seed sds "
              "together; negative: better). Goal: within 1 pair sd of the better other.", ""]
     lines += screening(results, variants)

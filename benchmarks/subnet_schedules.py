@@ -5,8 +5,9 @@ two truths (NASRec's 2-epoch cosine and the early-stop default; `benchmarks/resu
 
 The subnets, their tables and their training settings are the study's (`benchmarks/ranking.py`: NASRec-Small cut
 to 3 blocks, the final stage's training); a variant changes only the schedule, as `benchmarks/schedules.py` names
-it ("anneal": after the stop, one more epoch from the best weights at a rate falling from the full rate to 0 by a
-cosine, kept only if val improves; "x0.25": the rate quartered at each evaluation without improvement; ...).
+it ("anneal": after the stop, the trainer's final anneal, one epoch here from the best weights at a rate falling
+from the full rate to 0 by a cosine, kept only if val improves; "x0.25": the rate quartered at each evaluation
+without improvement; "p4": the default itself, trained on this machine; ...).
 Each training is cached under --out (one JSON per subnet), so an interrupted run resumes.
 """
 
@@ -50,7 +51,8 @@ def train_variant(recipe_path: str, data: str, variant: str, n_archs: int, out: 
     recipe = study_recipe(recipe_path, data, "early-stop", out / "recipe", [])
     v = parse(variant)
     cfg = dataclasses.replace(recipe.final_train, progress=False, early_stop_patience=v.patience,
-                              plateau_factor=v.factor, evals_per_epoch=v.evals, min_improvement=v.threshold)
+                              plateau_factor=v.factor, evals_per_epoch=v.evals, min_improvement=v.threshold,
+                              anneal=v.anneal is not None)
     recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, train=cfg))
     cache = out / Path(data).name / variant
     got: dict[str, dict] = {}
@@ -67,7 +69,7 @@ def train_variant(recipe_path: str, data: str, variant: str, n_archs: int, out: 
         val = dataset_batches(data_r.path, "val", cfg.eval_batch_size, limit=recipe.final.val_rows)
         test = dataset_batches(data_r.path, "test", cfg.eval_batch_size, limit=recipe.final.test_rows)
         trainer = annealing_trainer()(job_model(recipe, data_r, template, ("arch", arch)), cfg)
-        trainer.anneal = v.anneal
+        trainer.from_best = v.anneal == "best"
         s = trainer.fit(train, val)
         r = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
              "val": (s["best"] or {}).get("logloss"), "steps": s["steps"],

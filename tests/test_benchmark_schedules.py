@@ -53,9 +53,10 @@ def _tiny(anneal: str, lr: float):
     # one evaluation an epoch, patience 2, cuts of 0.1, any gain an improvement: the settings the parameters
     # below were found with
     cfg = dataclasses.replace(early_stopping(TrainConfig(lr=lr, batch_size=100, progress=False, eval_batch_size=1000)),
-                              evals_per_epoch=1, early_stop_patience=2, plateau_factor=0.1, min_improvement=0.0)
+                              evals_per_epoch=1, early_stop_patience=2, plateau_factor=0.1, min_improvement=0.0,
+                              anneal=anneal is not None)
     t = _schedules().annealing_trainer()(_model(schema), cfg)
-    t.anneal = anneal
+    t.from_best = anneal == "best"
     rates = []
     step = t.train_step
 

@@ -28,7 +28,7 @@ from ctrnas.distributed.reduce import allreduce_dense_grads, gather_rows, sum_sc
 from ctrnas.config import to_dict
 from ctrnas.errors import CtrnasError
 from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
-from ctrnas.train.config import TrainConfig, lr_at
+from ctrnas.train.config import TrainConfig
 from ctrnas.train.metrics import MetricResult, StreamingMetrics
 from ctrnas.train.trainer import ForwardFn, Trainer, default_forward
 
@@ -96,7 +96,7 @@ class DistributedTrainer(Trainer):
 
     def train_step(self, batch, total_steps: int) -> float:
         """One step on this rank's slice; returns the global batch's mean loss (the same on every rank)."""
-        lr = lr_at(self.cfg, self.step, total_steps, self.epoch_steps, self.cuts)
+        lr = self.current_lr(total_steps)
         for g in [*(g for o in self.optimizers for g in o.param_groups), *self.fused_optimizer.param_groups]:
             g["lr"] = lr
         # The fused kernel reads its LR when the forward runs (it is packed into the autograd op), so the

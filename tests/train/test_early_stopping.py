@@ -1,10 +1,11 @@
 """The early-stop protocol: evaluations per epoch (or within a long one), the plateau schedule, stopping after
-`patience` evaluations without a lower val log loss, ending on the best weights, and resuming to the same
-numbers."""
+`patience` evaluations without a lower val log loss, ending on the best weights, the final anneal, and resuming
+to the same numbers."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -141,3 +142,101 @@ def test_a_gain_below_min_improvement_counts_as_an_evaluation_without_improvemen
     assert not evaluated(3, 0.985) and t.best == {"step": 3, "logloss": 0.985} and t.bad_evals == 0
     assert not evaluated(4, 0.984) and evaluated(5, 0.983)  # two gains below 0.985 x 0.99: patience runs out
     assert t.best["step"] == 3
+
+
+def _rates(t: Trainer) -> list[float]:
+    """Record the rate of every step `t` takes (read from its optimizers after the step)."""
+    seen: list[float] = []
+    step = t.train_step
+
+    def recorded(batch, total):
+        loss = step(batch, total)
+        seen.append(t.optimizers[0].param_groups[0]["lr"])
+        return loss
+
+    t.train_step = recorded
+    return seen
+
+
+def test_the_final_anneal_falls_from_the_rate_to_zero_over_the_patience_by_a_cosine(learnable):
+    schema, train, val = _sources(learnable)
+    cfg = _cfg(lr=3.0, epochs=30, anneal=True)
+    t = Trainer(_model(schema), cfg)
+    seen = _rates(t)
+    s = t.fit(train, val)
+    interval = eval_interval(len(train), cfg.eval_every, cfg.evals_per_epoch)
+    n = min(len(train), cfg.early_stop_patience * interval)  # 4 quarters of a 20-step epoch: one epoch
+    start = t.annealed["start"]
+    assert s["stopped_early"] and t.annealed["steps"] == n and s["steps"] == start + n
+    assert s["rows"] == 100 * s["steps"]  # every step's rows counted, the anneal's too (full batches of 100)
+    without = Trainer(_model(schema), dataclasses.replace(cfg, anneal=False))
+    without.fit(train, val)
+    assert without.history == t.history[:-1]  # the same stop, with or without the anneal after it
+    assert seen[start:] == pytest.approx([3.0 * 0.5 * (1 + math.cos(math.pi * k / n)) for k in range(n)])
+    # before it, the plateau's rate, cut at each evaluation without improvement but the stopping one
+    assert t.cuts >= cfg.early_stop_patience and seen[start - 1] == pytest.approx(3.0 * 0.5 ** (t.cuts - 1))
+
+
+def test_an_anneal_that_does_not_lower_val_is_dropped_for_the_best_weights(learnable):
+    schema, train, val = _sources(learnable)
+    cfg = _cfg(lr=3.0, epochs=30, anneal=True)
+    t = Trainer(_model(schema), cfg)
+    rate = t.current_lr
+    t.current_lr = lambda total: 1e4 if t._annealing else rate(total)  # an anneal that wrecks the model
+    t.fit(train, val)
+    before = [h for h in t.history if not h.get("anneal")]
+    best = before[_counted_best([h["logloss"] for h in before], cfg.min_improvement)]
+    assert t.history[-1]["anneal"] and not t.history[-1]["logloss"] <= best["logloss"]
+    assert t.annealed["kept"] is False and t.best == {"step": best["step"], "logloss": best["logloss"]}
+    assert t.evaluate(val).logloss == pytest.approx(best["logloss"], abs=1e-6)
+
+
+class _Stops:
+    """A batch source that raises once it has given `after` batches in all (an interrupted process)."""
+
+    def __init__(self, inner, after):
+        self.inner, self.after, self.given = inner, after, 0
+
+    def __len__(self):
+        return len(self.inner)
+
+    def batches(self, offset=0, epoch=0):
+        for b in self.inner.batches(offset, epoch):
+            if self.given == self.after:
+                raise KeyboardInterrupt
+            self.given += 1
+            yield b
+
+
+def test_an_anneal_interrupted_midway_resumes_to_the_same_numbers(learnable, tmp_path):
+    schema, train, val = _sources(learnable)
+    cfg = _cfg(lr=3.0, epochs=30, anneal=True)
+    whole = Trainer(_model(schema), cfg, tmp_path / "whole")
+    ref = whole.fit(train, val)
+    part = Trainer(_model(schema), cfg, tmp_path / "part")
+    with pytest.raises(KeyboardInterrupt):
+        part.fit(_Stops(train, whole.annealed["start"] + 3), val)  # three steps into the anneal
+    assert part.annealed is None
+    again = Trainer(_model(schema), cfg, tmp_path / "part")
+    res = again.fit(train, val)
+    assert (res["steps"], res["best"], again.annealed) == (ref["steps"], ref["best"], whole.annealed)
+    assert [h["logloss"] for h in again.history] == [h["logloss"] for h in whole.history]
+    for a, b in zip(again.model.state_dict().values(), whole.model.state_dict().values()):
+        assert torch.equal(a, b)
+    # a finished training resumed trains no more and ends on the same weights
+    done = Trainer(_model(schema), cfg, tmp_path / "part")
+    assert done.fit(train, val)["steps"] == ref["steps"]
+    for a, b in zip(done.model.state_dict().values(), whole.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_the_final_anneal_is_off_by_default_and_a_recipe_turns_it_on(learnable):
+    from ctrnas.recipe import load_recipe
+
+    assert not load_recipe("recipes/synthetic.yaml").final_train.anneal
+    cfg = load_recipe("recipes/synthetic.yaml", ["final.train.anneal=true"]).final_train
+    assert cfg.anneal and cfg.schedule == "plateau" and cfg.early_stop_patience == 4  # the rest stays the preset's
+    schema, train, val = _sources(learnable)
+    t = Trainer(_model(schema), _cfg(lr=3.0, epochs=30))
+    t.fit(train, val)
+    assert t.annealed is None and not any(h.get("anneal") for h in t.history)
