@@ -94,7 +94,8 @@ def report(results: Path, out: Path, datas: list[str], variants: list[str], comm
              "The proxy-ranking study's 30 random subnets (NASRec-Small cut to 3 blocks of widths 16 to 64; "
              "\"Proxy ranking under each training protocol\"), each trained at training seed 0 by NASRec's 2-epoch "
              "cosine (`nasrec`), by the early-stop default (`early-stop`) and by variants of the default "
-             "(`benchmarks/schedules.py`'s names). Per column: the median test log loss difference to the row's "
+             "(`benchmarks/schedules.py`'s names; `p4` is the default itself, trained again beside the variants: the "
+             "truths were trained on another machine, whose float rounding can move a stop). Per column: the median test log loss difference to the row's "
              "truth over the subnets (negative: the column is better), how many subnets it is better for, and the "
              "two-sided sign-test p value; `FTE`: mean epochs trained / 2.", ""]
     for data in datas:
@@ -107,7 +108,7 @@ def report(results: Path, out: Path, datas: list[str], variants: list[str], comm
         lines += [f"**{Path(data).name}** ({len(keys)} subnets)", "",
                   "| vs | " + " | ".join(f"`{c}`" for c in runs if c != "nasrec") + " |",
                   "|---|" + "---|" * (len(runs) - 1)]
-        for base in ("nasrec", "early-stop"):
+        for base in ("nasrec", "early-stop", "p4"):
             if base not in runs:
                 continue
             cells = []
@@ -154,7 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--recipe", default="recipes/synthetic.yaml")
     ap.add_argument("--archs", type=int, default=30)
     ap.add_argument("--results", default=str(HERE / "results" / "ranking"), help="the ranking study's folders")
-    ap.add_argument("--out", default=str(HERE / "out" / "subnet-schedules"))
+    ap.add_argument("--out", default=str(HERE / "results" / "subnet-schedules"), help="the caches, one JSON a training")
     ap.add_argument("--section", default=str(HERE / "sections" / "subnet-schedules.md"))
     ap.add_argument("--render", action="store_true", help="rebuild the section from the caches only")
     args = ap.parse_args(argv)
