@@ -81,9 +81,13 @@ class EmbeddingStem(nn.Module):
     def num_features(self) -> int:
         return len(self.names)
 
-    def lookups(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
+    def lookups(self, kjt: KeyedJaggedTensor | torch.Tensor) -> torch.Tensor:
         """The tables' lookups side by side, [B, sum of widths], in field order (fields of width 0 have none):
-        what `forward` lays out, for a reader that lays them out itself (`ctrnas.supernet.compact.split_dots`)."""
+        what `forward` lays out, for a reader that lays them out itself (`ctrnas.supernet.compact.split_dots`).
+        `kjt` may also be ids [B, F], one per field in field order (the serving artifact's input): a bag of one
+        id is its row, so the lookups are plain row reads, which `torch.export` traces without a KJT."""
+        if isinstance(kjt, torch.Tensor):
+            return self._rows_of(kjt)
         if self.row_cap:
             kjt = KeyedJaggedTensor(keys=kjt.keys(), values=self._fold(kjt), lengths=kjt.lengths())
         if getattr(self, "_fused", None) is not None and self.training:  # None in a stem pickled before it existed
@@ -97,7 +101,7 @@ class EmbeddingStem(nn.Module):
         kt = out.to_dict()  # tables in another order (a sharded collection may regroup them)
         return torch.cat([kt[n] for n, w in zip(self.names, self.widths) if w], dim=1)
 
-    def forward(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
+    def forward(self, kjt: KeyedJaggedTensor | torch.Tensor) -> torch.Tensor:
         side = self.lookups(kjt)
         if not self.mixed:
             return side.view(side.shape[0], len(self.names), self.dim)
@@ -107,6 +111,13 @@ class EmbeddingStem(nn.Module):
     def embedding_bytes(self) -> int:
         """Bytes of the tables (float32), as `ctrnas.supernet.counting.embedding_bytes` counts them."""
         return 4 * sum(max(r, 1) * w for r, w in zip(self.rows, self.widths))
+
+    def _rows_of(self, ids: torch.Tensor) -> torch.Tensor:
+        if self.row_cap:
+            ids = ids % torch.tensor(self.rows, dtype=ids.dtype)
+        bags = self.ebc.embedding_bags
+        return torch.cat([nn.functional.embedding(ids[:, f], bags[f"t_{n}"].weight)
+                          for f, (n, w) in enumerate(zip(self.names, self.widths)) if w], dim=1)
 
     def _fold(self, kjt: KeyedJaggedTensor) -> torch.Tensor:
         caps = torch.tensor(self.rows, dtype=kjt.values().dtype)
