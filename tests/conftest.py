@@ -10,8 +10,12 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-import pytest
-import torch
+# one OpenMP thread in every process the tests start (CLI runs, workers, Ray): with a process per core,
+# more threads spin-wait on each other and the suite takes about twice as long
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 torch.set_num_threads(1)
 
