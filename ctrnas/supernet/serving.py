@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+
 from ctrnas.files import atomic_path
 
 SERVING_FILE = "model.pt2"
