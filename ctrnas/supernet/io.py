@@ -158,7 +158,7 @@ def load_exported(folder: str | Path):
         schema = DatasetSchema.from_json(card["schema"])
         space = from_dict(SpaceConfig, card["space"], source=str(card_path), prefix="space.")
         arch = Arch.from_json(read_json(folder / "arch.json", "architecture"))
-        supernet = build_supernet(schema, space, seed=0, emb_dim=card["emb_dim"], row_cap=card["row_cap"])
+        supernet = build_supernet(schema, space, None, card["emb_dim"], card["row_cap"], drawn=False)  # loaded below
         model = export(supernet, arch, copy_stem=False)
     except CtrnasError:
         raise

@@ -12,10 +12,9 @@ import copy
 import dataclasses
 import weakref
 
-import torch
-
 from ctrnas.data.schema import DatasetSchema
 from ctrnas.errors import ArchValidationError
+from ctrnas.supernet.fresh import build_supernet, undrawn
 from ctrnas.supernet.stem import EmbeddingStem
 
 _DENSE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # supernet -> {width: dense-only supernet}
@@ -27,13 +26,11 @@ def _one_row(schema: DatasetSchema) -> DatasetSchema:
 
 def dense_at(supernet, dim: int):
     """The supernet's space at embedding width `dim` with one-row tables (built once per supernet and width;
-    the global RNG is left as it was)."""
-    from ctrnas.supernet.fresh import build_supernet
-
+    its weights are zeros, as the export re-draws them)."""
     cache = _DENSE.setdefault(supernet, {})
     if dim not in cache:
         stem = supernet.stem
-        net = build_supernet(_one_row(stem.schema), supernet.space, None, dim, stem.row_cap)
+        net = build_supernet(_one_row(stem.schema), supernet.space, None, dim, stem.row_cap, drawn=False)
         cache[dim] = net.to(supernet.head.weight.device)
     return cache[dim]
 
@@ -45,7 +42,8 @@ def width_variants(supernet) -> dict:
 
 def at_width(supernet, dim: int, init: str):
     """`supernet` itself when `dim` is its width, else a supernet of its space at width `dim` whose stem is a
-    new set of tables (of the original stem's rows) drawn from a forked RNG; `init` must be "fresh" then."""
+    new set of tables (of the original stem's rows, zeros until the export draws them); `init` must be "fresh"
+    then."""
     if dim == supernet.emb_dim:
         return supernet
     if init != "fresh":
@@ -53,7 +51,7 @@ def at_width(supernet, dim: int, init: str):
                                   f"{supernet.emb_dim}; an arch of another width exports only with fresh weights")
     dense = dense_at(supernet, dim)
     old = supernet.stem
-    with torch.random.fork_rng(devices=[]):
+    with undrawn():  # re-drawn by the export
         stem = EmbeddingStem(old.schema, dim, old.row_cap).to(supernet.head.weight.device)
         # the first-order term's 1-wide tables, full-size as the stem's (none without the choice)
         first = None if supernet.first_order is None else \

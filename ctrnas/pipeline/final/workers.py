@@ -37,7 +37,7 @@ def _shape(template):
 
 
 def _rebuild(data: DataResult, shape):
-    """The template `_shape` describes, with its weights drawn afresh (they are never used)."""
+    """The template `_shape` describes, its weights zeros (they are never used: the export re-draws them)."""
     from ctrnas.supernet.io import build_supernet
 
     if shape is None:
@@ -49,7 +49,7 @@ def _rebuild(data: DataResult, shape):
             m.stem, m.first_order = first.stem, first.first_order
         return built
     config, emb, row_cap = shape
-    return build_supernet(data.schema, config, None, emb, row_cap)
+    return build_supernet(data.schema, config, None, emb, row_cap, drawn=False)
 
 
 def _pack(obj) -> bytes:

@@ -110,8 +110,8 @@ def _template(recipe: Recipe, data: DataResult, supernet, layernorm: bool | None
     from ctrnas.supernet.io import build_supernet
 
     emb = supernet.emb_dim if supernet is not None else recipe.train.embedding_dim
-    # its weights are never used (seed None): build_supernet leaves the global RNG alone
-    return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap)
+    # its weights are never used (the export re-draws them all): zeros, not drawn
+    return build_supernet(data.schema, config, None, emb, recipe.final_train.row_cap, drawn=False)
 
 
 def _padded(model, state) -> bool:

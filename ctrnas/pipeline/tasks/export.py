@@ -41,7 +41,7 @@ def export_arch(arch_path, out_dir, supernet: str | Path | None = None, data_dir
     elif init == "inherit":
         raise CtrnasError("--init inherit needs --supernet")
     else:
-        net = build_supernet(schema, space_spec(space), seed, emb_dim, row_cap)
+        net = build_supernet(schema, space_spec(space), None, emb_dim, row_cap, drawn=False)  # re-drawn from seed
         init, source = "fresh", None
     check_arch(arch_path, arch, net.space)
     metrics = read_json(metrics_path, "metrics") if metrics_path else None
