@@ -15,6 +15,7 @@ from ctrnas.errors import ArchValidationError, RecipeError
 from ctrnas.space import PRESETS, Arch, get_space
 from ctrnas.space.baselines import ARCH_DIR, baseline_arch
 from ctrnas.supernet import Supernet, count_params, export
+from ctrnas.supernet.fresh import build_supernet
 from ctrnas.supernet.testing import make_schema
 from ctrnas.train.baselines import build_baseline
 
@@ -122,7 +123,7 @@ def _n_params(model) -> int:
 def test_dcnv2_like_at_32_exports_the_dcnv2_baseline_at_32():
     schema = make_schema(n_dense=13, cards=(60,) * 26)
     config = dataclasses.replace(_space().config, layernorm=False)
-    net = Supernet(schema, config, row_cap=50)  # the run's width: 16
+    net = build_supernet(schema, config, None, row_cap=50, drawn=False)  # the run's width: 16; fresh exports only
     arch = dataclasses.replace(baseline_arch("dcnv2-like"), emb_dim=32)
     model = export(net, arch, init="fresh", seed=2)
     assert {m.weight.shape[1] for m in model.stem.ebc.embedding_bags.values()} == {32}
@@ -140,7 +141,7 @@ def test_dcnv2_like_at_32_exports_the_dcnv2_baseline_at_32():
 
 def test_the_weight_sharing_path_refuses_another_width():
     schema = make_schema(n_dense=4, cards=(9, 30, 7))
-    net = Supernet(schema, _space().config)
+    net = build_supernet(schema, _space().config, None, drawn=False)
     arch = dataclasses.replace(baseline_arch("dlrm-like"), emb_dim=32)
     with pytest.raises(ArchValidationError, match="emb_dim.*16 wide"):
         net.indexed(arch)

@@ -7,6 +7,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from ctrnas.space import Arch, BlockChoice, get_space
 from ctrnas.supernet import Supernet, count_flops, count_params, export
+from ctrnas.supernet.fresh import build_supernet
 from ctrnas.supernet.testing import make_batch, make_schema
 
 
@@ -89,7 +90,7 @@ def test_counts_match_the_exported_model(base, layernorm):
 def test_counts_at_default_widths():
     torch.manual_seed(0)
     schema = make_schema(n_dense=13, cards=(30,) * 6)
-    net = Supernet(schema, "nasrec-full")
+    net = build_supernet(schema, "nasrec-full", None, drawn=False)  # counts: its weights do not matter
     arch = get_space("nasrec-full").sample(np.random.default_rng(11))
     model = export(net, arch)
     assert count_params(schema, "nasrec-full", arch) == sum(p.numel() for p in model.net.parameters())
