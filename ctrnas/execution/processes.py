@@ -28,9 +28,10 @@ from ctrnas.execution.base import Executor, build_context, portable_error as _po
 
 
 # imported once, in the fork server: a worker forks from it instead of importing them again (~4 CPU-seconds a
-# worker for torch, ~1.5 more for torch._dynamo and fbgemm_gpu, ~0.6 for the rest of torchrec's import); where
-# there is no fork server (Windows) workers are spawned and import them themselves
-PRELOAD = ["torch", "torch._dynamo", "fbgemm_gpu", "torchrec"]
+# worker for torch, ~1.5 more for torch._dynamo and fbgemm_gpu, the bulk of torchrec's import); where there is no
+# fork server (Windows) workers are spawned and import them themselves. Not torchrec itself: its import makes two
+# semaphores in the server, which a stopped run then reports as leaked
+PRELOAD = ["torch", "torch._dynamo", "fbgemm_gpu"]
 
 
 def worker_context() -> Any:
