@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import pickle
 import sys
@@ -34,7 +35,8 @@ def portable_error(exc: BaseException, tb: str) -> BaseException:
     """`exc` if it survives a pickle round trip to the parent (errors with custom __init__ arguments may
     not), else an error of the nearest kind (ctrnas or not) with the same message."""
     try:
-        pickle.loads(pickle.dumps(exc))  # pickle-ok: our own bytes, made on the line itself, never a file
+        pickle.dumps(exc)  # it can be sent,
+        copy.copy(exc)  # and rebuilt from its reduce tuple (cls(*args), then its state), as unpickling would
         return exc
     except Exception:
         if isinstance(exc, CtrnasError):
