@@ -23,23 +23,26 @@ from multiprocessing.connection import Connection, wait
 from types import FrameType
 from typing import Any, Callable, Iterable, Iterator
 
+from tqdm import tqdm
+
 from ctrnas.errors import CtrnasError, Interrupted, WorkerDied
 from ctrnas.execution.base import Executor, build_context, portable_error as _portable
 
 
 # imported once, in the fork server: a worker forks from it instead of importing them again (~4 CPU-seconds a
-# worker for torch, ~1.5 more for torch._dynamo and fbgemm_gpu, the bulk of torchrec's import); where there is no
-# fork server (Windows) workers are spawned and import them themselves. Not torchrec itself: its import makes two
-# semaphores in the server, which a stopped run then reports as leaked
-PRELOAD = ["torch", "torch._dynamo", "fbgemm_gpu"]
+# worker for torch, ~1.5 more for torch._dynamo and fbgemm_gpu, ~0.6 for torchrec); where there is no fork server
+# (Windows) workers are spawned and import them themselves
+PRELOAD = ["torch", "torch._dynamo", "fbgemm_gpu", "torchrec"]
 
 
-def worker_context() -> Any:
-    """The multiprocessing context workers start from: a fork server holding `PRELOAD`, else spawn."""
+def worker_context(*modules: str) -> Any:
+    """The multiprocessing context workers start from: a fork server holding `PRELOAD` and `modules` (those of
+    the first workers' job function: the server starts once a process, with the first workers), else spawn."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # read when the server starts, on the first worker
+    # read when the server starts; `__main__` is the caller's script, not a module the server can import
+    ctx.set_forkserver_preload(PRELOAD + [m for m in modules if m != "__main__"])
     return ctx
 
 
@@ -78,6 +81,10 @@ def _worker_main(conn: Connection, fn: Callable[[Any, Any], Any], setup: Callabl
                  threads: int | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited ignored from the start; kept so
     _exit_with_parent()
+    # tqdm's default lock is a multiprocessing semaphore, made by the first bar: a worker stopped inside a
+    # training would leave it to the resource tracker, which prints "leaked semaphore objects" at the end of
+    # the run. A worker shares no bar with other processes, so a thread lock is all it needs
+    tqdm.set_lock(threading.RLock())
     failed: tuple[BaseException, str] | None
     try:
         state = conn.recv()  # sent over this pipe, not with the spawn data: an error here is ours to report
@@ -134,7 +141,7 @@ class ProcessExecutor(Executor):
         self._ctx_method = "spawn"
 
     def _start(self) -> None:
-        ctx = worker_context()
+        ctx = worker_context(getattr(self.fn, "__module__", None) or "__main__")
         self._ctx_method = ctx.get_start_method()
         main = threading.current_thread() is threading.main_thread()
         if main:

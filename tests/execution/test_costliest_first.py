@@ -46,8 +46,9 @@ def test_two_workers_start_the_two_costliest_and_finish_sooner():
 
 
 def test_a_caller_that_stops_early_stops_the_workers():
+    # the instant job is handed out first and comes back while the other worker is inside a 5 s job
     ex = make_executor(ExecutionConfig("processes", 2), timed_jobs.started_at)
-    pairs = ex.imap_costliest_first([(0, 0.0), (1, 5.0), (2, 5.0), (3, 5.0)], [0.0, 1.0, 1.0, 1.0])
+    pairs = ex.imap_costliest_first([(0, 0.0), (1, 5.0), (2, 5.0), (3, 5.0)], [1.0, 0.0, 0.0, 0.0])
     procs = None
     for _ in pairs:
         procs = list(ex._procs)

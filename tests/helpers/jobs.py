@@ -43,8 +43,12 @@ def fail_or_kill_self_on(bad: tuple[int, int], job: int) -> int:
 
 
 def note_pid_and_sleep(folder: str, seconds: float) -> int:
-    Path(folder, str(os.getpid())).write_text("")
-    time.sleep(seconds)
+    """Opens a progress bar, as a training does (tqdm makes its lock with the first one), notes the pid, sleeps."""
+    from tqdm import tqdm
+
+    with tqdm(total=1, disable=True):
+        Path(folder, str(os.getpid())).write_text("")
+        time.sleep(seconds)
     return os.getpid()
 
 
