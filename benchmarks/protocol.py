@@ -11,6 +11,7 @@ a protocol named again for the same folder and model is counted once.
 The protocols "adam" and "adam@3" train the default protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
 a table of their own: which optimizer trains each baseline family better.
 
+`--workers N` trains N at a time (one process and one torch thread each; the same numbers as one at a time).
 Every training is cached under --out (one JSON each, with the settings it was trained with; committed under
 benchmarks/results/), so an interrupted run resumes, the section is rebuilt from the caches, and a protocol whose
 settings change trains again. The goal: the default is never worse than the better of the other two by more than 1 pair sd
@@ -124,6 +125,35 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
            "first_val": s["val_history"][0]["logloss"] if s["val_history"] else None,
            "seconds": s["seconds"], "settings": settings(cfg)}
     save(cache.parent, cache.stem, out)
+    return out
+
+
+# rough CPU per epoch of each family, relative (benchmarks/RESULTS.md, "Where a training step's time goes"), and
+# epochs of each protocol at most: only the order in which --workers hands the trainings out
+FAMILY_COST = {"lr": 1, "fm": 1, "dlrm": 2, "deepfm": 2, "dcnv2": 4, "xdeepfm": 6}
+LENGTH = {"nasrec": 2, "cosine-10": 10}
+
+
+def _train_job(_, job: tuple) -> dict:
+    return train_one(Path(job[0]), *job[1:])
+
+
+def train_all(jobs: list[tuple], workers: int = 1) -> list[dict]:
+    """`train_one(data, model, protocol, seed, cache)` of every job, in job order; on `workers` processes the
+    uncached ones are handed out longest first. Each result is printed in job order."""
+    from ctrnas.execution import ExecutionConfig, make_executor
+
+    def show(job, r):
+        test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
+        print(f"{Path(job[0]).name} {job[1]} {job[2]} seed {job[3]}: test {test}, {r['epochs']:.1f} epochs",
+              file=sys.stderr, flush=True)
+
+    costs = [FAMILY_COST.get(j[1], 2) * LENGTH.get(j[2].partition("@")[0], 5) for j in jobs]
+    with make_executor(ExecutionConfig("processes" if workers > 1 else "serial", workers), _train_job) as ex:
+        out = []
+        for i, r in ex.imap_costliest_first(jobs, costs):
+            show(jobs[i], r)
+            out.append(r)
     return out
 
 
@@ -280,6 +310,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--protocols", default="nasrec,cosine-10,default")
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="trainings at a time, one process and one torch thread each (the longest handed out first)")
     ap.add_argument("--out", default=str(HERE / "results" / "protocol"),
                     help="the trainings' results, one JSON each (committed: the section is rebuilt from them)")
     ap.add_argument("--section", default=None,
@@ -289,21 +321,20 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    results: dict = {}
+    jobs, named = [], set()
     for spec in args.data:
         data, _, rest = spec.partition(":")
         models, _, protos = rest.partition(":")
         for model in (models or args.models).split(","):
             for p in (protos or args.protocols).split(","):
-                if p in results.get(data, {}).get(model, {}):  # named by an earlier --data: its seeds are in
+                if (data, model, p) in named:  # named by an earlier --data: its seeds are in
                     continue
-                for seed in range(args.seeds):
-                    cache = Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json"
-                    r = train_one(Path(data), model, p, seed, cache)
-                    results.setdefault(data, {}).setdefault(model, {}).setdefault(p, []).append(r)
-                    test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
-                    print(f"{Path(data).name} {model} {p} seed {seed}: test {test}, "
-                          f"{r['epochs']:.1f} epochs", file=sys.stderr, flush=True)
+                named.add((data, model, p))
+                jobs += [(data, model, p, seed, Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json")
+                         for seed in range(args.seeds)]
+    results: dict = {}
+    for (data, model, p, seed, _), r in zip(jobs, train_all(jobs, args.workers)):
+        results.setdefault(data, {}).setdefault(model, {}).setdefault(p, []).append(r)
     # a data folder's models in the usual order, however many --data entries named them
     order = {m: i for i, m in enumerate(MODELS)}
     results = {d: dict(sorted(by_model.items(), key=lambda kv: order.get(kv[0], len(order))))
