@@ -12,7 +12,8 @@ The protocols "adam" and "adam@3" train the default protocol with Adam (at 1e-3 
 a table of their own: which optimizer trains each baseline family better.
 
 `--workers N` trains N at a time (one process and one torch thread each; the same numbers as one at a time).
-Every training is cached under --out (one JSON each, with the settings it was trained with; committed under
+A training in progress checkpoints four times an epoch under --checkpoints, so a stopped run resumes it where it
+was. Every training is cached under --out (one JSON each, with the settings it was trained with; committed under
 benchmarks/results/), so an interrupted run resumes, the section is rebuilt from the caches, and a protocol whose
 settings change trains again. The goal: the default is never worse than the better of the other two by more than 1 pair sd
 (both models' seed sds together), at any size; its cost is the epochs it trains, in FTE (2 epochs).
@@ -101,13 +102,16 @@ def cached(cache: Path, cfg, **extra) -> dict | None:
     return hit if recorded == {**settings(cfg), **extra} else None
 
 
-def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> dict:
+def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path, checkpoints: Path | None = None) -> dict:
     """One training's test log loss and length (read from `cache` when it was trained with the protocol's
-    settings of today)."""
+    settings of today). With `checkpoints`, the training writes its checkpoint there four times an epoch and a
+    stopped one resumes from it (the same numbers); the checkpoint goes once the result is cached."""
     cfg = dataclasses.replace(protocols(protocol), seed=seed)
     hit = cached(cache, cfg)
     if hit is not None:
         return hit
+    import shutil
+
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
     from ctrnas.train.run import split_batches
@@ -115,7 +119,10 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
 
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
     _, train, val, test = split_batches(data, cfg)  # as `ctrnas.train.run.train_and_test`, with the trainer chosen
-    trainer = (adam_trainer() if is_optimizer(protocol) else Trainer)(net, cfg)
+    folder = None if checkpoints is None else checkpoints / cache.parent.name / cache.stem
+    if folder is not None:  # a run-only setting: the numbers do not depend on it
+        cfg = dataclasses.replace(cfg, checkpoint_every=max(1, len(train) // 4))
+    trainer = (adam_trainer() if is_optimizer(protocol) else Trainer)(net, cfg, folder)
     s = trainer.fit(train, val)
     per_epoch = len(train)
     out = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
@@ -125,6 +132,8 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path) -> 
            "first_val": s["val_history"][0]["logloss"] if s["val_history"] else None,
            "seconds": s["seconds"], "settings": settings(cfg)}
     save(cache.parent, cache.stem, out)
+    if folder is not None:
+        shutil.rmtree(folder)  # this training's own checkpoint folder, written above
     return out
 
 
@@ -134,11 +143,11 @@ FAMILY_COST = {"lr": 1, "fm": 1, "dlrm": 2, "deepfm": 2, "dcnv2": 4, "xdeepfm": 
 LENGTH = {"nasrec": 2, "cosine-10": 10}
 
 
-def _train_job(_, job: tuple) -> dict:
-    return train_one(Path(job[0]), *job[1:])
+def _train_job(checkpoints, job: tuple) -> dict:
+    return train_one(Path(job[0]), *job[1:], checkpoints=checkpoints)
 
 
-def train_all(jobs: list[tuple], workers: int = 1) -> list[dict]:
+def train_all(jobs: list[tuple], workers: int = 1, checkpoints: Path | None = None) -> list[dict]:
     """`train_one(data, model, protocol, seed, cache)` of every job, in job order; on `workers` processes the
     uncached ones are handed out longest first. Each result is printed in job order."""
     from ctrnas.execution import ExecutionConfig, make_executor
@@ -149,7 +158,8 @@ def train_all(jobs: list[tuple], workers: int = 1) -> list[dict]:
               file=sys.stderr, flush=True)
 
     costs = [FAMILY_COST.get(j[1], 2) * LENGTH.get(j[2].partition("@")[0], 5) for j in jobs]
-    with make_executor(ExecutionConfig("processes" if workers > 1 else "serial", workers), _train_job) as ex:
+    with make_executor(ExecutionConfig("processes" if workers > 1 else "serial", workers), _train_job,
+                       checkpoints) as ex:
         out = []
         for i, r in ex.imap_costliest_first(jobs, costs):
             show(jobs[i], r)
@@ -312,6 +322,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--workers", type=int, default=1,
                     help="trainings at a time, one process and one torch thread each (the longest handed out first)")
+    ap.add_argument("--checkpoints", default=str(HERE / "out" / "protocol-checkpoints"),
+                    help="where a training in progress keeps its checkpoint (a stopped run resumes it)")
     ap.add_argument("--out", default=str(HERE / "results" / "protocol"),
                     help="the trainings' results, one JSON each (committed: the section is rebuilt from them)")
     ap.add_argument("--section", default=None,
@@ -333,7 +345,7 @@ def main(argv=None) -> int:
                 jobs += [(data, model, p, seed, Path(args.out) / Path(data).name / f"{model}-{p}-{seed}.json")
                          for seed in range(args.seeds)]
     results: dict = {}
-    for (data, model, p, seed, _), r in zip(jobs, train_all(jobs, args.workers)):
+    for (data, model, p, seed, _), r in zip(jobs, train_all(jobs, args.workers, Path(args.checkpoints))):
         results.setdefault(data, {}).setdefault(model, {}).setdefault(p, []).append(r)
     # a data folder's models in the usual order, however many --data entries named them
     order = {m: i for i, m in enumerate(MODELS)}
