@@ -148,22 +148,21 @@ def _train_job(checkpoints, job: tuple) -> dict:
 
 
 def train_all(jobs: list[tuple], workers: int = 1, checkpoints: Path | None = None) -> list[dict]:
-    """`train_one(data, model, protocol, seed, cache)` of every job, in job order; on `workers` processes the
-    uncached ones are handed out longest first. Each result is printed in job order."""
+    """`train_one(data, model, protocol, seed, cache)` of every job, in job order; the jobs are handed out longest
+    first (on `workers` processes), and each result is printed as it comes."""
     from ctrnas.execution import ExecutionConfig, make_executor
 
-    def show(job, r):
-        test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
-        print(f"{Path(job[0]).name} {job[1]} {job[2]} seed {job[3]}: test {test}, {r['epochs']:.1f} epochs",
-              file=sys.stderr, flush=True)
-
     costs = [FAMILY_COST.get(j[1], 2) * LENGTH.get(j[2].partition("@")[0], 5) for j in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: -costs[i])  # stable: ties in job order
+    out: list = [None] * len(jobs)
     with make_executor(ExecutionConfig("processes" if workers > 1 else "serial", workers), _train_job,
                        checkpoints) as ex:
-        out = []
-        for i, r in ex.imap_costliest_first(jobs, costs):
-            show(jobs[i], r)
-            out.append(r)
+        for k, r in ex.imap([jobs[i] for i in order], ordered=False):
+            job = jobs[order[k]]
+            out[order[k]] = r
+            test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
+            print(f"{Path(job[0]).name} {job[1]} {job[2]} seed {job[3]}: test {test}, {r['epochs']:.1f} epochs",
+                  file=sys.stderr, flush=True)
     return out
 
 
