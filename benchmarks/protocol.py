@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import math
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -110,8 +111,6 @@ def train_one(data: Path, model: str, protocol: str, seed: int, cache: Path, che
     hit = cached(cache, cfg)
     if hit is not None:
         return hit
-    import shutil
-
     from ctrnas.data.dataset import load_schema
     from ctrnas.train.baselines import build_baseline
     from ctrnas.train.run import split_batches

@@ -25,6 +25,9 @@ def _entry(rank: int, world_size: int, port: int, backend: str | None, threads: 
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     if threads is not None:
         torch.set_num_threads(threads)  # N ranks on one box: torch's default thread count oversubscribes
+    from ctrnas.execution.processes import thread_lock_for_bars
+
+    thread_lock_for_bars()
     from ctrnas.distributed.dmp import init_distributed
 
     env = init_distributed(backend, timeout_s=120.0)

@@ -77,14 +77,19 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="ctrnas-parent-watch", daemon=True).start()
 
 
+def thread_lock_for_bars() -> None:
+    """In a process that does part of a run (a worker, a distributed rank): tqdm's default lock is a
+    multiprocessing semaphore, made by the first bar, which a process stopped inside a training leaves to the
+    resource tracker ("leaked semaphore objects" at the end of the run). Such a process shares no bar with
+    others, so a thread lock is all it needs."""
+    tqdm.set_lock(threading.RLock())
+
+
 def _worker_main(conn: Connection, fn: Callable[[Any, Any], Any], setup: Callable[[Any], Any] | None,
                  threads: int | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited ignored from the start; kept so
     _exit_with_parent()
-    # tqdm's default lock is a multiprocessing semaphore, made by the first bar: a worker stopped inside a
-    # training would leave it to the resource tracker, which prints "leaked semaphore objects" at the end of
-    # the run. A worker shares no bar with other processes, so a thread lock is all it needs
-    tqdm.set_lock(threading.RLock())
+    thread_lock_for_bars()
     failed: tuple[BaseException, str] | None
     try:
         state = conn.recv()  # sent over this pipe, not with the spawn data: an error here is ours to report
@@ -141,7 +146,7 @@ class ProcessExecutor(Executor):
         self._ctx_method = "spawn"
 
     def _start(self) -> None:
-        ctx = worker_context(getattr(self.fn, "__module__", None) or "__main__")
+        ctx = worker_context(getattr(self.fn, "__module__", "__main__"))
         self._ctx_method = ctx.get_start_method()
         main = threading.current_thread() is threading.main_thread()
         if main:

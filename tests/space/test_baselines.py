@@ -20,6 +20,7 @@ def _undrawn_supernet(schema, config, **kw):
     """A supernet for fresh exports (which re-draw every weight): built undrawn, several times faster."""
     return build_supernet(schema, config, None, drawn=False, **kw)
 
+
 def _n_params(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
