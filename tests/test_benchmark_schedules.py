@@ -21,7 +21,8 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
     assert s.parse("anneal@best") == s.Variant(anneal="best")
     assert s.parse("evals4") == s.Variant()  # the default protocol's settings
     assert s.parse("evals1-p2-x0.1") == s.Variant(evals=1, patience=2, factor=0.1)
-    for bad in ("evals0", "x2", "p0", "warm"):
+    assert s.parse("e0.5") == s.Variant(decay=0.5) and s.config(s.parse("e0.5"), seed=0).epoch_decay == 0.5
+    for bad in ("evals0", "x2", "p0", "warm", "e1.5"):
         with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
             s.parse(f"evals2-{bad}")
 
