@@ -13,6 +13,7 @@ A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoc
 evaluations without improvement (default 4), "xF" multiplies the rate by F at each of them (default 0.5), "tF"
 counts an evaluation as an improvement only below the best val log loss x (1 - F) (default 1e-4; "t0": any),
 "eF" multiplies the rate by F per epoch after the warm-up, step by step (`TrainConfig.epoch_decay`; default 1),
+"hN" halves it every N steps after the warm-up, step by step (`TrainConfig.half_life`; default none),
 "anneal" ends with the trainer's final anneal (`TrainConfig.anneal`: from the best weights, "pN"'s N evaluation
 intervals, at most an epoch, at a rate falling from the full rate to 0 by a cosine, kept only if val improves;
 "anneal@best": from the rate the best evaluation was reached at); a name without it has none. "default", "nasrec" and
@@ -51,6 +52,7 @@ class Variant(NamedTuple):
     anneal: str | None = None  # None, "full" or "best": the final pass's starting rate
     threshold: float = 1e-4  # the least relative improvement an evaluation counts as one (min_improvement)
     decay: float = 1.0       # the rate's factor per epoch (epoch_decay)
+    half_life: int = 0       # steps in which the rate halves (half_life)
 
 
 def parse(name: str) -> Variant:
@@ -67,10 +69,12 @@ def parse(name: str) -> Variant:
             v = v._replace(threshold=float(part[1:]))
         elif part.startswith("e") and _positive(part[1:]) and float(part[1:]) <= 1:
             v = v._replace(decay=float(part[1:]))
+        elif part.startswith("h") and part[1:].isdigit() and int(part[1:]) >= 1:
+            v = v._replace(half_life=int(part[1:]))
         elif part in ("anneal", "anneal@best"):
             v = v._replace(anneal="best" if part.endswith("@best") else "full")
         else:
-            raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, tF, eF, anneal, anneal@best)")
+            raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, tF, eF, hN, anneal, anneal@best)")
     return v
 
 
@@ -90,7 +94,7 @@ def config(v: Variant, seed: int):
     base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
                                       embedding_update="sparse"))
     return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals,
-                               min_improvement=v.threshold, epoch_decay=v.decay, anneal=v.anneal is not None)
+                               min_improvement=v.threshold, epoch_decay=v.decay, half_life=v.half_life, anneal=v.anneal is not None)
 
 
 def annealing_trainer():
@@ -220,7 +224,8 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "`pN`: stop after N evaluations without improvement (default 4); `xF`: the rate times F at each of them "
              "(default 0.5; each returns to the best weights); `tF`: an evaluation improves only below the best "
              "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `eF`: the rate times F per epoch after the "
-             "warm-up, step by step (an exponential decay; default none); `anneal`: the final anneal, after the stop "
+             "warm-up, step by step (an exponential decay; default none); `hN`: the rate halved every N steps after the warm-up, step by "
+             "step (default none); `anneal`: the final anneal, after the stop "
              "patience evaluation intervals (one epoch here) from the best weights at a rate falling from 0.12 to 0 "
              "by a cosine, kept only if val improves (`anneal@best`: from the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
              "the FTE trained (one FTE: 2 epochs; evaluations not counted); margins in pair sd (both seed sds "

@@ -51,6 +51,17 @@ def test_epoch_decay_multiplies_the_rate_per_epoch_after_the_warm_up_step_by_ste
         TrainConfig(epoch_decay=0.0)
 
 
+def test_half_life_halves_the_rate_every_that_many_steps_after_the_warm_up_whatever_the_epoch():
+    cfg = TrainConfig(lr=0.2, min_lr=0.0, warmup_ratio=0.1, schedule="plateau", plateau_factor=0.5, half_life=40)
+    assert lr_at(cfg, 5, 10_000, epoch_steps=50) == pytest.approx(0.2)
+    assert lr_at(cfg, 25, 10_000, epoch_steps=50) == pytest.approx(0.2 * 0.5 ** 0.5)
+    assert lr_at(cfg, 85, 10_000, epoch_steps=50) == pytest.approx(0.05)            # two half-lives
+    assert lr_at(cfg, 85, 10_000, epoch_steps=500) == pytest.approx(0.2 * 0.5 ** (35 / 40))  # longer warm-up
+    assert lr_at(cfg, 45, 10_000, epoch_steps=50, cuts=2) == pytest.approx(0.025)
+    with pytest.raises(RecipeError, match="half_life"):
+        TrainConfig(half_life=-1)
+
+
 def test_long_epochs_are_cut_into_equal_evaluation_intervals():
     assert eval_interval(470, 2000) == 470           # an epoch shorter than the cap: once per epoch
     assert eval_interval(70_000, 2000) == 2000       # 35 equal parts
