@@ -12,8 +12,9 @@ data with every model, and count toward the goal.
 A variant's name is its parts joined by "-": "evalsK" evaluates K times per epoch (default 4), "pN" stops after N
 evaluations without improvement (default 4), "xF" multiplies the rate by F at each of them (default 0.5), "tF"
 counts an evaluation as an improvement only below the best val log loss x (1 - F) (default 1e-4; "t0": any),
-"eF" multiplies the rate by F per epoch after the warm-up, step by step (`TrainConfig.epoch_decay`; default 1),
-"hN" halves it every N steps after the warm-up, step by step (`TrainConfig.half_life`; default none),
+"eF" multiplies the rate by F per epoch after the warm-up, step by step (default 1), "hN" halves it every N steps
+after the warm-up, step by step (default none): decays that need no length in advance, measured here and not
+shipped (the trainer below adds them),
 "anneal" ends with the trainer's final anneal (`TrainConfig.anneal`: from the best weights, "pN"'s N evaluation
 intervals, at most an epoch, at a rate falling from the full rate to 0 by a cosine, kept only if val improves;
 "anneal@best": from the rate the best evaluation was reached at); a name without it has none. "default", "nasrec" and
@@ -51,8 +52,8 @@ class Variant(NamedTuple):
     factor: float = 0.5      # the rate's factor at each evaluation without improvement
     anneal: str | None = None  # None, "full" or "best": the final pass's starting rate
     threshold: float = 1e-4  # the least relative improvement an evaluation counts as one (min_improvement)
-    decay: float = 1.0       # the rate's factor per epoch (epoch_decay)
-    half_life: int = 0       # steps in which the rate halves (half_life)
+    decay: float = 1.0       # the rate's factor per epoch
+    half_life: int = 0       # steps in which the rate halves; 0: none
 
 
 def parse(name: str) -> Variant:
@@ -74,7 +75,8 @@ def parse(name: str) -> Variant:
         elif part in ("anneal", "anneal@best"):
             v = v._replace(anneal="best" if part.endswith("@best") else "full")
         else:
-            raise SystemExit(f"variant {name!r}: unknown part {part!r} (evalsK, pN, xF, tF, eF, hN, anneal, anneal@best)")
+            raise SystemExit(f"variant {name!r}: unknown part {part!r} "
+                             "(evalsK, pN, xF, tF, eF, hN, anneal, anneal@best)")
     return v
 
 
@@ -87,24 +89,33 @@ def _positive(s: str) -> bool:
 
 def config(v: Variant, seed: int):
     """The TrainConfig of a variant: the default protocol with the variant's evaluations per epoch (the trainer cuts
-    the epoch into that many equal parts), patience, factor, threshold, decay per epoch and final anneal."""
+    the epoch into that many equal parts), patience, factor, threshold and final anneal (its decays: `decays`)."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     # sparse tables, as benchmarks/protocol.py's runs (fused gives the same to float rounding)
     base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
                                       embedding_update="sparse"))
     return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals,
-                               min_improvement=v.threshold, epoch_decay=v.decay, half_life=v.half_life, anneal=v.anneal is not None)
+                               min_improvement=v.threshold, anneal=v.anneal is not None)
+
+
+def decays(v: Variant) -> dict:
+    """A variant's decays of the rate, as its cache records them (none for a variant without)."""
+    return {**({"epoch_decay": v.decay} if v.decay != 1.0 else {}),
+            **({"half_life": v.half_life} if v.half_life else {})}
 
 
 def annealing_trainer():
     """The trainer, whose final anneal (`TrainConfig.anneal`) starts at the full rate, or with `from_best` at the
-    rate the best evaluation was reached at ("anneal@best")."""
+    rate the best evaluation was reached at ("anneal@best"), and whose rate after the warm-up decays by
+    `epoch_decay` per epoch and halves every `half_life` steps, step by step ("eF", "hN")."""
     from ctrnas.train.config import lr_at
     from ctrnas.train.trainer import Trainer
 
     class AnnealingTrainer(Trainer):
-        from_best = False  # set before fit
+        from_best = False  # set before fit, as the decays below
+        epoch_decay = 1.0
+        half_life = 0
         cuts_at_best = 0   # the rate's cuts before the best evaluation
 
         def _select(self):
@@ -114,12 +125,23 @@ def annealing_trainer():
             return stop
 
         def current_lr(self, total_steps):
-            if self._annealing is None or not self.from_best:
+            if self._annealing is None:
+                return self._decayed(super().current_lr(total_steps))
+            if not self.from_best:
                 return super().current_lr(total_steps)
             start, steps = self._annealing
             cosine = dataclasses.replace(self.cfg, schedule="cosine", warmup_ratio=0.0, min_lr=0.0,
                                          lr=self.cfg.lr * self.cfg.plateau_factor ** self.cuts_at_best)
             return lr_at(cosine, self.step - start, steps)
+
+        def _decayed(self, lr):
+            t = self.step - math.ceil(self.cfg.warmup_ratio * self.epoch_steps)  # steps since the warm-up
+            if t < 0:
+                return lr
+            decay = self.epoch_decay ** (t / self.epoch_steps)
+            if self.half_life:
+                decay *= 0.5 ** (t / self.half_life)
+            return max(self.cfg.min_lr, lr * decay)
 
     return AnnealingTrainer
 
@@ -132,7 +154,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     v = parse(variant)
     cfg = config(v, seed)
     cache = out / data.name
-    hit = cached(cache / f"{model}-{variant}-{seed}.json", cfg, anneal=v.anneal)  # the variant's settings of today
+    hit = cached(cache / f"{model}-{variant}-{seed}.json", cfg, anneal=v.anneal, **decays(v))  # its settings of today
     if hit is not None:
         return hit
     from ctrnas.data.dataset import load_schema
@@ -144,6 +166,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
     trainer = annealing_trainer()(net, cfg)
     trainer.from_best = v.anneal == "best"
+    trainer.epoch_decay, trainer.half_life = v.decay, v.half_life
     s = trainer.fit(train, val)
     r = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
          "val": (s["best"] or {}).get("logloss"),
@@ -152,7 +175,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
          "seconds": s["seconds"],
          "val_history": [{"epoch": h["step"] / per_epoch, "logloss": h["logloss"], **({"anneal": True} if
                           h.get("anneal") else {})} for h in s["val_history"]],
-         "settings": {**settings(cfg), "anneal": v.anneal}}
+         "settings": {**settings(cfg), "anneal": v.anneal, **decays(v)}}
     save(cache, f"{model}-{variant}-{seed}", r)
     return r
 
@@ -224,10 +247,11 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "`pN`: stop after N evaluations without improvement (default 4); `xF`: the rate times F at each of them "
              "(default 0.5; each returns to the best weights); `tF`: an evaluation improves only below the best "
              "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `eF`: the rate times F per epoch after the "
-             "warm-up, step by step (an exponential decay; default none); `hN`: the rate halved every N steps after the warm-up, step by "
-             "step (default none); `anneal`: the final anneal, after the stop "
+             "warm-up, step by step (an exponential decay; default none); `hN`: the rate halved every N steps "
+             "after the warm-up, step by step (default none); `anneal`: the final anneal, after the stop "
              "patience evaluation intervals (one epoch here) from the best weights at a rate falling from 0.12 to 0 "
-             "by a cosine, kept only if val improves (`anneal@best`: from the rate the best evaluation was reached at). Cells: test log loss, mean over training seeds (sd), and "
+             "by a cosine, kept only if val improves (`anneal@best`: from the rate the best evaluation was reached "
+             "at). Cells: test log loss, mean over training seeds (sd), and "
              "the FTE trained (one FTE: 2 epochs; evaluations not counted); margins in pair sd (both seed sds "
              "together; negative: better). Goal: within 1 pair sd of the better other.", ""]
     lines += screening(results, variants)

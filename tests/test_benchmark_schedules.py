@@ -21,8 +21,8 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
     assert s.parse("anneal@best") == s.Variant(anneal="best")
     assert s.parse("evals4") == s.Variant()  # the default protocol's settings
     assert s.parse("evals1-p2-x0.1") == s.Variant(evals=1, patience=2, factor=0.1)
-    assert s.parse("e0.5") == s.Variant(decay=0.5) and s.config(s.parse("e0.5"), seed=0).epoch_decay == 0.5
-    assert s.config(s.parse("h1500"), seed=0).half_life == 1500
+    assert s.parse("e0.5-h1500") == s.Variant(decay=0.5, half_life=1500)
+    assert s.decays(s.parse("h1500")) == {"half_life": 1500} and s.decays(s.parse("evals4")) == {}
     for bad in ("evals0", "x2", "p0", "warm", "e1.5", "h0"):
         with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
             s.parse(f"evals2-{bad}")
@@ -86,6 +86,30 @@ def test_the_final_pass_anneals_by_a_cosine_and_is_kept_only_if_val_improves(ann
     # the weights it ends on: the final pass's if it lowered val log loss, else the best evaluation's
     assert t.evaluate(val).logloss == pytest.approx(min(before, last["logloss"]), abs=1e-6)
     assert t.best["logloss"] == pytest.approx(min(before, last["logloss"]))
+
+
+@pytest.mark.parametrize("decay,half_life", [(0.25, 0), (1.0, 7), (0.5, 30)])
+def test_the_decays_multiply_the_plateau_rate_step_by_step_after_the_warm_up(decay, half_life):
+    t, train, val, rates = _tiny(None, 0.5)
+    t.epoch_decay, t.half_life = decay, half_life
+    cuts = []
+    select = t._select
+
+    def counting():  # the rate's cuts before each step: those of the evaluations so far
+        stop = select()
+        cuts.append((t.step, t.cuts))
+        return stop
+
+    t._select = counting
+    t.fit(train, val)
+    n, warm = len(train), math.ceil(t.cfg.warmup_ratio * len(train))
+    for k, rate in enumerate(rates):
+        c = max([c for at, c in cuts if at <= k], default=0)
+        plain = 0.5 * k / warm if k < warm else 0.5 * 0.1 ** c  # warm-up from min_lr 1e-8, then the cuts
+        expect = plain if k < warm else plain * decay ** ((k - warm) / n) * (0.5 ** ((k - warm) / half_life)
+                                                                            if half_life else 1)
+        assert rate == pytest.approx(expect, rel=1e-6, abs=1e-7)
+    assert t.step > 2 * n  # past two epochs: the decays had room to act
 
 
 def test_without_an_anneal_it_trains_as_the_plain_trainer():

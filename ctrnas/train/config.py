@@ -45,12 +45,6 @@ class TrainConfig:
     schedule: Literal["cosine", "constant", "plateau"] = "cosine"
     warmup_ratio: float = 0.1            # fraction of all steps (of one epoch's, "plateau") in the LR warm-up
     plateau_factor: float = 0.1          # "plateau": the LR's factor at each evaluation without improvement
-    # "plateau": the LR's factor per epoch after the warm-up, applied step by step (an exponential decay that,
-    # unlike the cosine, needs no length in advance); 1 = none
-    epoch_decay: float = 1.0
-    # "plateau": the LR halves every `half_life` steps after the warm-up, step by step (a decay by the rows seen,
-    # whatever the data's size, as DLRM's MLPerf schedule decays by steps); 0 = none
-    half_life: int = 0
     min_lr: float = 1e-8
     clip_norm: float | None = 5.0        # on the dense (non-embedding) parameters; None = no clipping
     # How embedding tables get their updates: "sparse" = row-sparse gradients + torch's sparse Adagrad
@@ -110,8 +104,6 @@ class TrainConfig:
             ("epochs", self.epochs >= 1, "must be >= 1"),
             ("warmup_ratio", 0.0 <= self.warmup_ratio < 1.0, "must be in [0, 1)"),
             ("plateau_factor", 0.0 < self.plateau_factor <= 1.0, "must be in (0, 1]"),
-            ("epoch_decay", 0.0 < self.epoch_decay <= 1.0, "must be in (0, 1]"),
-            ("half_life", self.half_life >= 0, "must be >= 0"),
             ("min_lr", 0.0 <= self.min_lr <= self.lr, "must be in [0, lr]"),
             ("clip_norm", self.clip_norm is None or self.clip_norm > 0, "must be > 0 or null"),
             ("embedding_dim", self.embedding_dim > 0, "must be > 0"),
@@ -161,9 +153,8 @@ def lr_at(cfg: TrainConfig, step: int, total_steps: int, epoch_steps: int | None
 
     Linear warm-up from min_lr to lr over W = ceil(warmup_ratio * T) steps, then cosine annealing
     lr_t = min_lr + (lr - min_lr) (1 + cos(pi (t - W) / (T - W))) / 2 (SGDR, Loshchilov & Hutter Eq. 5).
-    "plateau": T is one epoch's steps (`epoch_steps`), and after the warm-up
-    lr x plateau_factor^cuts x epoch_decay^((t - W) / T), `cuts` being the evaluations so far without a lower
-    val log loss (never below min_lr).
+    "plateau": T is one epoch's steps (`epoch_steps`), and after the warm-up lr x plateau_factor^cuts, `cuts`
+    being the evaluations so far without a lower val log loss (never below min_lr).
     """
     if cfg.schedule == "constant":
         return cfg.lr
@@ -172,10 +163,7 @@ def lr_at(cfg: TrainConfig, step: int, total_steps: int, epoch_steps: int | None
     if step < warm:
         return cfg.min_lr + (cfg.lr - cfg.min_lr) * step / warm
     if by_evals:
-        decay = cfg.epoch_decay ** ((step - warm) / (epoch_steps or total_steps))
-        if cfg.half_life:
-            decay *= 0.5 ** ((step - warm) / cfg.half_life)
-        return max(cfg.min_lr, cfg.lr * cfg.plateau_factor ** cuts * decay)
+        return max(cfg.min_lr, cfg.lr * cfg.plateau_factor ** cuts)
     span = max(total_steps - warm, 1)
     t = min(step - warm, span)
     return cfg.min_lr + (cfg.lr - cfg.min_lr) * 0.5 * (1.0 + math.cos(math.pi * t / span))

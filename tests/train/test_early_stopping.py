@@ -10,7 +10,6 @@ import math
 import pytest
 import torch
 
-from ctrnas.errors import RecipeError
 from ctrnas.train.batches import TensorBatches
 from ctrnas.train.config import TrainConfig, early_stopping, lr_at
 from ctrnas.train.trainer import Trainer, eval_interval
@@ -38,28 +37,6 @@ def test_plateau_schedule_warms_up_over_one_epoch_then_cuts_per_bad_evaluation()
     assert lr_at(cfg, 5, 10_000, epoch_steps=50) == pytest.approx(0.2)
     assert lr_at(cfg, 9_000, 10_000, epoch_steps=50) == pytest.approx(0.2)   # constant: no decay by length
     assert lr_at(cfg, 900, 10_000, epoch_steps=50, cuts=2) == pytest.approx(0.05)
-
-
-def test_epoch_decay_multiplies_the_rate_per_epoch_after_the_warm_up_step_by_step():
-    cfg = TrainConfig(lr=0.2, min_lr=0.0, warmup_ratio=0.1, schedule="plateau", plateau_factor=0.5, epoch_decay=0.25)
-    assert lr_at(cfg, 2, 10_000, epoch_steps=50) == pytest.approx(0.08)      # the warm-up is unchanged
-    assert lr_at(cfg, 5, 10_000, epoch_steps=50) == pytest.approx(0.2)       # the decay starts after it
-    assert lr_at(cfg, 30, 10_000, epoch_steps=50) == pytest.approx(0.1)      # half an epoch on: 0.2 x 0.25^0.5
-    assert lr_at(cfg, 105, 10_000, epoch_steps=50) == pytest.approx(0.0125)  # two epochs on: 0.2 x 0.25^2
-    assert lr_at(cfg, 55, 10_000, epoch_steps=50, cuts=1) == pytest.approx(0.025)  # and the cuts on top
-    with pytest.raises(RecipeError, match="epoch_decay"):
-        TrainConfig(epoch_decay=0.0)
-
-
-def test_half_life_halves_the_rate_every_that_many_steps_after_the_warm_up_whatever_the_epoch():
-    cfg = TrainConfig(lr=0.2, min_lr=0.0, warmup_ratio=0.1, schedule="plateau", plateau_factor=0.5, half_life=40)
-    assert lr_at(cfg, 5, 10_000, epoch_steps=50) == pytest.approx(0.2)
-    assert lr_at(cfg, 25, 10_000, epoch_steps=50) == pytest.approx(0.2 * 0.5 ** 0.5)
-    assert lr_at(cfg, 85, 10_000, epoch_steps=50) == pytest.approx(0.05)            # two half-lives
-    assert lr_at(cfg, 85, 10_000, epoch_steps=500) == pytest.approx(0.2 * 0.5 ** (35 / 40))  # longer warm-up
-    assert lr_at(cfg, 45, 10_000, epoch_steps=50, cuts=2) == pytest.approx(0.025)
-    with pytest.raises(RecipeError, match="half_life"):
-        TrainConfig(half_life=-1)
 
 
 def test_long_epochs_are_cut_into_equal_evaluation_intervals():
