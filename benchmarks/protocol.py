@@ -152,13 +152,11 @@ def train_all(jobs: list[tuple], workers: int = 1, checkpoints: Path | None = No
     from ctrnas.execution import ExecutionConfig, make_executor
 
     costs = [FAMILY_COST.get(j[1], 2) * LENGTH.get(j[2].partition("@")[0], 5) for j in jobs]
-    order = sorted(range(len(jobs)), key=lambda i: -costs[i])  # stable: ties in job order
     out: list = [None] * len(jobs)
     with make_executor(ExecutionConfig("processes" if workers > 1 else "serial", workers), _train_job,
                        checkpoints) as ex:
-        for k, r in ex.imap([jobs[i] for i in order], ordered=False):
-            job = jobs[order[k]]
-            out[order[k]] = r
+        for i, r in ex.imap_costliest_first(jobs, costs, ordered=False):
+            job, out[i] = jobs[i], r
             test = "diverged" if r["test"] is None else f"{r['test']:.5f}"
             print(f"{Path(job[0]).name} {job[1]} {job[2]} seed {job[3]}: test {test}, {r['epochs']:.1f} epochs",
                   file=sys.stderr, flush=True)

@@ -65,11 +65,13 @@ class Executor:
         pairs = self.imap(jobs) if costs is None else self.imap_costliest_first(list(jobs), costs)
         return [r for _, r in pairs]
 
-    def imap_costliest_first(self, jobs: Sequence[Any], costs: Sequence[float]) -> Iterator[tuple[int, Any]]:
+    def imap_costliest_first(self, jobs: Sequence[Any], costs: Sequence[float],
+                             ordered: bool = True) -> Iterator[tuple[int, Any]]:
         """(job index, result) pairs in job order, the jobs handed to the workers by decreasing `costs` (ties
         in job order, NaN costs last). Handed out in job order, a long job that comes last runs alone while
         the other workers idle; longest first bounds that tail by the shortest jobs. The results are the
-        job-order ones, since each job carries its own seed; finished ones wait for the earlier jobs."""
+        job-order ones, since each job carries its own seed; finished ones wait for the earlier jobs, or with
+        `ordered=False` come as they finish."""
         if len(costs) != len(jobs):
             raise ValueError(f"{len(costs)} costs for {len(jobs)} jobs")
         order = sorted(range(len(jobs)), key=lambda i: (-costs[i] if costs[i] == costs[i] else math.inf, i))
@@ -78,6 +80,9 @@ class Executor:
         next_out = 0
         try:
             for j, result in inner:
+                if not ordered:
+                    yield order[j], result
+                    continue
                 done[order[j]] = result
                 while next_out in done:
                     yield next_out, done.pop(next_out)

@@ -19,6 +19,15 @@ def test_serial_runs_costliest_first_and_returns_in_job_order():
     assert pairs == [(i, 10 * i) for i in range(6)]
 
 
+def test_unordered_results_come_as_they_finish_with_their_job_index():
+    seen: list[int] = []
+    costs = [1.0, 5.0, math.nan, 5.0, 3.0, 0.0]
+    with SerialExecutor(timed_jobs.record_order, seen) as ex:
+        pairs = list(ex.imap_costliest_first(list(range(6)), costs, ordered=False))
+    assert [i for i, _ in pairs] == seen == [1, 3, 4, 0, 5, 2]  # one at a time: each as it finishes
+    assert sorted(pairs) == [(i, 10 * i) for i in range(6)]
+
+
 def test_map_with_costs_equals_map_without():
     with SerialExecutor(timed_jobs.record_order, []) as ex:
         assert ex.map(range(5), [0.0, 4.0, 1.0, 3.0, 2.0]) == ex.map(range(5)) == [0, 10, 20, 30, 40]
