@@ -87,6 +87,7 @@ class Predictor:
         self.checked: list[list[Any]] = []  # [key, rung, predicted, actual, parent's then]: unseen before scoring
         self.parents: dict[str, str] = {}                      # key -> parent key ("": none)
         self.importances: dict[str, float] = {}
+        self._fitted: tuple[Any, tuple[int, Any, list[str]] | None] = (None, None)  # (what it was fitted on, fit)
 
     # -- data ---------------------------------------------------------------------------------------
     def features_of(self, key: str, arch: Any) -> dict[str, float]:
@@ -139,7 +140,15 @@ class Predictor:
         return max(ready) if ready else None
 
     def _fit(self) -> tuple[int, Any, list[str]] | None:
-        """(rung, forest, feature names) fitted on the deepest ready rung, or None."""
+        """(rung, forest, feature names) fitted on the deepest ready rung, or None. Scores only grow and the
+        forest's seed counts them, so the same scores (and parents, which relative rows read) give the same
+        forest: it is fitted again only when they changed."""
+        on = (len(self.scores), tuple(self.parents.items()) if self.config.relative else None)
+        if self._fitted[0] != on:
+            self._fitted = (on, self._refit())
+        return self._fitted[1]
+
+    def _refit(self) -> tuple[int, Any, list[str]] | None:
         from sklearn.ensemble import RandomForestRegressor
 
         rung = self._rung()
@@ -175,7 +184,9 @@ class Predictor:
         at = self._at(rung)
         x = np.array([[self._inputs(key, arch, p).get(n, 0.0) for n in names]
                       for (key, arch), p in zip(proposals, parents, strict=True)])
-        per_tree = np.stack([t.predict(x) for t in forest.estimators_])
+        # the forest's own predict reads float32 and skips each tree's input checks; so does this, per tree
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        per_tree = np.stack([t.predict(x, check_input=False) for t in forest.estimators_])
         mean, spread = per_tree.mean(axis=0), per_tree.std(axis=0)
         if self.config.relative:
             worst = min(at.values())
@@ -228,3 +239,4 @@ class Predictor:
         self.checked = [list(c) for c in state["checked"]]
         self.importances = dict(state["importances"])
         self.parents = dict(state.get("parents", {}))  # a checkpoint from before `relative`
+        self._fitted = (None, None)

@@ -42,6 +42,14 @@ def fail_or_kill_self_on(bad: tuple[int, int], job: int) -> int:
     return kill_self_on(bad[1], fail_on(bad[0], job))
 
 
+def draw_fail_or_kill(state: tuple[float, int, int], job: tuple[int, int] | int) -> float | int:
+    """A pair job is `seeded_draw(state[0], job)`, a number `fail_or_kill_self_on(state[1:], job)`: results and
+    both failures from one executor (a private Ray costs seconds to start)."""
+    if isinstance(job, int):
+        return fail_or_kill_self_on(state[1:], job)
+    return seeded_draw(state[0], job)
+
+
 def note_pid_and_sleep(folder: str, seconds: float) -> int:
     """Opens a progress bar, as a training does (tqdm makes its lock with the first one), notes the pid, sleeps."""
     from tqdm import tqdm

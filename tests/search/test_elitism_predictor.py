@@ -244,3 +244,26 @@ def test_the_final_stage_retrains_the_best_of_each_line_with_a_multi_fidelity_ra
     assert [r.key for r in stage.retrained(2)] == ["a1", "a2"]
     assert [r.key for r in stage.retrained(2, lineages=2)] == ["a1", "b1"]
     assert [r.key for r in stage.retrained(3, lineages=2)] == ["a1", "b1", "a2"]
+
+
+def test_the_forest_is_fitted_again_only_when_a_score_arrives(monkeypatch):
+    from sklearn.ensemble import RandomForestRegressor
+
+    fits = []
+    real_fit = RandomForestRegressor.fit
+    monkeypatch.setattr(RandomForestRegressor, "fit", lambda self, x, y: fits.append(len(y)) or real_fit(self, x, y))
+    space, rng = IntVectorSpace(4, 5), np.random.default_rng(0)
+    pred = Predictor(PredictorConfig(pool=4, min_train=6, trees=10), features, [True], seed=0)
+    for _ in range(8):
+        a = space.sample(rng)
+        pred.observe(a.key(), a, None, float(-a.values[0]))
+    pool = [(a.key(), a) for a in (space.sample(rng) for _ in range(6))]
+    first = pred.choose(pool, 2)
+    assert pred.choose(pool, 2) == first and fits == [8]  # nothing new: the same forest
+    fresh = Predictor(pred.config, features, [True], seed=0)
+    fresh.load_state_dict(pred.state_dict())
+    assert fresh.choose(pool, 2) == first and fits == [8, 8]  # a restored predictor fits its own, the same
+    a = space.sample(rng)
+    pred.observe(a.key(), a, None, 0.0)
+    pred.choose(pool, 2)
+    assert fits == [8, 8, 9]
