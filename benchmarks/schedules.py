@@ -14,7 +14,8 @@ evaluations without improvement (default 4), "xF" multiplies the rate by F at ea
 counts an evaluation as an improvement only below the best val log loss x (1 - F) (default 1e-4; "t0": any),
 "eF" multiplies the rate by F per epoch after the warm-up, step by step (default 1), "hN" halves it every N steps
 after the warm-up, step by step (default none): decays that need no length in advance, measured here and not
-shipped (the trainer below adds them),
+shipped (the trainer below adds them), "keep" goes on from the weights it has after a cut instead of the best
+evaluation's (FuxiCTR's reduce-on-plateau; measured here and not shipped),
 "anneal" ends with the trainer's final anneal (`TrainConfig.anneal`: from the best weights, "pN"'s N evaluation
 intervals, at most an epoch, at a rate falling from the full rate to 0 by a cosine, kept only if val improves;
 "anneal@best": from the rate the best evaluation was reached at); a name without it has none. "default", "nasrec" and
@@ -54,6 +55,7 @@ class Variant(NamedTuple):
     threshold: float = 1e-4  # the least relative improvement an evaluation counts as one (min_improvement)
     decay: float = 1.0       # the rate's factor per epoch
     half_life: int = 0       # steps in which the rate halves; 0: none
+    keep: bool = False       # a cut goes on from the weights it has, not the best evaluation's
 
 
 def parse(name: str) -> Variant:
@@ -72,11 +74,13 @@ def parse(name: str) -> Variant:
             v = v._replace(decay=float(part[1:]))
         elif part.startswith("h") and part[1:].isdigit() and int(part[1:]) >= 1:
             v = v._replace(half_life=int(part[1:]))
+        elif part == "keep":
+            v = v._replace(keep=True)
         elif part in ("anneal", "anneal@best"):
             v = v._replace(anneal="best" if part.endswith("@best") else "full")
         else:
             raise SystemExit(f"variant {name!r}: unknown part {part!r} "
-                             "(evalsK, pN, xF, tF, eF, hN, anneal, anneal@best)")
+                             "(evalsK, pN, xF, tF, eF, hN, keep, anneal, anneal@best)")
     return v
 
 
@@ -100,15 +104,16 @@ def config(v: Variant, seed: int):
 
 
 def decays(v: Variant) -> dict:
-    """A variant's decays of the rate, as its cache records them (none for a variant without)."""
+    """A variant's decays of the rate and its "keep", as its cache records them (none for a variant without)."""
     return {**({"epoch_decay": v.decay} if v.decay != 1.0 else {}),
-            **({"half_life": v.half_life} if v.half_life else {})}
+            **({"half_life": v.half_life} if v.half_life else {}), **({"keep": True} if v.keep else {})}
 
 
 def annealing_trainer():
     """The trainer, whose final anneal (`TrainConfig.anneal`) starts at the full rate, or with `from_best` at the
     rate the best evaluation was reached at ("anneal@best"), and whose rate after the warm-up decays by
-    `epoch_decay` per epoch and halves every `half_life` steps, step by step ("eF", "hN")."""
+    `epoch_decay` per epoch and halves every `half_life` steps, step by step ("eF", "hN"), and which with `keep`
+    goes on from the weights it has after a cut ("keep")."""
     from ctrnas.train.config import lr_at
     from ctrnas.train.trainer import Trainer
 
@@ -116,10 +121,21 @@ def annealing_trainer():
         from_best = False  # set before fit, as the decays below
         epoch_decay = 1.0
         half_life = 0
+        keep = False
         cuts_at_best = 0   # the rate's cuts before the best evaluation
 
+        _selecting = False
+
+        def _load_weights(self, weights):
+            if not (self.keep and self._selecting):  # a cut's return to the best weights is `_select`'s only load
+                super()._load_weights(weights)
+
         def _select(self):
-            stop = super()._select()
+            self._selecting = True
+            try:
+                stop = super()._select()
+            finally:
+                self._selecting = False
             if self.best is not None and self.best["step"] == self.step:
                 self.cuts_at_best = self.cuts
             return stop
@@ -166,7 +182,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     net = build_baseline(model, load_schema(data), dim=cfg.embedding_dim, seed=seed)
     trainer = annealing_trainer()(net, cfg)
     trainer.from_best = v.anneal == "best"
-    trainer.epoch_decay, trainer.half_life = v.decay, v.half_life
+    trainer.epoch_decay, trainer.half_life, trainer.keep = v.decay, v.half_life, v.keep
     s = trainer.fit(train, val)
     r = {"test": None if trainer.diverged else trainer.evaluate(test).logloss,
          "val": (s["best"] or {}).get("logloss"),
@@ -248,7 +264,8 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "(default 0.5; each returns to the best weights); `tF`: an evaluation improves only below the best "
              "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `eF`: the rate times F per epoch after the "
              "warm-up, step by step (an exponential decay; default none); `hN`: the rate halved every N steps "
-             "after the warm-up, step by step (default none); `anneal`: the final anneal, after the stop "
+             "after the warm-up, step by step (default none); `keep`: each cut goes on from the weights it has, not "
+             "the best evaluation's (FuxiCTR's reduce-on-plateau); `anneal`: the final anneal, after the stop "
              "patience evaluation intervals (one epoch here) from the best weights at a rate falling from 0.12 to 0 "
              "by a cosine, kept only if val improves (`anneal@best`: from the rate the best evaluation was reached "
              "at). Cells: test log loss, mean over training seeds (sd), and "

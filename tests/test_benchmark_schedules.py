@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+import torch
 
 
 def _schedules():
@@ -23,6 +24,7 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
     assert s.parse("evals1-p2-x0.1") == s.Variant(evals=1, patience=2, factor=0.1)
     assert s.parse("e0.5-h1500") == s.Variant(decay=0.5, half_life=1500)
     assert s.decays(s.parse("h1500")) == {"half_life": 1500} and s.decays(s.parse("evals4")) == {}
+    assert s.parse("keep") == s.Variant(keep=True) and s.decays(s.parse("x0.5-keep")) == {"keep": True}
     for bad in ("evals0", "x2", "p0", "warm", "e1.5", "h0"):
         with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
             s.parse(f"evals2-{bad}")
@@ -110,6 +112,31 @@ def test_the_decays_multiply_the_plateau_rate_step_by_step_after_the_warm_up(dec
                                                                             if half_life else 1)
         assert rate == pytest.approx(expect, rel=1e-6, abs=1e-7)
     assert t.step > 2 * n  # past two epochs: the decays had room to act
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_keep_goes_on_from_the_weights_it_has_after_a_cut_and_ends_on_the_best(keep):
+    from ctrnas.train.trainer import state_tensors
+
+    t, train, val, rates = _tiny(None, 3.0)
+    t.keep = keep
+    after = []  # per evaluation: did it improve, did it stop, are the weights the best evaluation's
+    select = t._select
+
+    def watching():
+        best = t.best
+        stop = select()
+        at_best = all(torch.equal(a, b) for a, b in zip(state_tensors(t.model), t._best_weights))
+        after.append((t.best is not best, stop, at_best))
+        return stop
+
+    t._select = watching
+    t.fit(train, val)
+    cuts = [at_best for improved, stop, at_best in after if not improved and not stop]
+    assert cuts and t.cuts >= len(cuts)  # evaluations without improvement that cut the rate and went on
+    assert all(at_best for improved, _, at_best in after if improved)  # a new best is copied as it is
+    assert cuts == [not keep] * len(cuts)  # the cut returns to the best weights, or with keep goes on from its own
+    assert t.evaluate(val).logloss == pytest.approx(t.best["logloss"], abs=1e-6)  # it ends on the best weights
 
 
 def test_without_an_anneal_it_trains_as_the_plain_trainer():
