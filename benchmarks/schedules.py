@@ -93,7 +93,8 @@ def _positive(s: str) -> bool:
 
 def config(v: Variant, seed: int):
     """The TrainConfig of a variant: the default protocol with the variant's evaluations per epoch (the trainer cuts
-    the epoch into that many equal parts), patience, factor, threshold and final anneal (its decays: `decays`)."""
+    the epoch into that many equal parts), patience, factor, threshold and final anneal (its decays and `keep`:
+    `extras`)."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     # sparse tables, as benchmarks/protocol.py's runs (fused gives the same to float rounding)
@@ -103,8 +104,9 @@ def config(v: Variant, seed: int):
                                min_improvement=v.threshold, anneal=v.anneal is not None)
 
 
-def decays(v: Variant) -> dict:
-    """A variant's decays of the rate and its "keep", as its cache records them (none for a variant without)."""
+def extras(v: Variant) -> dict:
+    """What a variant sets beyond its TrainConfig (its decays of the rate, "keep"), as its cache records them
+    (nothing for a variant without)."""
     return {**({"epoch_decay": v.decay} if v.decay != 1.0 else {}),
             **({"half_life": v.half_life} if v.half_life else {}), **({"keep": True} if v.keep else {})}
 
@@ -170,7 +172,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
     v = parse(variant)
     cfg = config(v, seed)
     cache = out / data.name
-    hit = cached(cache / f"{model}-{variant}-{seed}.json", cfg, anneal=v.anneal, **decays(v))  # its settings of today
+    hit = cached(cache / f"{model}-{variant}-{seed}.json", cfg, anneal=v.anneal, **extras(v))  # its settings of today
     if hit is not None:
         return hit
     from ctrnas.data.dataset import load_schema
@@ -191,7 +193,7 @@ def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protoc
          "seconds": s["seconds"],
          "val_history": [{"epoch": h["step"] / per_epoch, "logloss": h["logloss"], **({"anneal": True} if
                           h.get("anneal") else {})} for h in s["val_history"]],
-         "settings": {**settings(cfg), "anneal": v.anneal, **decays(v)}}
+         "settings": {**settings(cfg), "anneal": v.anneal, **extras(v)}}
     save(cache, f"{model}-{variant}-{seed}", r)
     return r
 

@@ -23,8 +23,8 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
     assert s.parse("evals4") == s.Variant()  # the default protocol's settings
     assert s.parse("evals1-p2-x0.1") == s.Variant(evals=1, patience=2, factor=0.1)
     assert s.parse("e0.5-h1500") == s.Variant(decay=0.5, half_life=1500)
-    assert s.decays(s.parse("h1500")) == {"half_life": 1500} and s.decays(s.parse("evals4")) == {}
-    assert s.parse("keep") == s.Variant(keep=True) and s.decays(s.parse("x0.5-keep")) == {"keep": True}
+    assert s.extras(s.parse("h1500")) == {"half_life": 1500} and s.extras(s.parse("evals4")) == {}
+    assert s.parse("keep") == s.Variant(keep=True) and s.extras(s.parse("x0.5-keep")) == {"keep": True}
     for bad in ("evals0", "x2", "p0", "warm", "e1.5", "h0"):
         with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
             s.parse(f"evals2-{bad}")
