@@ -14,7 +14,8 @@ evaluations without improvement (default 4), "xF" multiplies the rate by F at ea
 counts an evaluation as an improvement only below the best val log loss x (1 - F) (default 1e-4; "t0": any),
 "eF" multiplies the rate by F per epoch after the warm-up, step by step (default 1), "hN" halves it every N steps
 after the warm-up, step by step (default none): decays that need no length in advance, measured here and not
-shipped (the trainer below adds them), "keep" goes on from the weights it has after a cut instead of the best
+shipped (the trainer below adds them), "emaF" evaluates, selects and ends on a moving average of the weights over F
+evaluation intervals (`TrainConfig.ema`), "keep" goes on from the weights it has after a cut instead of the best
 evaluation's (FuxiCTR's reduce-on-plateau; measured here and not shipped),
 "anneal" ends with the trainer's final anneal (`TrainConfig.anneal`: from the best weights, "pN"'s N evaluation
 intervals, at most an epoch, at a rate falling from the full rate to 0 by a cosine, kept only if val improves;
@@ -56,6 +57,7 @@ class Variant(NamedTuple):
     decay: float = 1.0       # the rate's factor per epoch
     half_life: int = 0       # steps in which the rate halves; 0: none
     keep: bool = False       # a cut goes on from the weights it has, not the best evaluation's
+    ema: float = 0.0         # the weights' moving average over that many evaluation intervals (TrainConfig.ema)
 
 
 def parse(name: str) -> Variant:
@@ -70,6 +72,8 @@ def parse(name: str) -> Variant:
             v = v._replace(factor=float(part[1:]))
         elif part.startswith("t") and (part[1:] == "0" or _positive(part[1:])) and float(part[1:]) < 1:
             v = v._replace(threshold=float(part[1:]))
+        elif part.startswith("ema") and _positive(part[3:]):
+            v = v._replace(ema=float(part[3:]))
         elif part.startswith("e") and _positive(part[1:]) and float(part[1:]) <= 1:
             v = v._replace(decay=float(part[1:]))
         elif part.startswith("h") and part[1:].isdigit() and int(part[1:]) >= 1:
@@ -80,7 +84,7 @@ def parse(name: str) -> Variant:
             v = v._replace(anneal="best" if part.endswith("@best") else "full")
         else:
             raise SystemExit(f"variant {name!r}: unknown part {part!r} "
-                             "(evalsK, pN, xF, tF, eF, hN, keep, anneal, anneal@best)")
+                             "(evalsK, pN, xF, tF, eF, hN, emaF, keep, anneal, anneal@best)")
     return v
 
 
@@ -101,7 +105,7 @@ def config(v: Variant, seed: int):
     base = early_stopping(TrainConfig(progress=False, threads=1, eval_batch_size=8192, seed=seed,
                                       embedding_update="sparse"))
     return dataclasses.replace(base, early_stop_patience=v.patience, plateau_factor=v.factor, evals_per_epoch=v.evals,
-                               min_improvement=v.threshold, anneal=v.anneal is not None)
+                               min_improvement=v.threshold, anneal=v.anneal is not None, ema=v.ema)
 
 
 def extras(v: Variant) -> dict:
@@ -267,7 +271,8 @@ def report(results: dict, variants: list[str], command: str) -> str:
              "x (1 - F) (default 1e-4; `t0`: any lower val log loss); `eF`: the rate times F per epoch after the "
              "warm-up, step by step (an exponential decay; default none); `hN`: the rate halved every N steps "
              "after the warm-up, step by step (default none); `keep`: each cut goes on from the weights it has, not "
-             "the best evaluation's (FuxiCTR's reduce-on-plateau); `anneal`: the final anneal, after the stop "
+             "the best evaluation's (FuxiCTR's reduce-on-plateau); `emaF`: val scores, and the training ends on, a moving "
+             "average of the weights over F evaluation intervals (`TrainConfig.ema`); `anneal`: the final anneal, after the stop "
              "patience evaluation intervals (one epoch here) from the best weights at a rate falling from 0.12 to 0 "
              "by a cosine, kept only if val improves (`anneal@best`: from the rate the best evaluation was reached "
              "at). Cells: test log loss, mean over training seeds (sd), and "

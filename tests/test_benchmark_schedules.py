@@ -25,6 +25,7 @@ def test_a_name_spells_its_parts_and_an_unknown_part_is_named():
     assert s.parse("e0.5-h1500") == s.Variant(decay=0.5, half_life=1500)
     assert s.extras(s.parse("h1500")) == {"half_life": 1500} and s.extras(s.parse("evals4")) == {}
     assert s.parse("keep") == s.Variant(keep=True) and s.extras(s.parse("x0.5-keep")) == {"keep": True}
+    assert s.parse("ema2-e0.5") == s.Variant(ema=2.0, decay=0.5) and s.config(s.parse("ema0.5"), 0).ema == 0.5
     for bad in ("evals0", "x2", "p0", "warm", "e1.5", "h0"):
         with pytest.raises(SystemExit, match=f"unknown part '{bad}'"):
             s.parse(f"evals2-{bad}")
@@ -184,3 +185,4 @@ def test_report_reads_each_variant_against_the_better_other_and_the_default(tmp_
     assert "Goal met: `default` 0 of 1; `evals1` 1 of 1 model-and-data pairs." in text
     # a variant tried on a data and model alone goes to the candidates table, not the main one's goal count
     assert "| dlrm | evals2 | 0.31000 (0.00141) 2.00 | +4.5 vs nasrec; +1.5 |" in text
+

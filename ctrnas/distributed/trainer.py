@@ -58,6 +58,8 @@ class DistributedTrainer(Trainer):
         if cfg.embedding_update == "dense":
             raise CtrnasError("--distributed trains tables with the fused (sparse) Adagrad; "
                               "set embedding_update: sparse or fused")
+        if cfg.ema:  # the average would be per-rank shards a checkpoint does not hold (as the best weights)
+            raise CtrnasError("--distributed does not average the weights; set ema: 0")
         # "fused" is what DMP's sharded tables do anyway: the model itself stays plain here
         cfg = dataclasses.replace(cfg, embedding_update="sparse")
         cfg = cfg if env.is_main else dataclasses.replace(cfg, progress=False)

@@ -85,6 +85,11 @@ class TrainConfig:
     # improves. The plateau's rate never decays to zero, a gain NASRec's cosine makes (warm-up, stable, decay:
     # WSD); measured in docs/protocol.md, "The final anneal"
     anneal: bool = False
+    # with model selection: evaluate, select and end on an exponential moving average of the weights over `ema`
+    # evaluation intervals (so over a share of an epoch whatever the data's size), in place of the trained
+    # weights; 0: off. A length-free stand-in for the decay at the end of NASRec's cosine (Polyak averaging);
+    # measured in docs/protocol.md, "A moving average of the weights"
+    ema: float = 0.0
     checkpoint_every: int = 0            # steps between checkpoints; 0 = only at the end
     # Stop a training whose mean loss over 20 steps exceeds this x ln 2 (the most a constant predictor
     # loses), or at once on a NaN/inf loss, and mark it diverged (ctrnas.train.divergence); null: only NaN/inf.
@@ -111,6 +116,7 @@ class TrainConfig:
             ("eval_every", self.eval_every >= 0, "must be >= 0"),
             ("evals_per_epoch", self.evals_per_epoch >= 1, "must be >= 1"),
             ("min_improvement", 0.0 <= self.min_improvement < 1.0, "must be in [0, 1)"),
+            ("ema", self.ema >= 0.0 and math.isfinite(self.ema), "must be >= 0 (0: off)"),
             ("early_stop_patience", self.early_stop_patience is None or self.early_stop_patience >= 1,
              "must be >= 1 or null"),
             ("checkpoint_every", self.checkpoint_every >= 0, "must be >= 0"),
@@ -174,12 +180,12 @@ def early_stopping(cfg: TrainConfig, given: "set[str] | frozenset[str]" = frozen
     at most MAX_EPOCHS epochs, val evaluated EVALS_PER_EPOCH times an epoch (every EVAL_EVERY steps at most),
     stop after PATIENCE evaluations without a lower log loss, end on the best one's weights, and the "plateau"
     schedule (warm-up, then constant, times PLATEAU_FACTOR at each evaluation without improvement), and the
-    final anneal where ANNEAL."""
+    final anneal where ANNEAL, the weights' moving average over EMA evaluation intervals."""
     import dataclasses
 
     preset = {"epochs": MAX_EPOCHS, "schedule": "plateau", "restore_best": True, "early_stop_patience": PATIENCE,
               "eval_every": EVAL_EVERY, "evals_per_epoch": EVALS_PER_EPOCH, "plateau_factor": PLATEAU_FACTOR,
-              "min_improvement": MIN_IMPROVEMENT, "anneal": ANNEAL}
+              "min_improvement": MIN_IMPROVEMENT, "anneal": ANNEAL, "ema": EMA}
     return dataclasses.replace(cfg, **{k: v for k, v in preset.items() if k not in given})
 
 
@@ -191,6 +197,9 @@ MAX_EPOCHS, PATIENCE, EVAL_EVERY, EVALS_PER_EPOCH, PLATEAU_FACTOR, MIN_IMPROVEME
 # the final anneal lowers test log loss on small models (docs/protocol.md), but the protocol's tables, the ranking
 # study's truth and the pipeline's verdicts are measured without it: a recipe turns it on (final.train.anneal)
 ANNEAL = False
+# the moving average of the weights (TrainConfig.ema): measured in docs/protocol.md; 0 until the protocol's tables,
+# the ranking study's truth and the pipeline's verdicts are measured with it
+EMA = 0.0
 
 # the protocols a training can follow: the length follows the data, or NASRec's fixed number of epochs
 PROTOCOLS = ("early-stop", "nasrec")
