@@ -46,20 +46,12 @@ def test_evals_cut_each_epoch_into_that_many_evaluations(per_epoch, evals):
 
 
 def _tiny(anneal: str, lr: float):
-    from ctrnas.train.batches import TensorBatches
-    from ctrnas.train.config import TrainConfig, early_stopping
-    from tests.train.conftest import make_learnable
+    from tests.train.test_ema import learnable_run
     from tests.train.test_trainer import _model
 
-    schema, dense, ids, y, _ = make_learnable(3000)
-    names = schema.sparse_names
-    train = TensorBatches(dense[:2000], ids[:2000], y[:2000], names, 100, shuffle_seed=0)
-    val = TensorBatches(dense[2000:], ids[2000:], y[2000:], names, 1000)
     # one evaluation an epoch, patience 2, cuts of 0.1, any gain an improvement: the settings the parameters
     # below were found with
-    cfg = dataclasses.replace(early_stopping(TrainConfig(lr=lr, batch_size=100, progress=False, eval_batch_size=1000)),
-                              evals_per_epoch=1, early_stop_patience=2, plateau_factor=0.1, min_improvement=0.0,
-                              anneal=anneal is not None)
+    schema, cfg, train, val = learnable_run(lr=lr, anneal=anneal is not None)
     t = _schedules().annealing_trainer()(_model(schema), cfg)
     t.from_best = anneal == "best"
     rates = []

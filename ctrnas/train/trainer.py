@@ -361,8 +361,9 @@ class Trainer:
 
     @torch.no_grad()
     def _update_average(self) -> None:
-        """The moving average after a step: weight 1/n for the n-th step it sees, at least 1/horizon (as
-        TensorFlow's ExponentialMovingAverage with num_updates), so the start is forgotten early on."""
+        """The moving average after a step: the plain mean of the n steps so far (weight 1/n) until 1/n falls
+        below 1/horizon, then exponential (torch.optim.swa_utils' averages keep a second model; here the average
+        is a list of tensors a checkpoint holds and an evaluation swaps into the model itself)."""
         self._averaged += 1
         if self._average is None:
             self._average = [t.detach().clone() for t in self._floats()]

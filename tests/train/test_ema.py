@@ -17,15 +17,16 @@ from tests.train.conftest import make_learnable
 from tests.train.test_trainer import _model
 
 
-def _setup(ema: float, lr: float = 3.0):
+def learnable_run(lr: float = 3.0, **settings):
+    """(schema, config, train, val) of a small learnable problem: 2,000 training rows in batches of 100, one
+    evaluation an epoch (20 steps), patience 2, cuts of 0.1, any gain an improvement, and `settings`."""
     schema, dense, ids, y, _ = make_learnable(3000)
     names = schema.sparse_names
     train = TensorBatches(dense[:2000], ids[:2000], y[:2000], names, 100, shuffle_seed=0)
     val = TensorBatches(dense[2000:], ids[2000:], y[2000:], names, 1000)
-    # one evaluation an epoch (20 steps), patience 2, cuts of 0.1: at lr 3.0 the rate is cut and training goes on
     cfg = dataclasses.replace(early_stopping(TrainConfig(lr=lr, batch_size=100, progress=False, eval_batch_size=1000)),
                               evals_per_epoch=1, early_stop_patience=2, plateau_factor=0.1, min_improvement=0.0,
-                              ema=ema)
+                              **settings)
     return schema, cfg, train, val
 
 
@@ -34,7 +35,7 @@ def _floats(model):
 
 
 def test_evaluations_score_the_average_and_a_cut_goes_on_from_the_best_one():
-    schema, cfg, train, val = _setup(ema=2.0)  # over two evaluation intervals: 40 steps
+    schema, cfg, train, val = learnable_run(ema=2.0)  # over two evaluation intervals: 40 steps; lr 3.0 is cut
     t = Trainer(_model(schema), cfg)
     before, after, evals = [], [], []  # the weights before and after each step; per evaluation (step, cut, stop)
     step, select = t.train_step, t._select
@@ -80,7 +81,7 @@ def test_evaluations_score_the_average_and_a_cut_goes_on_from_the_best_one():
 
 
 def test_an_interrupted_training_resumes_to_the_same_numbers(tmp_path):
-    schema, cfg, train, val = _setup(ema=1.5)
+    schema, cfg, train, val = learnable_run(ema=1.5)
     whole = Trainer(_model(schema), cfg)
     whole.fit(train, val)
     first = Trainer(_model(schema), cfg, out_dir=tmp_path)
@@ -93,7 +94,7 @@ def test_an_interrupted_training_resumes_to_the_same_numbers(tmp_path):
 
 
 def test_without_model_selection_there_is_no_average_and_a_negative_horizon_is_refused():
-    schema, cfg, train, val = _setup(ema=2.0)
+    schema, cfg, train, val = learnable_run(ema=2.0)
     plain = dataclasses.replace(cfg, restore_best=False, early_stop_patience=None, schedule="cosine", epochs=2)
     t = Trainer(_model(schema), plain)
     t.fit(train, val)
