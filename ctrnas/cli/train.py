@@ -34,7 +34,7 @@ def train_args(p: argparse.ArgumentParser) -> None:
 
 
 def train_config(args, final: bool = False, eval_every: int | None = None, early_stop_patience: int | None = None,
-                 restore_best: bool | None = None, protocol: str | None = None):
+                 restore_best: bool | None = None, protocol: str | None = None, ema: float | None = None):
     """The TrainConfig of --recipe with the flags given on top (shared with `ctrnas warmup`)."""
     from ctrnas import api
 
@@ -42,7 +42,7 @@ def train_config(args, final: bool = False, eval_every: int | None = None, early
                             row_cap=args.row_cap, threads=args.threads, checkpoint_every=args.checkpoint_every,
                             progress=False if args.no_progress else None, device=args.device, default_threads=1,
                             final=final, eval_every=eval_every, early_stop_patience=early_stop_patience,
-                            restore_best=restore_best, protocol=protocol)
+                            restore_best=restore_best, protocol=protocol, overrides={"ema": ema})
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="evaluate on val during training and end on the best evaluation's weights")
     p.add_argument("--early-stop-patience", type=int,
                    help="stop after N evaluations without a lower val log loss")
+    p.add_argument("--ema", type=float,
+                   help="evaluate and end on a moving average of the weights over N evaluation intervals "
+                        "(docs/protocol.md; default: the recipe's, else 0, off)")
     p.add_argument("--layernorm", choices=("off", "space", "on", "auto"),
                    help="--arch: the ops' LayerNorms: 'off' as NASRec's stand-alone training, 'space' the space's "
                         "setting, 'on', or 'auto' (on for models with a product term); default: the --recipe "
@@ -93,7 +96,7 @@ def _run_train(args) -> int:
 
     # a run's recipe.yaml: train as its final stage did (final.train, its rows, LayerNorm, embedding init)
     cfg = train_config(args, final=True, eval_every=args.eval_every, early_stop_patience=args.early_stop_patience,
-                       restore_best=args.restore_best or None, protocol=args.protocol)
+                       restore_best=args.restore_best or None, protocol=args.protocol, ema=args.ema)
     m, out = api.train_model(args.data, cfg, baseline=args.baseline, arch=args.arch, space=args.space,
                              out_dir=args.out, train_fraction=args.train_fraction, layernorm=args.layernorm,
                              embedding_init=args.embedding_init, dense_init=args.dense_init,

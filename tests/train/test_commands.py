@@ -23,10 +23,12 @@ def ctrnas(monkeypatch):
     return cli.main
 
 
-def test_train_baseline_writes_metrics_that_match_an_independent_evaluation(ctrnas, synthetic_dir, tmp_path):
+@pytest.mark.parametrize("ema", [None, "1"])
+def test_train_baseline_writes_metrics_that_match_an_independent_evaluation(ctrnas, synthetic_dir, tmp_path, ema):
+    """With --ema the folder holds the weights' moving average, which the test log loss is of."""
     out = tmp_path / "run"
     rc = ctrnas(["train", "--data", str(synthetic_dir), "--baseline", "fm", "--out", str(out), "--no-progress",
-                 "--train-fraction", "0.5", "--batch-size", "256", "--seed", "3"])
+                 "--train-fraction", "0.5", "--batch-size", "256", "--seed", "3", *(["--ema", ema] if ema else [])])
     assert rc == 0
     m = json.loads((out / "metrics.json").read_text())
     meta = read_meta(synthetic_dir)
@@ -40,6 +42,7 @@ def test_train_baseline_writes_metrics_that_match_an_independent_evaluation(ctrn
     assert m["train_rows_used"] == half and (steps % per_epoch) % interval == 0
     assert m["train"]["rows"] == (steps // per_epoch) * half + (steps % per_epoch) * 256
     assert m["config"]["schedule"] == "plateau" and m["config"]["restore_best"]
+    assert m["config"]["ema"] == (float(ema) if ema else 0.0)
     assert m["val"]["step"] == m["train"]["best"]["step"]
     # re-evaluate the saved weights on the test split with scikit-learn
     model = build_baseline("fm", load_schema(synthetic_dir), seed=0)
