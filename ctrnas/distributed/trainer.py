@@ -58,8 +58,6 @@ class DistributedTrainer(Trainer):
         if cfg.embedding_update == "dense":
             raise CtrnasError("--distributed trains tables with the fused (sparse) Adagrad; "
                               "set embedding_update: sparse or fused")
-        if cfg.ema:  # the average would be per-rank shards a checkpoint does not hold (as the best weights)
-            raise CtrnasError("--distributed does not average the weights; set ema: 0")
         # "fused" is what DMP's sharded tables do anyway: the model itself stays plain here
         cfg = dataclasses.replace(cfg, embedding_update="sparse")
         cfg = cfg if env.is_main else dataclasses.replace(cfg, progress=False)
@@ -127,6 +125,8 @@ class DistributedTrainer(Trainer):
             o.step()
         self.fused_optimizer.step()
         self.step += 1
+        if self._horizon:  # the weights' moving average, of this rank's shards (cfg.ema)
+            self._update_average()
         (total,) = sum_scalars(float(loss_sum.detach()))
         self.global_rows += int(global_rows)
         self.global_loss_sum += total
@@ -175,9 +175,10 @@ class DistributedTrainer(Trainer):
                 "rows_seen": self.rows_seen, "train_seconds": self.train_seconds, "history": self.history,
                 "config": to_dict(self.cfg), "sharding": self.sharding,
                 "global_rows": self.global_rows, "global_loss_sum": self.global_loss_sum,
-                # best-on-val weights are per-rank shards and stay in memory: a resumed run that must
-                # restore them raises (Trainer._load_weights) instead of ending on other weights
-                "selection": {**self.selection_state(), "weights": None}}
+                # best-on-val weights and the weights' moving average are per-rank shards and stay in memory: a
+                # resumed run that must restore or extend them raises (Trainer._load_weights,
+                # _update_average) instead of ending on other weights
+                "selection": {**self.selection_state(), "weights": None, "average": None}}
 
     def save(self) -> None:
         if self.ckpt_dir is None:

@@ -364,6 +364,9 @@ class Trainer:
         """The moving average after a step: the plain mean of the n steps so far (weight 1/n) until 1/n falls
         below 1/horizon, then exponential (torch.optim.swa_utils' averages keep a second model; here the average
         is a list of tensors a checkpoint holds and an evaluation swaps into the model itself)."""
+        if self._average is None and self._averaged:
+            raise CtrnasError("ema: the moving average of the weights is not available (a distributed run "
+                              "resumed?); re-run in a new output folder")
         self._averaged += 1
         if self._average is None:
             self._average = [t.detach().clone() for t in self._floats()]

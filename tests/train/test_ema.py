@@ -105,12 +105,16 @@ def test_without_model_selection_there_is_no_average_and_a_negative_horizon_is_r
         TrainConfig(ema=-1.0)
 
 
-@pytest.mark.parametrize("update", ["dense", None])
-def test_distributed_training_refuses_what_it_cannot_checkpoint(update):
-    from ctrnas.distributed.trainer import DistributedTrainer
+def test_a_checkpoint_without_the_average_does_not_resume_on_other_weights(tmp_path):
+    """A distributed checkpoint holds no average (per-rank shards, as the best weights): resuming it raises."""
     from ctrnas.errors import CtrnasError
+    from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
 
-    # refused before the model or the process group is touched
-    cfg = TrainConfig(embedding_update="dense") if update else TrainConfig(ema=1.0)
-    with pytest.raises(CtrnasError, match="sparse or fused" if update else "ema: 0"):
-        DistributedTrainer(None, cfg, env=None)
+    schema, cfg, train, val = learnable_run(ema=1.0)
+    first = Trainer(_model(schema), cfg, out_dir=tmp_path)
+    first.fit(train, val, max_steps=5)
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    state["selection"]["average"] = None
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    with pytest.raises(CtrnasError, match="moving average"):
+        Trainer(_model(schema), cfg, out_dir=tmp_path).fit(train, val)
