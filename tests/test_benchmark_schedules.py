@@ -177,4 +177,3 @@ def test_report_reads_each_variant_against_the_better_other_and_the_default(tmp_
     assert "Goal met: `default` 0 of 1; `evals1` 1 of 1 model-and-data pairs." in text
     # a variant tried on a data and model alone goes to the candidates table, not the main one's goal count
     assert "| dlrm | evals2 | 0.31000 (0.00141) 2.00 | +4.5 vs nasrec; +1.5 |" in text
-
