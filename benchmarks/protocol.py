@@ -3,12 +3,12 @@
 uses by default (`ctrnas.train.config.early_stopping`), at several data sizes and training seeds.
 
     python benchmarks/protocol.py --data runs/data/synthetic-criteo-70k --data runs/data/synthetic-criteo-300k \
-        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:default@3,default@9,adam
+        --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:plateau,plateau@3,plateau@9,adam
 
 Each --data folder is `ctrnas prepare synthetic --profile criteo|avazu [--structure pairwise] --rows N --seed 0`;
 a protocol named again for the same folder and model is counted once.
 
-The protocols "adam" and "adam@3" train the default protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
+The protocols "adam" and "adam@3" train the "plateau" protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
 a table of their own: which optimizer trains each baseline family better.
 
 `--workers N` trains N at a time (one process and one torch thread each; the same numbers as one at a time).
@@ -38,8 +38,9 @@ MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
 
 
 def protocols(name: str):
-    """The TrainConfig of a protocol name; "default@3": the default at 3x the learning rate; "adam": the default
-    at Adam's usual rate and eps (FuxiCTR's and BARS's 1e-3 and 1e-8), "adam@3" at 3x that rate."""
+    """The TrainConfig of a protocol name; "plateau": the default without the weights' moving average (the
+    trained weights evaluated and kept); "plateau@3": that at 3x the learning rate; "adam": "plateau" at Adam's
+    usual rate and eps (FuxiCTR's and BARS's 1e-3 and 1e-8), "adam@3" at 3x that rate."""
     from ctrnas.train.config import TrainConfig, early_stopping
 
     # sparse tables, as every cached run was trained (fused gives the same to float rounding)
@@ -49,7 +50,8 @@ def protocols(name: str):
         "nasrec": dataclasses.replace(base, epochs=2, restore_best=True),
         "cosine-10": dataclasses.replace(base, epochs=10, restore_best=True, early_stop_patience=2),
         "default": early_stopping(base),
-        "adam": early_stopping(dataclasses.replace(base, lr=1e-3, eps=1e-8)),
+        "plateau": dataclasses.replace(early_stopping(base), ema=0.0),
+        "adam": dataclasses.replace(early_stopping(dataclasses.replace(base, lr=1e-3, eps=1e-8)), ema=0.0),
     }[name]
     return dataclasses.replace(cfg, lr=cfg.lr * float(scale)) if scale else cfg
 
@@ -168,10 +170,12 @@ def report(results: dict, command: str) -> str:
              f"Command: `python benchmarks/protocol.py {command}`", "",
              "Test log loss, mean over training seeds (sd); in brackets the epochs trained (its best epoch). "
              "`nasrec`: 2 epochs, cosine, the better epoch kept; `cosine-10`: cosine over 10 epochs, stop after 2 "
-             "evaluations without improvement (what `ctrnas train` allowed before); `default`: the early-stop "
-             "protocol (up to 20 epochs, val evaluated four times an epoch, stop after 4 evaluations without "
+             "evaluations without improvement (what `ctrnas train` allowed before); `plateau`: early stopping "
+             "(up to 20 epochs, val evaluated four times an epoch, stop after 4 evaluations without "
              "improvement; the LR constant after its warm-up, halved at each evaluation without improvement, which "
-             "also returns to the best weights). Goal: `default` within 1 pair sd of "
+             "also returns to the best weights); `default`: the early-stop protocol, `plateau` with val scored on, "
+             "and the training ending on, a moving average of the weights over one evaluation interval "
+             "(`TrainConfig.ema`). Goal: `default` within 1 pair sd of "
              "the better of `nasrec` and `cosine-10`; its cost in FTE (one FTE: the 2 epochs of `nasrec`), the "
              "better other's beside it.", ""]
     ok, n = 0, 0
@@ -209,21 +213,21 @@ def report(results: dict, command: str) -> str:
             lines += [f"Goal met for {block_ok} of {block_n} models; the default trains "
                       f"{statistics.fmean(f for f, _ in ftes):.2f} FTE on average, the better other "
                       f"{statistics.fmean(f for _, f in ftes):.2f}.", ""]
-        grid = [p for p in names if p == "default" or p.startswith("default@")]
+        grid = [p for p in names if p.partition("@")[0] == "plateau"]
         if len(grid) > 1:
             lines += [f"A learning rate per model from {{{', '.join(p.partition('@')[2] or '1' for p in grid)}}} x 0.12, "
                       "chosen per seed by the val log loss at the first evaluation (measured, not shipped):", "",
-                      "| model | chosen per seed | test | vs default (pair sd) |", "|---|---|---|---|"]
+                      "| model | chosen per seed | test | vs plateau (pair sd) |", "|---|---|---|---|"]
             for model, runs in by_model.items():
-                if not all(len(runs.get(p, [])) == len(runs.get("default", [])) for p in grid):
+                if not all(len(runs.get(p, [])) == len(runs.get("plateau", [])) for p in grid):
                     continue
                 def first(p, i):
                     x = runs[p][i]["first_val"]
                     return x if x is not None and math.isfinite(x) else math.inf
 
-                picks = [min(grid, key=lambda p: first(p, i)) for i in range(len(runs["default"]))]
+                picks = [min(grid, key=lambda p: first(p, i)) for i in range(len(runs["plateau"]))]
                 t = [runs[p][i]["test"] for i, p in enumerate(picks)]
-                d = [r["test"] for r in runs["default"]]
+                d = [r["test"] for r in runs["plateau"]]
                 sd = lambda x: statistics.stdev(x) if len(x) > 1 else math.nan  # noqa: E731
                 pair = math.hypot(sd(t), sd(d))
                 z = (statistics.fmean(t) - statistics.fmean(d)) / pair if pair > 0 else math.nan
@@ -237,9 +241,10 @@ def report(results: dict, command: str) -> str:
 
 
 def column_order(protocol: str) -> tuple:
-    """The protocol table's columns: the fixed protocol, the old early stopping, the default, then the rest."""
+    """The protocol table's columns: the fixed protocol, the old early stopping, the default without and with
+    the moving average, then the rest."""
     base = protocol.partition("@")[0]
-    return ({"nasrec": 0, "cosine-10": 1, "default": 2}.get(base, 3), protocol)
+    return ({"nasrec": 0, "cosine-10": 1, "plateau": 2, "default": 3}.get(base, 4), protocol)
 
 
 def verdict(stats: dict) -> dict | None:
@@ -263,9 +268,9 @@ def is_optimizer(protocol: str) -> bool:
 
 
 def optimizer_report(results: dict) -> list[str]:
-    """The default protocol's Adagrad against Adam: test log loss per seed, mean, margin in pair sd, length."""
+    """The plateau protocol's Adagrad against Adam: test log loss per seed, mean, margin in pair sd, length."""
     lines = ["### Adagrad or Adam", "",
-             "The default protocol with NASRec's Adagrad (lr 0.12, eps 1e-2) and with Adam, the optimizer of FuxiCTR "
+             "The `plateau` protocol with NASRec's Adagrad (lr 0.12, eps 1e-2) and with Adam, the optimizer of FuxiCTR "
              "and BARS (betas 0.9, 0.999, eps 1e-8; lazy Adam on the embedding tables): test log loss per training "
              "seed, their mean (sd), Adam minus Adagrad in pair sd (negative: Adam better), epochs trained and FTE "
              "(one FTE: 2 epochs). Adam is built by this script (`adam_trainer`), not a setting of the trainer: it "
@@ -280,12 +285,12 @@ def optimizer_report(results: dict) -> list[str]:
                   "| model | optimizer | lr | test per seed | mean (sd) | vs Adagrad (pair sd) | epochs | FTE |",
                   "|---|---|---|---|---|---|---|---|"]
         for model, runs in by_model.items():
-            ref = runs.get("default", [])
-            for p in ["default"] + sorted(q for q in runs if is_optimizer(q)):
+            ref = runs.get("plateau", [])
+            for p in ["plateau"] + sorted(q for q in runs if is_optimizer(q)):
                 rs = runs.get(p, [])
                 if not rs or not ref:
                     continue
-                label, lr = ("adagrad", 0.12) if p == "default" else ("adam", protocols(p).lr)
+                label, lr = ("adagrad", 0.12) if p == "plateau" else ("adam", protocols(p).lr)
                 t = [r["test"] for r in rs]
                 if any(x is None for x in t):
                     lines.append(f"| {model} | {label} | {lr:g} | diverged at {sum(x is None for x in t)} of "
@@ -294,7 +299,7 @@ def optimizer_report(results: dict) -> list[str]:
                 mean, sd = statistics.fmean(t), statistics.stdev(t) if len(t) > 1 else math.nan
                 margin = "-"
                 a = [r["test"] for r in ref]
-                if p != "default" and None not in a:
+                if p != "plateau" and None not in a:
                     pair = math.hypot(sd, statistics.stdev(a) if len(a) > 1 else math.nan)
                     z = (mean - statistics.fmean(a)) / pair if pair > 0 else math.nan
                     margin = f"{z:+.1f}"

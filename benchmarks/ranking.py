@@ -1,6 +1,7 @@
-"""Proxy ranking against each protocol's truth: `ctrnas study ranking` on the same random subnets, once with
-every subnet trained by NASRec's fixed protocol (2 epochs, cosine, the better epoch kept) and once by the
-early-stop protocol (`final.protocol: early-stop`, the default), and the proxies' Kendall tau against each.
+"""Proxy ranking against each protocol's truth: `ctrnas study ranking` on the same random subnets, with every
+subnet trained by NASRec's fixed protocol (2 epochs, cosine, the better epoch kept), by the early-stop protocol
+without the weights' moving average (`plateau`) and by the default (`final.protocol: early-stop`), and the
+proxies' Kendall tau against each.
 
     python benchmarks/ranking.py --data runs/data/avazu-pairwise-70k --archs 30
 
@@ -23,6 +24,7 @@ sys.path.insert(0, str(HERE))
 from _results import notes_marker, publish  # noqa: E402
 
 PROTOCOLS = {"nasrec": ["final.protocol=nasrec", "final.train={epochs: 2, restore_best: true}"],
+             "plateau": ["final.protocol=early-stop", "final.train.ema=0"],
              "early-stop": ["final.protocol=early-stop"]}
 # random subnets of NASRec-Small cut to 3 blocks of widths up to 64: cheap enough to train 30 twice on 2 cores
 SPACE = ["space.base=nasrec-small", "space.num_blocks=3", "space.dense_dims=[16,32,64]", "space.sparse_tokens=[16]"]
@@ -60,7 +62,8 @@ def report(out: Path, datas: list[str], command: str) -> str:
              f"Command: `python benchmarks/ranking.py {command}`", "",
              "Kendall tau of each proxy's score against the negated test log loss of the same random subnets "
              "(NASRec-Small cut to 3 blocks of widths 16 to 64), each trained from scratch by the protocol named: `nasrec` (2 "
-             "epochs, cosine, the better epoch kept) or `early-stop` (the default: until val stops improving). "
+             "epochs, cosine, the better epoch kept), `plateau` (until val stops improving, the trained weights "
+             "evaluated and kept) or `early-stop` (the default: `plateau` on a moving average of the weights). "
              "In brackets the 95% bootstrap interval. A proxy that ranks well has a positive tau.", ""]
     for data in datas:
         got = {}
@@ -91,11 +94,14 @@ def report(out: Path, datas: list[str], command: str) -> str:
             steps = [v["val"]["steps"] for v in trained.values() if "steps" in v["val"]]
             lines.append(f"- `{p}`: {len(tests)} subnets, test log loss {min(tests):.5f} to {max(tests):.5f}"
                          + (f", {statistics.mean(steps):.0f} training steps on average" if steps else ""))
-        if len(shown) == 2:
-            a, b = (got[p][1] for p in shown)
-            common = sorted(set(a) & set(b))
-            tau = _kendall([a[k]["test"]["logloss"] for k in common], [b[k]["test"]["logloss"] for k in common])
-            lines.append(f"- the two truths rank the {len(common)} subnets alike at Kendall tau {tau:+.2f}")
+        for i, p in enumerate(shown):
+            for q in shown[i + 1:]:
+                a, b = got[p][1], got[q][1]
+                common = sorted(set(a) & set(b))
+                tau = _kendall([a[k]["test"]["logloss"] for k in common], [b[k]["test"]["logloss"] for k in common])
+                lower = sum(b[k]["test"]["logloss"] < a[k]["test"]["logloss"] for k in common)
+                lines.append(f"- `{p}` and `{q}` rank the {len(common)} subnets alike at Kendall tau {tau:+.2f}; "
+                             f"`{q}` ends lower for {lower} of them")
         lines.append("")
     return "\n".join(lines)
 

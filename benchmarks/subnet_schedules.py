@@ -1,5 +1,6 @@
 """Schedule variants of the early-stop protocol on the proxy-ranking study's random subnets, against that study's
-two truths (NASRec's 2-epoch cosine and the early-stop default; `benchmarks/results/ranking/`).
+truths (NASRec's 2-epoch cosine, the early-stop protocol without the weights' moving average, `plateau`, and the
+default with it; `benchmarks/results/ranking/`).
 
     python benchmarks/subnet_schedules.py --data runs/data/avazu-pairwise-70k --variants anneal,anneal@best
 
@@ -7,7 +8,8 @@ The subnets, their tables and their training settings are the study's (`benchmar
 to 3 blocks, the final stage's training); a variant changes only the schedule, as `benchmarks/schedules.py` names
 it ("anneal": after the stop, the trainer's final anneal, one epoch here from the best weights at a rate falling
 from the full rate to 0 by a cosine, kept only if val improves; "x0.25": the rate quartered at each evaluation
-without improvement; "p4": the default itself, trained on this machine; ...).
+without improvement; "p4": `plateau` itself, trained on this machine; ...). A variant trains without the moving
+average unless it names one ("ema1").
 Each training is cached under --out (one JSON per subnet), so an interrupted run resumes.
 """
 
@@ -27,7 +29,7 @@ from _results import load, notes_marker, publish, save  # noqa: E402
 from ranking import study_folder, study_recipe  # noqa: E402
 from schedules import annealing_trainer, parse  # noqa: E402
 
-TRUTHS = ("nasrec", "early-stop")
+TRUTHS = ("nasrec", "plateau", "early-stop")
 
 
 def truths(results: Path, data: str) -> dict[str, dict]:
@@ -52,7 +54,7 @@ def train_variant(recipe_path: str, data: str, variant: str, n_archs: int, out: 
     v = parse(variant)
     cfg = dataclasses.replace(recipe.final_train, progress=False, early_stop_patience=v.patience,
                               plateau_factor=v.factor, evals_per_epoch=v.evals, min_improvement=v.threshold,
-                              anneal=v.anneal is not None)
+                              anneal=v.anneal is not None, ema=v.ema)
     recipe = dataclasses.replace(recipe, final=dataclasses.replace(recipe.final, train=cfg))
     cache = out / Path(data).name / variant
     got: dict[str, dict] = {}
@@ -93,9 +95,10 @@ def report(results: Path, out: Path, datas: list[str], variants: list[str], comm
     lines = ["## Schedules on random subnets", "", f"Command: `python benchmarks/subnet_schedules.py {command}`", "",
              "The proxy-ranking study's 30 random subnets (NASRec-Small cut to 3 blocks of widths 16 to 64; "
              "\"Proxy ranking under each training protocol\"), each trained at training seed 0 by NASRec's 2-epoch "
-             "cosine (`nasrec`), by the early-stop default (`early-stop`) and by variants of the default "
-             "(`benchmarks/schedules.py`'s names; `p4` is the default itself, trained again beside the variants: the "
-             "truths were trained on another machine, whose float rounding can move a stop). Per column: the median test log loss difference to the row's "
+             "cosine (`nasrec`), by the early-stop protocol without the weights' moving average (`plateau`), by "
+             "the default with it (`early-stop`) and by variants of `plateau` (`benchmarks/schedules.py`'s names; "
+             "`p4` is `plateau` itself, trained again beside the variants: that truth was trained on another "
+             "machine, whose float rounding can move a stop). Per column: the median test log loss difference to the row's "
              "truth over the subnets (negative: the column is better), how many subnets it is better for, and the "
              "two-sided sign-test p value; `FTE`: mean epochs trained / 2.", ""]
     for data in datas:
@@ -108,7 +111,7 @@ def report(results: Path, out: Path, datas: list[str], variants: list[str], comm
         lines += [f"**{Path(data).name}** ({len(keys)} subnets)", "",
                   "| vs | " + " | ".join(f"`{c}`" for c in runs if c != "nasrec") + " |",
                   "|---|" + "---|" * (len(runs) - 1)]
-        for base in ("nasrec", "early-stop", "p4"):
+        for base in ("nasrec", "plateau", "early-stop", "p4"):
             if base not in runs:
                 continue
             cells = []

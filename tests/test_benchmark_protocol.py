@@ -55,16 +55,28 @@ def test_report_counts_the_goal_per_data_and_in_all():
     assert "Goal met for 1 of 2 model-and-data pairs." in text
 
 
-def test_columns_read_fixed_then_old_early_stopping_then_default():
-    names = ["default@3", "nasrec", "default", "cosine-10", "default@9"]
-    assert sorted(names, key=_protocol().column_order) == ["nasrec", "cosine-10", "default", "default@3", "default@9"]
+def test_plateau_is_the_default_without_the_moving_average():
+    import dataclasses
+
+    from ctrnas.train.config import EMA
+
+    protocol = _protocol()
+    default, plateau = protocol.protocols("default"), protocol.protocols("plateau")
+    assert default.ema == EMA > 0 and plateau == dataclasses.replace(default, ema=0.0)
+    assert protocol.protocols("plateau@3").lr == pytest.approx(3 * plateau.lr) and protocol.protocols("adam").ema == 0
+
+
+def test_columns_read_fixed_then_old_early_stopping_then_plateau_then_default():
+    names = ["plateau@3", "nasrec", "default", "cosine-10", "plateau", "adam"]
+    assert sorted(names, key=_protocol().column_order) == ["nasrec", "cosine-10", "plateau", "plateau@3", "default",
+                                                            "adam"]
 
 
 def test_optimizer_table_shows_only_the_models_trained_with_adam():
     protocol = _protocol()
-    results = {"a-300k": {"lr": {"default": _runs([0.45, 0.46], [4, 4])},
-                          "dlrm": {"default": _runs([0.43, 0.44], [4, 4]), "adam": _runs([0.44, 0.45], [3, 3])}},
-               "b-70k": {"fm": {"default": _runs([0.30, 0.31], [5, 5])}}}
+    results = {"a-300k": {"lr": {"plateau": _runs([0.45, 0.46], [4, 4])},
+                          "dlrm": {"plateau": _runs([0.43, 0.44], [4, 4]), "adam": _runs([0.44, 0.45], [3, 3])}},
+               "b-70k": {"fm": {"plateau": _runs([0.30, 0.31], [5, 5])}}}
     lines = protocol.optimizer_report(results)
     assert "**a-300k, optimizers**" in lines and not any("b-70k" in x for x in lines)
     rows = [x for x in lines if x.startswith("| ") and not x.startswith("| model")]

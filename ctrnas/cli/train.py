@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop after N evaluations without a lower val log loss")
     p.add_argument("--ema", type=float,
                    help="evaluate and end on a moving average of the weights over N evaluation intervals "
-                        "(docs/protocol.md; default: the recipe's, else 0, off)")
+                        "(docs/protocol.md; default: the recipe's, else 1 under the early-stop protocol; 0: off)")
     p.add_argument("--layernorm", choices=("off", "space", "on", "auto"),
                    help="--arch: the ops' LayerNorms: 'off' as NASRec's stand-alone training, 'space' the space's "
                         "setting, 'on', or 'auto' (on for models with a product term); default: the --recipe "

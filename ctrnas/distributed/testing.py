@@ -61,10 +61,10 @@ def toy_config(**over) -> TrainConfig:
 
 
 def train_ranks(env, specs: list[dict], out_path: str) -> None:
-    """For each spec {sharding, model, fit, resume, out_dir, config, val_seed}: train on this rank's slices (step by step,
-    recording the losses, or with `fit` and checkpoints into out_dir; `resume` stops after 3 steps and
-    finishes with a new trainer resumed from the checkpoint), then gather weights and evaluate; rank 0
-    saves all results to `out_path`."""
+    """For each spec {sharding, model, fit, resume, resume_at, out_dir, config, val_seed}: train on this rank's
+    slices (step by step, recording the losses, or with `fit` and checkpoints into out_dir; `resume` stops after
+    `resume_at` steps, default 3, and finishes with a new trainer resumed from the checkpoint), then gather
+    weights and evaluate; rank 0 saves all results to `out_path`."""
     from ctrnas.distributed.checkpoint import gather_state_dict
     from ctrnas.distributed.dmp import ShardingConfig
     from ctrnas.distributed.trainer import DistributedTrainer
@@ -82,10 +82,11 @@ def train_ranks(env, specs: list[dict], out_path: str) -> None:
         initial = gather_state_dict(trainer.model)
         losses, summary = [], None
         if spec.get("resume"):
-            trainer.fit(data, max_steps=3)
-            trainer = DistributedTrainer(toy_model(schema, spec.get("model", "dlrm")), toy_config(), env,
+            fit_val = val if spec.get("fit") else None
+            trainer.fit(data, val=fit_val, max_steps=spec.get("resume_at", 3))
+            trainer = DistributedTrainer(toy_model(schema, spec.get("model", "dlrm")), cfg, env,
                                          ShardingConfig(spec.get("sharding")), out_dir=spec["out_dir"], **kw)
-            summary = trainer.fit(data)
+            summary = trainer.fit(data, val=fit_val)
         elif spec.get("fit"):
             summary = trainer.fit(data, val=val)
         else:

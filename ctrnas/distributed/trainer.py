@@ -27,7 +27,7 @@ from ctrnas.distributed.dmp import (DistEnv, ShardingConfig, embedding_collectio
 from ctrnas.distributed.reduce import allreduce_dense_grads, gather_rows, sum_scalars
 from ctrnas.config import to_dict
 from ctrnas.errors import CtrnasError
-from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
+from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint, state_tensors
 from ctrnas.train.config import TrainConfig
 from ctrnas.train.metrics import MetricResult, StreamingMetrics
 from ctrnas.train.trainer import ForwardFn, Trainer, default_forward
@@ -175,10 +175,40 @@ class DistributedTrainer(Trainer):
                 "rows_seen": self.rows_seen, "train_seconds": self.train_seconds, "history": self.history,
                 "config": to_dict(self.cfg), "sharding": self.sharding,
                 "global_rows": self.global_rows, "global_loss_sum": self.global_loss_sum,
-                # best-on-val weights and the weights' moving average are per-rank shards and stay in memory: a
-                # resumed run that must restore or extend them raises (Trainer._load_weights,
-                # _update_average) instead of ending on other weights
-                "selection": {**self.selection_state(), "weights": None, "average": None}}
+                # best-on-val weights and the weights' moving average: this rank's copies of its shards,
+                # gathered like the model itself
+                "selection": {**self.selection_state(), "weights": self._gathered(self._best_weights, False),
+                              "average": self._gathered(self._average, True)}}
+
+    @torch.no_grad()
+    def _gathered(self, copies: list[torch.Tensor] | None, floating: bool) -> dict | None:
+        """Collective: a full state_dict on rank 0 of `copies`, this rank's copies of the model's state
+        tensors (its floating ones where `floating`), by swapping them into the model for one gather. Every
+        rank holds copies or none alike: they follow the same global evaluations and steps."""
+        if copies is None:
+            return None
+        tensors = self._state_tensors(floating)
+        now = [t.clone() for t in tensors]
+        self._copy_into(tensors, copies)
+        try:
+            return gather_state_dict(self.model)
+        finally:
+            self._copy_into(tensors, now)
+
+    @torch.no_grad()
+    def _copies_of(self, full: dict, floating: bool) -> list[torch.Tensor]:
+        """Collective: this rank's copies (as `_gathered` takes them) of the full state_dict `full`, read by
+        loading it into the model; the model's own state is loaded after."""
+        load_full_state(self.model, full)
+        return [t.clone() for t in self._state_tensors(floating)]
+
+    def _state_tensors(self, floating: bool) -> list[torch.Tensor]:
+        return [t for t in state_tensors(self.model) if not floating or t.is_floating_point()]
+
+    @staticmethod
+    def _copy_into(tensors: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        for t, v in zip(tensors, values, strict=True):
+            t.copy_(v)
 
     def save(self) -> None:
         if self.ckpt_dir is None:
@@ -203,6 +233,11 @@ class DistributedTrainer(Trainer):
                               "storage shared by all ranks")
         state = load_checkpoint(p)
         self.check_checkpoint_config(p, state)
+        sel = state.get("selection")
+        if sel:  # the gathered best weights and average back to this rank's copies, before the model's state
+            sel = {**sel, **{k: self._copies_of(sel[k], floating) for k, floating in (("weights", False),
+                                                                                   ("average", True))
+                             if sel.get(k) is not None}}
         load_full_state(self.model, state["model"])
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)
@@ -211,7 +246,7 @@ class DistributedTrainer(Trainer):
         self.step, self.loss_sum, self.rows_seen = state["step"], state["loss_sum"], state["rows_seen"]
         self.train_seconds, self.history = state["train_seconds"], state["history"]
         self.global_rows, self.global_loss_sum = state["global_rows"], state["global_loss_sum"]
-        self.load_selection_state(state.get("selection"))
+        self.load_selection_state(sel)
         return True
 
 

@@ -48,10 +48,13 @@ def sample_archs(recipe: Recipe, n: int, max_tries: int = 100) -> list:
 def _cached_how(entry: dict, how: dict) -> dict:
     """How a cached model was trained; entries from before a fingerprint key existed get that key's old
     behaviour (no fingerprint at all: kept as is; no `embedding_init`: NASRec's Xavier-normal tables; no
-    `dense_init`: NASRec's dense init)."""
+    `dense_init`: NASRec's dense init; training settings added since: their defaults)."""
+    from ctrnas.train.config import numeric_settings
+
     if "how" not in entry:
         return how
-    return {"embedding_init": "nasrec", "dense_init": "nasrec", **entry["how"]}
+    was = {"embedding_init": "nasrec", "dense_init": "nasrec", **entry["how"]}
+    return {**was, "train": numeric_settings(was["train"])} if isinstance(was.get("train"), dict) else was
 
 
 def train_all(recipe, data, archs, supernet, cache_path: Path, progress: bool, workers: int = 1) -> dict[str, dict]:

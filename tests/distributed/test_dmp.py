@@ -28,6 +28,8 @@ SPECS = [{"sharding": "row_wise"}, {"sharding": "table_wise"},
          {"sharding": "row_wise", "fit": True, "val_seed": 1,
           "config": {"epochs": 8, "lr": 0.5, "schedule": "constant", "warmup_ratio": 0.0, "restore_best": True,
                      "ema": 1.0}}]
+# the same, stopped within the fourth epoch (6 steps an epoch) and resumed from its checkpoint
+SPECS.append({**SPECS[6], "resume": True, "resume_at": 21})
 
 
 def _reference(spec):
@@ -55,6 +57,7 @@ def runs(tmp_path_factory):
     specs = [dict(s) for s in SPECS]
     specs[2]["out_dir"] = str(tmp / "fit")
     specs[3]["out_dir"] = str(tmp / "resume")
+    specs[7]["out_dir"] = str(tmp / "resume-average")
     spawn(train_ranks, 2, specs, str(tmp / "out.pt"))
     results = torch.load(tmp / "out.pt", weights_only=False)
     return {i: (r, _reference(SPECS[i])) for i, r in enumerate(results)}, tmp
@@ -150,3 +153,18 @@ def test_the_moving_average_ends_on_the_same_weights_as_one_process(runs):
     np.testing.assert_allclose(first[0], first[1], rtol=1e-5)
     assert _max_diff(dist_run["final"], ref["final"]) < 1e-5
     assert _max_diff(ref["final"], runs[0][4][1]["final"]) > 1e-3  # not the weights the same run ends on without it
+
+
+def test_a_resumed_run_keeps_its_best_weights_and_average(runs):
+    """The checkpoint gathers the best weights and the moving average like the model: stopped within the fourth
+    epoch and resumed, the run evaluates and ends as the uninterrupted one on the same ranks."""
+    from ctrnas.train.checkpoint import load_checkpoint
+
+    (resumed, _), (whole, _) = runs[0][7], runs[0][6]
+    history = [[h["logloss"] for h in run["summary"]["val_history"]] for run in (resumed, whole)]
+    assert len(history[0]) == len(history[1]) > 4
+    np.testing.assert_allclose(history[0], history[1], rtol=1e-6)
+    assert resumed["summary"]["best"] == whole["summary"]["best"]
+    assert _max_diff(resumed["final"], whole["final"]) < 1e-6
+    selection = load_checkpoint(runs[1] / "resume-average" / "checkpoint.pt")["selection"]
+    assert set(selection["average"]) == set(selection["weights"]) == set(whole["final"])

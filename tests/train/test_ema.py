@@ -106,7 +106,8 @@ def test_without_model_selection_there_is_no_average_and_a_negative_horizon_is_r
 
 
 def test_a_checkpoint_without_the_average_does_not_resume_on_other_weights(tmp_path):
-    """A distributed checkpoint holds no average (per-rank shards, as the best weights): resuming it raises."""
+    """A checkpoint whose average was taken out (written by hand, or damaged): resuming it raises instead of
+    starting a new average."""
     from ctrnas.errors import CtrnasError
     from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
 
