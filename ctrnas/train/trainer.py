@@ -365,8 +365,8 @@ class Trainer:
         below 1/horizon, then exponential (torch.optim.swa_utils' averages keep a second model; here the average
         is a list of tensors a checkpoint holds and an evaluation swaps into the model itself)."""
         if self._average is None and self._averaged:
-            raise CtrnasError("ema: the checkpoint resumed holds no moving average of the weights; re-run in a "
-                              "new output folder")
+            raise CtrnasError(f"{self.checkpoint_path}: the checkpoint resumed holds no moving average of the "
+                              "weights (ema); re-run in a new output folder")
         self._averaged += 1
         if self._average is None:
             self._average = [t.detach().clone() for t in self._floats]
@@ -394,8 +394,8 @@ class Trainer:
     def _load_weights(self, weights: list[torch.Tensor]) -> None:
         tensors = state_tensors(self.model)
         if weights is None or len(weights) != len(tensors):
-            raise CtrnasError("restore_best: the checkpoint resumed holds no best evaluation's weights, or "
-                              "weights of another model; re-run in a new output folder")
+            raise CtrnasError(f"{self.checkpoint_path}: the checkpoint resumed holds no best evaluation's weights "
+                              "(restore_best), or those of another model; re-run in a new output folder")
         for t, w in zip(tensors, weights):
             t.copy_(w)
 
