@@ -1,6 +1,7 @@
 """Training protocol: test log loss of the baselines under NASRec's fixed protocol, early stopping as
-`ctrnas train` allowed it before (cosine over a 10-epoch cap), and the early-stop protocol the final stage
-uses by default (`ctrnas.train.config.early_stopping`), at several data sizes and training seeds.
+`ctrnas train` allowed it before (cosine over a 10-epoch cap), the early-stop protocol the final stage uses by
+default (`ctrnas.train.config.early_stopping`) and the same without the weights' moving average ("plateau"), at
+several data sizes and training seeds.
 
     python benchmarks/protocol.py --data runs/data/synthetic-criteo-70k --data runs/data/synthetic-criteo-300k \
         --data runs/data/avazu-pairwise-70k:lr,fm,dlrm,dcnv2:plateau,plateau@3,plateau@9,adam
@@ -8,15 +9,16 @@ uses by default (`ctrnas.train.config.early_stopping`), at several data sizes an
 Each --data folder is `ctrnas prepare synthetic --profile criteo|avazu [--structure pairwise] --rows N --seed 0`;
 a protocol named again for the same folder and model is counted once.
 
-The protocols "adam" and "adam@3" train the "plateau" protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad, for
-a table of their own: which optimizer trains each baseline family better.
+The protocols "adam" and "adam@3" train the "plateau" protocol with Adam (at 1e-3 and 3e-3) in place of Adagrad,
+for a table of their own: which optimizer trains each baseline family better.
 
 `--workers N` trains N at a time (one process and one torch thread each; the same numbers as one at a time).
 A training in progress checkpoints four times an epoch under --checkpoints, so a stopped run resumes it where it
 was. Every training is cached under --out (one JSON each, with the settings it was trained with; committed under
 benchmarks/results/), so an interrupted run resumes, the section is rebuilt from the caches, and a protocol whose
-settings change trains again. The goal: the default is never worse than the better of the other two by more than 1 pair sd
-(both models' seed sds together), at any size; its cost is the epochs it trains, in FTE (2 epochs).
+settings change trains again. The goal: the default is never worse than the better of "nasrec" and "cosine-10" by
+more than 1 pair sd (both models' seed sds together), at any size; its cost is the epochs it trains, in FTE (2
+epochs).
 """
 
 from __future__ import annotations
