@@ -76,7 +76,8 @@ def report(args) -> str:
              f"\"Planted structures\"), {args.rows:,} rows (data seed 0, split 8/1/1); every model trained like the "
              f"demo's final stage (`{suite.RECIPE}`, final.protocol early-stop: until val stops improving, at most "
              f"{MAX_EPOCHS} epochs, stopped after {PATIENCE} evaluations without a lower val log loss, each scoring "
-             f"the weights' moving average over {EMA:g} evaluation interval(s), ending on the best; Adagrad lr 0.12, batch 512, embedding dim 16), the planted arch as the final stage trains an arch "
+             f"the weights' moving average over {EMA:g} evaluation interval(s), ending on the best; Adagrad lr "
+             f"0.12, batch 512, embedding dim 16), the planted arch as the final stage trains an arch "
              f"(LayerNorm by degree: on). {platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1. "
              f"{args.machine}", ""]
     if args.rows < 1_000_000:

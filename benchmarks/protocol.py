@@ -217,7 +217,8 @@ def report(results: dict, command: str) -> str:
                       f"{statistics.fmean(f for _, f in ftes):.2f}.", ""]
         grid = [p for p in names if p.partition("@")[0] == "plateau"]
         if len(grid) > 1:
-            lines += [f"A learning rate per model from {{{', '.join(p.partition('@')[2] or '1' for p in grid)}}} x 0.12, "
+            rates = ", ".join(p.partition("@")[2] or "1" for p in grid)
+            lines += [f"A learning rate per model from {{{rates}}} x 0.12, "
                       "chosen per seed by the val log loss at the first evaluation (measured, not shipped):", "",
                       "| model | chosen per seed | test | vs plateau (pair sd) |", "|---|---|---|---|"]
             for model, runs in by_model.items():
@@ -321,7 +322,7 @@ def main(argv=None) -> int:
                     help="prepared dataset folder, optionally with its own models and protocols: "
                          "PATH[:MODEL,..[:PROTOCOL,..]] (repeatable)")
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--protocols", default="nasrec,cosine-10,default")
+    ap.add_argument("--protocols", default="nasrec,cosine-10,plateau,default")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--workers", type=int, default=1,
                     help="trainings at a time, one process and one torch thread each (the longest handed out first)")

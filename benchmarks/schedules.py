@@ -1,7 +1,7 @@
-"""Learning-rate schedules for the early-stop protocol: variants of the default (`ctrnas.train.config.early_stopping`:
-the "plateau" schedule, val four times an epoch, patience 4, the rate halved at each evaluation without improvement)
-that need no training length in advance, against the default and NASRec's 2-epoch cosine (the caches of
-benchmarks/protocol.py).
+"""Learning-rate schedules for the early-stop protocol: variants of its "plateau" form (`ctrnas.train.config.
+early_stopping` without the weights' moving average: the "plateau" schedule, val four times an epoch, patience 4, the
+rate halved at each evaluation without improvement) that need no training length in advance, against it and NASRec's
+2-epoch cosine (the caches of benchmarks/protocol.py).
 
     python benchmarks/schedules.py --data runs/data/avazu-pairwise-70k:dlrm:evals2,anneal \
         --data runs/data/avazu-pairwise-70k --variants evals4-p4-x0.5-t0
@@ -19,7 +19,7 @@ evaluation intervals (`TrainConfig.ema`), "keep" goes on from the weights it has
 evaluation's (FuxiCTR's reduce-on-plateau; measured here and not shipped),
 "anneal" ends with the trainer's final anneal (`TrainConfig.anneal`: from the best weights, "pN"'s N evaluation
 intervals, at most an epoch, at a rate falling from the full rate to 0 by a cosine, kept only if val improves;
-"anneal@best": from the rate the best evaluation was reached at); a name without it has none. "default", "nasrec" and
+"anneal@best": from the rate the best evaluation was reached at); a name without it has none. "plateau", "nasrec" and
 "cosine-10" are benchmarks/protocol.py's, read from (or written to) its caches.
 
 Every training is cached under --out (one JSON each, with its val history), so an interrupted run resumes and the
@@ -43,11 +43,11 @@ from _results import notes_marker, publish, save  # noqa: E402
 from protocol import cached, settings, train_one as protocol_run  # noqa: E402
 
 MODELS = ("lr", "fm", "dlrm", "deepfm", "xdeepfm", "dcnv2")
-PROTOCOL = ("nasrec", "cosine-10", "default")  # trained and cached by benchmarks/protocol.py
+PROTOCOL = ("nasrec", "cosine-10", "plateau")  # trained and cached by benchmarks/protocol.py
 
 
 class Variant(NamedTuple):
-    # a part not named keeps the default protocol's setting (ctrnas.train.config: EVALS_PER_EPOCH, PATIENCE,
+    # a part not named keeps the early-stop protocol's setting (ctrnas.train.config: EVALS_PER_EPOCH, PATIENCE,
     # PLATEAU_FACTOR)
     evals: int = 4           # evaluations per epoch
     patience: int = 4
@@ -96,7 +96,7 @@ def _positive(s: str) -> bool:
 
 
 def config(v: Variant, seed: int):
-    """The TrainConfig of a variant: the default protocol with the variant's evaluations per epoch (the trainer cuts
+    """The TrainConfig of a variant: "plateau" with the variant's evaluations per epoch (the trainer cuts
     the epoch into that many equal parts), patience, factor, threshold and final anneal (its decays and `keep`:
     `extras`)."""
     from ctrnas.train.config import TrainConfig, early_stopping
@@ -169,7 +169,7 @@ def annealing_trainer():
 
 
 def train_one(data: Path, model: str, variant: str, seed: int, out: Path, protocol_out: Path) -> dict:
-    """One training's test log loss, length and val history (from the cache when it is there; "default",
+    """One training's test log loss, length and val history (from the cache when it is there; "plateau",
     "nasrec" and "cosine-10" from benchmarks/protocol.py's caches under `protocol_out`)."""
     if variant in PROTOCOL:
         return protocol_run(data, model, variant, seed, protocol_out / data.name / f"{model}-{variant}-{seed}.json")
@@ -233,7 +233,7 @@ def cell(st: tuple | None) -> str:
 
 def screening(results: dict, main: list[str]) -> list[str]:
     """The variants tried on fewer models (those not in `main`): per model a row per variant, per data its
-    test log loss, FTE and margin from the better other (and from the default)."""
+    test log loss, FTE and margin from the better other (and from "plateau")."""
     models = [m for by_model in results.values() for m, runs in by_model.items()
               if any(p not in main and p not in PROTOCOL for p in runs)]
     if not models:
@@ -241,9 +241,9 @@ def screening(results: dict, main: list[str]) -> list[str]:
     datas = [d for d, by_model in results.items()
              if any(p not in main and p not in PROTOCOL for runs in by_model.values() for p in runs)]
     lines = ["**Candidates**", "", "| model | variant | " + " | ".join(
-        f"{Path(d).name} | vs better other; vs default" for d in datas) + " |", "|---|---|" + "---|---|" * len(datas)]
+        f"{Path(d).name} | vs better other; vs plateau" for d in datas) + " |", "|---|---|" + "---|---|" * len(datas)]
     for model in dict.fromkeys(models):
-        names = ["default", *dict.fromkeys(p for d in datas for p in results[d].get(model, {})
+        names = ["plateau", *dict.fromkeys(p for d in datas for p in results[d].get(model, {})
                                              if p not in PROTOCOL)]
         for p in names:
             row = []
@@ -254,7 +254,7 @@ def screening(results: dict, main: list[str]) -> list[str]:
                 if p not in runs or not st[p] or o is None:
                     row += ["-" if p not in runs else cell(st[p]), "-"]
                     continue
-                vs = "" if p == "default" or not st.get("default") else f"; {margin(st[p], st['default']):+.1f}"
+                vs = "" if p == "plateau" or not st.get("plateau") else f"; {margin(st[p], st['plateau']):+.1f}"
                 row += [cell(st[p]), f"{margin(st[p], st[o]):+.1f} vs {o}{vs}"]
             lines.append(f"| {model} | {p} | " + " | ".join(row) + " |")
     return lines + [""]
@@ -263,7 +263,8 @@ def screening(results: dict, main: list[str]) -> list[str]:
 def report(results: dict, variants: list[str], command: str) -> str:
     lines = ["## Learning-rate schedules", "",
              f"Command: `python benchmarks/schedules.py {command}`", "",
-             "Variants of the default protocol that need no training length in advance, against it and the better "
+             "Variants of `plateau` (the early-stop protocol without the weights' moving average) that need no "
+             "training length in advance, against it and the better "
              "(by mean) of `nasrec` and `cosine-10` (benchmarks/protocol.py's caches). `evalsK`: val evaluated K "
              "times per epoch (default 4), so patience and each cut count those evaluations; "
              "`pN`: stop after N evaluations without improvement (default 4); `xF`: the rate times F at each of them "
@@ -288,7 +289,7 @@ def report(results: dict, variants: list[str], command: str) -> str:
             continue
         cols = shown + present
         lines += [f"**{data}**", "", "| model | " + " | ".join(cols) + " | better other | " +
-                  " | ".join(f"{p} vs it" for p in ["default", *present]) + " |",
+                  " | ".join(f"{p} vs it" for p in ["plateau", *present]) + " |",
                   "|---|" + "---|" * (len(cols) + 2 + len(present))]
         ftes: dict = {}
         for model, runs in sorted(by_model.items(), key=lambda kv: _order(kv[0])):
@@ -297,7 +298,7 @@ def report(results: dict, variants: list[str], command: str) -> str:
             st = {p: stats(runs[p]) for p in cols if p in runs}
             o = better_other(st)
             row = [cell(st[p]) if p in runs else "-" for p in cols] + [o or "-"]
-            for p in ["default", *present]:
+            for p in ["plateau", *present]:
                 if not st.get(p) or o is None:
                     row.append("-")
                     continue
@@ -306,7 +307,8 @@ def report(results: dict, variants: list[str], command: str) -> str:
                 n = met_all.setdefault(p, [0, 0])
                 n[0], n[1] = n[0] + met, n[1] + 1
                 ftes.setdefault(p, []).append(st[p][2] / 2)
-                vs = "" if p == "default" or not st.get("default") else f"; {margin(st[p], st['default']):+.1f} vs default"
+                vs = "" if p == "plateau" or not st.get("plateau") else \
+                    f"; {margin(st[p], st['plateau']):+.1f} vs plateau"
                 row.append(f"{z:+.1f}{'' if met else ' (not met)'}{vs}")
             lines.append(f"| {model} | " + " | ".join(row) + " |")
         lines += ["", "Mean FTE: " + ", ".join(f"`{p}` {statistics.fmean(f):.2f}" for p, f in ftes.items()) + ".", ""]
@@ -326,7 +328,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "results" / "schedules"))
     ap.add_argument("--protocol-out", default=str(HERE / "results" / "protocol"),
-                    help="benchmarks/protocol.py's caches, for the default, nasrec and cosine-10")
+                    help="benchmarks/protocol.py's caches, for plateau, nasrec and cosine-10")
     ap.add_argument("--section", default=None,
                     help="markdown section (default benchmarks/sections/schedules.md; a run that lacks part of it "
                          "writes <out>/section.md instead)")

@@ -98,9 +98,9 @@ def report(results: Path, out: Path, datas: list[str], variants: list[str], comm
              "cosine (`nasrec`), by the early-stop protocol without the weights' moving average (`plateau`), by "
              "the default with it (`early-stop`) and by variants of `plateau` (`benchmarks/schedules.py`'s names; "
              "`p4` is `plateau` itself, trained again beside the variants: that truth was trained on another "
-             "machine, whose float rounding can move a stop). Per column: the median test log loss difference to the row's "
-             "truth over the subnets (negative: the column is better), how many subnets it is better for, and the "
-             "two-sided sign-test p value; `FTE`: mean epochs trained / 2.", ""]
+             "machine, whose float rounding can move a stop). Per column: the median test log loss difference to "
+             "the row's truth over the subnets (negative: the column is better), how many subnets it is better "
+             "for, and the two-sided sign-test p value; `FTE`: mean epochs trained / 2.", ""]
     for data in datas:
         t = truths(results, data)
         runs = {**t, **{v: load_all(out / Path(data).name / v) for v in variants}}

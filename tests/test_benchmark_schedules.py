@@ -148,12 +148,12 @@ def _runs(tests, epochs):
     return [{"test": x, "val": None, "epochs": e, "best_epoch": e} for x, e in zip(tests, epochs)]
 
 
-def test_report_reads_each_variant_against_the_better_other_and_the_default(tmp_path):
+def test_report_reads_each_variant_against_the_better_other_and_plateau(tmp_path):
     from tests.helpers.bench_scripts import load_script
 
     s = _schedules()
     proto, out = tmp_path / "protocol", tmp_path / "schedules"
-    caches = {proto: {"nasrec": (0.300, 0.302), "cosine-10": (0.305, 0.305), "default": (0.306, 0.308)},
+    caches = {proto: {"nasrec": (0.300, 0.302), "cosine-10": (0.305, 0.305), "plateau": (0.306, 0.308)},
               out: {"evals1": (0.301, 0.303), "evals2": (0.309, 0.311)}}
     for folder, runs in caches.items():
         (folder / "d-70k").mkdir(parents=True)
@@ -170,10 +170,10 @@ def test_report_reads_each_variant_against_the_better_other_and_the_default(tmp_
     s.main(["--data", "x/d-70k:dlrm:evals2", "--data", "x/d-70k:dlrm", "--variants", "evals1", "--out", str(out),
             "--protocol-out", str(proto), "--section", str(section)])
     text = section.read_text()
-    # every sd 0.00141, so pair sd 0.002: evals1 +0.5 from nasrec (the lower mean), -2.5 from the default;
-    # the default +3.0; FTE 4 epochs / 2
+    # every sd 0.00141, so pair sd 0.002: evals1 +0.5 from nasrec (the lower mean), -2.5 from plateau;
+    # plateau +3.0; FTE 4 epochs / 2
     assert ("| dlrm | 0.30100 (0.00141) 2.00 | 0.30500 (0.00000) 2.00 | 0.30700 (0.00141) 2.00 | "
-            "0.30200 (0.00141) 2.00 | nasrec | +3.0 (not met) | +0.5; -2.5 vs default |") in text
-    assert "Goal met: `default` 0 of 1; `evals1` 1 of 1 model-and-data pairs." in text
+            "0.30200 (0.00141) 2.00 | nasrec | +3.0 (not met) | +0.5; -2.5 vs plateau |") in text
+    assert "Goal met: `plateau` 0 of 1; `evals1` 1 of 1 model-and-data pairs." in text
     # a variant tried on a data and model alone goes to the candidates table, not the main one's goal count
     assert "| dlrm | evals2 | 0.31000 (0.00141) 2.00 | +4.5 vs nasrec; +1.5 |" in text

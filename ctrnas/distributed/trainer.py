@@ -235,6 +235,9 @@ class DistributedTrainer(Trainer):
         self.check_checkpoint_config(p, state)
         sel = state.get("selection")
         if sel:  # the gathered best weights and average back to this rank's copies, before the model's state
+            if any(isinstance(sel.get(k), list) for k in ("weights", "average")):
+                raise CtrnasError(f"{p}: a one-process checkpoint holds its best weights and average per "
+                                  "tensor; resume it without --distributed, or re-run in a new output folder")
             sel = {**sel, **{k: self._copies_of(sel[k], floating) for k, floating in (("weights", False),
                                                                                    ("average", True))
                              if sel.get(k) is not None}}

@@ -171,7 +171,18 @@ class Trainer:
             o.load_state_dict(s)
         self.step, self.loss_sum, self.rows_seen = state["step"], state["loss_sum"], state["rows_seen"]
         self.train_seconds, self.history = state["train_seconds"], state["history"]
-        self.load_selection_state(state.get("selection"))
+        sel = state.get("selection")
+        if sel:  # a distributed checkpoint holds them as gathered state_dicts: this trainer's copies of those
+            sel = {**sel, **{k: self._copies(sel[k], floating) for k, floating in (("weights", False),
+                                                                                ("average", True))
+                             if isinstance(sel.get(k), dict)}}
+        self.load_selection_state(sel)
+
+    def _copies(self, full: dict, floating: bool) -> list[torch.Tensor]:
+        """The full state_dict `full` as copies of the model's state tensors (its floating ones where
+        `floating`), in their order; a missing key raises KeyError."""
+        return [full[k].to(v.device).clone() for k, v in self.model.state_dict().items()
+                if not floating or v.is_floating_point()]
 
     def selection_state(self) -> dict:
         return {"best": self.best, "bad_evals": self.bad_evals, "stopped_early": self.stopped_early,
@@ -394,8 +405,10 @@ class Trainer:
     def _load_weights(self, weights: list[torch.Tensor]) -> None:
         tensors = state_tensors(self.model)
         if weights is None or len(weights) != len(tensors):
-            raise CtrnasError(f"{self.checkpoint_path}: the checkpoint resumed holds no best evaluation's weights "
-                              "(restore_best), or those of another model; re-run in a new output folder")
+            where = f"{self.checkpoint_path}: " if self.checkpoint_path is not None else ""
+            raise CtrnasError(f"{where}restore_best: no best evaluation's weights to return to (restore_best off, "
+                              "or not in the checkpoint resumed), or those of another model; re-run in a new output "
+                              "folder")
         for t, w in zip(tensors, weights):
             t.copy_(w)
 

@@ -93,6 +93,30 @@ def test_an_interrupted_training_resumes_to_the_same_numbers(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(state_tensors(again.model), state_tensors(whole.model)))
 
 
+def test_a_checkpoint_with_gathered_best_weights_and_average_resumes_to_the_same_numbers(tmp_path):
+    """A distributed checkpoint holds the best weights and the average as state_dicts (gathered like the model):
+    one process resumes it as its own."""
+    from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
+
+    schema, cfg, train, val = learnable_run(ema=1.5)
+    whole = Trainer(_model(schema), cfg)
+    whole.fit(train, val)
+    first = Trainer(_model(schema), cfg, out_dir=tmp_path)
+    first.fit(train, val, max_steps=47)
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    names = list(state["model"])
+    floating = [k for k in names if state["model"][k].is_floating_point()]
+    sel = state["selection"]
+    assert sel["weights"] is not None and sel["average"] is not None
+    sel["weights"] = dict(zip(names, sel["weights"], strict=True))
+    sel["average"] = dict(zip(floating, sel["average"], strict=True))
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    again = Trainer(_model(schema), cfg, out_dir=tmp_path)
+    again.fit(train, val)
+    assert again.history == whole.history and again.step == whole.step
+    assert all(torch.equal(a, b) for a, b in zip(state_tensors(again.model), state_tensors(whole.model)))
+
+
 def test_without_model_selection_there_is_no_average_and_a_negative_horizon_is_refused():
     schema, cfg, train, val = learnable_run(ema=2.0)
     plain = dataclasses.replace(cfg, restore_best=False, early_stop_patience=None, schedule="cosine", epochs=2)
