@@ -27,7 +27,7 @@ from ctrnas.distributed.dmp import (DistEnv, ShardingConfig, embedding_collectio
 from ctrnas.distributed.reduce import allreduce_dense_grads, gather_rows, sum_scalars
 from ctrnas.config import to_dict
 from ctrnas.errors import CtrnasError
-from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint, state_tensors
+from ctrnas.train.checkpoint import load_checkpoint, save_checkpoint
 from ctrnas.train.config import TrainConfig
 from ctrnas.train.metrics import MetricResult, StreamingMetrics
 from ctrnas.train.trainer import ForwardFn, Trainer, default_forward
@@ -202,13 +202,6 @@ class DistributedTrainer(Trainer):
         load_full_state(self.model, full)
         return [t.clone() for t in self._state_tensors(floating)]
 
-    def _state_tensors(self, floating: bool) -> list[torch.Tensor]:
-        return [t for t in state_tensors(self.model) if not floating or t.is_floating_point()]
-
-    @staticmethod
-    def _copy_into(tensors: list[torch.Tensor], values: list[torch.Tensor]) -> None:
-        for t, v in zip(tensors, values, strict=True):
-            t.copy_(v)
 
     def save(self) -> None:
         if self.ckpt_dir is None:
@@ -235,11 +228,10 @@ class DistributedTrainer(Trainer):
         self.check_checkpoint_config(p, state)
         sel = state.get("selection")
         if sel:  # the gathered best weights and average back to this rank's copies, before the model's state
-            if any(isinstance(sel.get(k), list) for k in ("weights", "average")):
+            if any(isinstance(sel.get(k), list) for k, _ in self.COPIES):
                 raise CtrnasError(f"{p}: a one-process checkpoint holds its best weights and average per "
                                   "tensor; resume it without --distributed, or re-run in a new output folder")
-            sel = {**sel, **{k: self._copies_of(sel[k], floating) for k, floating in (("weights", False),
-                                                                                   ("average", True))
+            sel = {**sel, **{k: self._copies_of(sel[k], floating) for k, floating in self.COPIES
                              if sel.get(k) is not None}}
         load_full_state(self.model, state["model"])
         for o, s in zip(self.optimizers, state["optimizers"]):

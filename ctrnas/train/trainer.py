@@ -173,8 +173,7 @@ class Trainer:
         self.train_seconds, self.history = state["train_seconds"], state["history"]
         sel = state.get("selection")
         if sel:  # a distributed checkpoint holds them as gathered state_dicts: this trainer's copies of those
-            sel = {**sel, **{k: self._copies(sel[k], floating) for k, floating in (("weights", False),
-                                                                                ("average", True))
+            sel = {**sel, **{k: self._copies(sel[k], floating) for k, floating in self.COPIES
                              if isinstance(sel.get(k), dict)}}
         self.load_selection_state(sel)
 
@@ -183,6 +182,17 @@ class Trainer:
         `floating`), in their order; a missing key raises KeyError."""
         return [full[k].to(v.device).clone() for k, v in self.model.state_dict().items()
                 if not floating or v.is_floating_point()]
+
+    # the selection state's copies of the model's state tensors, and whether they hold the floating ones only
+    COPIES = (("weights", False), ("average", True))
+
+    def _state_tensors(self, floating: bool = False) -> list[torch.Tensor]:
+        return [t for t in state_tensors(self.model) if not floating or t.is_floating_point()]
+
+    @staticmethod
+    def _copy_into(tensors: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        for t, v in zip(tensors, values, strict=True):
+            t.copy_(v)
 
     def selection_state(self) -> dict:
         return {"best": self.best, "bad_evals": self.bad_evals, "stopped_early": self.stopped_early,
@@ -243,7 +253,7 @@ class Trainer:
         interval = eval_interval(per_epoch, cfg.eval_every, cfg.evals_per_epoch) if selecting else cfg.eval_every
         self._horizon = cfg.ema * interval if selecting else 0.0
         # views of the weights, found once: a state_dict per step cost LR's 1M-row step 5%
-        self._floats = [t for t in state_tensors(self.model) if t.is_floating_point()] if self._horizon else []
+        self._floats = self._state_tensors(floating=True) if self._horizon else []
         if self.stopped_early or self.diverged:
             stop = self.step
         self.model.train()
@@ -399,18 +409,17 @@ class Trainer:
 
     @torch.no_grad()
     def _copy_weights(self) -> list[torch.Tensor]:
-        return [t.detach().clone() for t in state_tensors(self.model)]
+        return [t.detach().clone() for t in self._state_tensors()]
 
     @torch.no_grad()
     def _load_weights(self, weights: list[torch.Tensor]) -> None:
-        tensors = state_tensors(self.model)
+        tensors = self._state_tensors()
         if weights is None or len(weights) != len(tensors):
             where = f"{self.checkpoint_path}: " if self.checkpoint_path is not None else ""
             raise CtrnasError(f"{where}restore_best: no best evaluation's weights to return to (restore_best off, "
                               "or not in the checkpoint resumed), or those of another model; re-run in a new output "
                               "folder")
-        for t, w in zip(tensors, weights):
-            t.copy_(w)
+        self._copy_into(tensors, weights)
 
     def to_device(self, batch: Batch) -> Batch:
         """`batch` on the trainer's device (unchanged on the CPU); pinned first, so the copy can overlap."""
