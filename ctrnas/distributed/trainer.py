@@ -196,12 +196,11 @@ class DistributedTrainer(Trainer):
             self._copy_into(tensors, now)
 
     @torch.no_grad()
-    def _copies_of(self, full: dict, floating: bool) -> list[torch.Tensor]:
+    def _copies(self, full: dict, floating: bool) -> list[torch.Tensor]:
         """Collective: this rank's copies (as `_gathered` takes them) of the full state_dict `full`, read by
         loading it into the model; the model's own state is loaded after."""
         load_full_state(self.model, full)
         return [t.clone() for t in self._state_tensors(floating)]
-
 
     def save(self) -> None:
         if self.ckpt_dir is None:
@@ -227,12 +226,10 @@ class DistributedTrainer(Trainer):
         state = load_checkpoint(p)
         self.check_checkpoint_config(p, state)
         sel = state.get("selection")
-        if sel:  # the gathered best weights and average back to this rank's copies, before the model's state
-            if any(isinstance(sel.get(k), list) for k, _ in self.COPIES):
-                raise CtrnasError(f"{p}: a one-process checkpoint holds its best weights and average per "
-                                  "tensor; resume it without --distributed, or re-run in a new output folder")
-            sel = {**sel, **{k: self._copies_of(sel[k], floating) for k, floating in self.COPIES
-                             if sel.get(k) is not None}}
+        if sel and any(isinstance(sel.get(k), list) for k, _ in self.COPIES):
+            raise CtrnasError(f"{p}: a one-process checkpoint holds its best weights and average per "
+                              "tensor; resume it without --distributed, or re-run in a new output folder")
+        sel = self._own_copies(sel)  # back to this rank's copies, before the model's state is loaded
         load_full_state(self.model, state["model"])
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)

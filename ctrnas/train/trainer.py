@@ -171,11 +171,15 @@ class Trainer:
             o.load_state_dict(s)
         self.step, self.loss_sum, self.rows_seen = state["step"], state["loss_sum"], state["rows_seen"]
         self.train_seconds, self.history = state["train_seconds"], state["history"]
-        sel = state.get("selection")
-        if sel:  # a distributed checkpoint holds them as gathered state_dicts: this trainer's copies of those
-            sel = {**sel, **{k: self._copies(sel[k], floating) for k, floating in self.COPIES
-                             if isinstance(sel.get(k), dict)}}
-        self.load_selection_state(sel)
+        self.load_selection_state(self._own_copies(state.get("selection")))
+
+    def _own_copies(self, sel: dict | None) -> dict | None:
+        """The selection state `sel` with the best weights and average that a distributed checkpoint holds as
+        gathered state_dicts turned into this trainer's copies (`_copies`)."""
+        if not sel:
+            return sel
+        return {**sel, **{k: self._copies(sel[k], floating) for k, floating in self.COPIES
+                          if isinstance(sel.get(k), dict)}}
 
     def _copies(self, full: dict, floating: bool) -> list[torch.Tensor]:
         """The full state_dict `full` as copies of the model's state tensors (its floating ones where
